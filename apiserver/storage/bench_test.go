@@ -1,0 +1,76 @@
+package storage
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+func BenchmarkCreate(b *testing.B) {
+	s := newStore(b, Options{})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		name := strconv.Itoa(i)
+		i++
+		if _, err := s.Create("cm", "ns", name, enc("ns", name, "v", nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUpdate(b *testing.B) {
+	s := newStore(b, Options{})
+	if _, err := s.Create("cm", "ns", "x", enc("ns", "x", "v", nil)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Update("cm", "ns", "x", set("ns", "x", "v")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkWatchFanOut writes 10,000 events and delivers each to 100 watchers
+// that read the shared frames; one op is the whole fan-out.
+func BenchmarkWatchFanOut(b *testing.B) {
+	const events, watchers = 10_000, 100
+	b.ReportAllocs()
+	for b.Loop() {
+		s := newStore(b, Options{HistoryEvents: events})
+		var wg sync.WaitGroup
+		for range watchers {
+			w, err := s.Watch("cm", WatchOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wg.Go(func() {
+				n := 0
+				for range events {
+					ev, err := w.Next(context.Background())
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					n += len(ev.Frame())
+				}
+			})
+		}
+		for i := range events {
+			name := strconv.Itoa(i % 100)
+			var err error
+			if i < 100 {
+				_, err = s.Create("cm", "ns", name, enc("ns", name, "v", nil))
+			} else {
+				_, err = s.Update("cm", "ns", name, set("ns", name, strconv.Itoa(i)))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(events*watchers)*float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}

@@ -1,0 +1,22 @@
+package storage
+
+import "errors"
+
+// Errors returned by the store, wrapped with context; test them with
+// errors.Is. The HTTP layer maps each to its Kubernetes status.
+var (
+	// ErrNotFound: the object does not exist (404 NotFound).
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: an object with that key exists (409 AlreadyExists).
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict: a precondition on uid or resourceVersion failed (409 Conflict).
+	ErrConflict = errors.New("conflict")
+	// ErrExpired: the revision is older than the retained history (410 Gone, reason Expired).
+	ErrExpired = errors.New("resource version too old")
+	// ErrTooLargeResourceVersion: the revision is newer than the store's (504, cause ResourceVersionTooLarge).
+	ErrTooLargeResourceVersion = errors.New("too large resource version")
+	// ErrWatcherTooSlow: the watcher fell behind the retained history and was disconnected.
+	ErrWatcherTooSlow = errors.New("watcher fell behind the event history and was disconnected")
+	// ErrInvalidObject: the encoder returned an object that does not fit the key.
+	ErrInvalidObject = errors.New("invalid object")
+)

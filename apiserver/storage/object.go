@@ -1,0 +1,120 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Object is one stored object. It and everything it refers to are immutable
+// once committed: never modify the Data, Labels or Fields of an Object that the
+// store returned.
+type Object struct {
+	// Namespace is empty for cluster-scoped objects.
+	Namespace string
+	// Name of the object.
+	Name string
+	// UID is checked by [Preconditions].
+	UID string
+	// ResourceVersion is the revision of the write that produced this state.
+	// The store sets it.
+	ResourceVersion int64
+	// Data is the JSON encoding of the object; its metadata.resourceVersion
+	// equals ResourceVersion.
+	Data []byte
+	// Labels of the object, for label selectors.
+	Labels map[string]string
+	// Fields holds the selectable fields (metadata.name, metadata.namespace
+	// and the ones the kind supports), for field selectors.
+	Fields map[string]string
+}
+
+// Key returns the object's key inside its resource: "namespace/name".
+func (o *Object) Key() string { return Key(o.Namespace, o.Name) }
+
+// Key returns the key of an object inside its resource: "namespace/name", and
+// "/name" for cluster-scoped objects. Keys sort by namespace, then name, as
+// kube-apiserver's lists do.
+func Key(namespace, name string) string { return namespace + "/" + name }
+
+// EncodeFunc produces the object to store once the store knows the revision it
+// commits at; it must encode that revision as metadata.resourceVersion. It runs
+// under the resource's write lock: keep it to encoding.
+type EncodeFunc func(rev int64) (*Object, error)
+
+// UpdateFunc computes the next state of an object from its current state. It
+// returns the encoder of the new state, or a nil EncodeFunc for "no change"
+// (the store then writes nothing and returns the current object). It may run
+// several times if the object changes concurrently, always with a fresh
+// current state; it must not keep side effects.
+type UpdateFunc func(current *Object) (EncodeFunc, error)
+
+// Preconditions are checked against the current object by [Preconditions.Check].
+// Zero fields are not checked.
+type Preconditions struct {
+	UID             string
+	ResourceVersion int64
+}
+
+// Check returns an error wrapping [ErrConflict] if cur does not satisfy p.
+func (p Preconditions) Check(cur *Object) error {
+	if p.UID != "" && p.UID != cur.UID {
+		return fmt.Errorf("%w: precondition failed: UID in precondition: %s, UID in object meta: %s", ErrConflict, p.UID, cur.UID)
+	}
+	if p.ResourceVersion != 0 && p.ResourceVersion != cur.ResourceVersion {
+		return fmt.Errorf("%w: precondition failed: ResourceVersion in precondition: %d, ResourceVersion in object meta: %d", ErrConflict, p.ResourceVersion, cur.ResourceVersion)
+	}
+	return nil
+}
+
+// EventType is the type of a watch event; the values are the wire names.
+type EventType string
+
+// Event types.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+)
+
+// Event is one change of one object, or a bookmark. Events are immutable and
+// shared by all watchers.
+type Event struct {
+	Type EventType
+	// Revision of the event: Object.ResourceVersion, or the progress revision
+	// of a bookmark.
+	Revision int64
+	// Object is the new state; for Deleted, the last state with the revision
+	// of the deletion. Nil for bookmarks.
+	Object *Object
+	// Prev is the state before the event; nil for Added and bookmarks.
+	Prev *Object
+	// InitialEventsEnd marks the bookmark that ends the initial events of a
+	// watch that asked for them.
+	InitialEventsEnd bool
+
+	at        time.Time // commit time, for age-based eviction
+	frameOnce sync.Once
+	frame     []byte
+}
+
+// Frame returns the event as one line of the Kubernetes JSON watch stream,
+// {"type":"MODIFIED","object":{...}} followed by a newline. It is computed
+// once per event and shared by every watcher: do not modify it. Bookmarks
+// have no object and no cached frame; the HTTP layer encodes them.
+func (e *Event) Frame() []byte {
+	e.frameOnce.Do(func() {
+		if e.Object == nil {
+			return
+		}
+		b := make([]byte, 0, len(e.Object.Data)+len(e.Type)+24)
+		b = append(b, `{"type":"`...)
+		b = append(b, e.Type...)
+		b = append(b, `","object":`...)
+		b = append(b, e.Object.Data...)
+		b = append(b, "}\n"...)
+		e.frame = b
+	})
+	return e.frame
+}
