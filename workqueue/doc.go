@@ -1,0 +1,35 @@
+// Package workqueue is kloop's work queue: the stage between event handlers,
+// which add keys, and workers, which take them and call Reconcile.
+//
+// A Queue[K] is fair (first in, first out within one priority), stingy (a key
+// added many times before a worker takes it is handed out once) and gives a
+// key to one worker at a time (a key added while held is marked dirty and
+// comes back at Done). On top of that it delays keys (AddAfter, one timer for
+// the whole queue), rate-limits retries (AddRateLimited, Forget,
+// NumRequeues) and orders keys by priority (AddWithOptions).
+//
+// The usual worker loop:
+//
+//	for {
+//		key, shutdown := q.Get()
+//		if shutdown {
+//			return
+//		}
+//		if err := sync(key); err != nil {
+//			q.AddRateLimited(key) // retry with backoff
+//		} else {
+//			q.Forget(key) // reset the backoff
+//		}
+//		q.Done(key)
+//	}
+//
+// Rate limiters: Exponential (per key, 5 ms doubling to 1000 s), Bucket (all
+// keys, 10 qps, burst 100), MaxOf, FastSlow, and DefaultRateLimiter, which is
+// the larger of Exponential and Bucket exactly as client-go's default
+// controller rate limiter.
+//
+// Metrics go through a MetricsProvider set in Options; kloop.dev/kloop/metrics
+// has the Prometheus one, with controller-runtime's metric names. The queue
+// starts no goroutine: delays use one clock timer, armed for the earliest
+// waiting key.
+package workqueue

@@ -1,0 +1,283 @@
+package workqueue
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+)
+
+// model is a slow, obviously correct reference of the queue's semantics:
+// linear scans over a map instead of rings, heap and index.
+type model struct {
+	now  time.Duration
+	seq  int64
+	keys map[string]*mkey
+	fail map[string]int // FastSlow failures
+}
+
+type mkey struct {
+	ready, waiting, held, dirty bool
+	prio                        int
+	readySeq, hseq              int64
+	at                          time.Duration
+}
+
+func (m *model) key(k string) *mkey {
+	if m.keys[k] == nil {
+		m.keys[k] = &mkey{}
+	}
+	return m.keys[k]
+}
+
+func (m *model) next() int64 { m.seq++; return m.seq }
+
+func (m *model) gc(k string) {
+	if s := m.keys[k]; s != nil && !s.ready && !s.waiting && !s.held {
+		delete(m.keys, k)
+	}
+}
+
+func (m *model) add(k string, prio int) {
+	s := m.key(k)
+	switch {
+	case s.ready:
+		if prio > s.prio {
+			s.prio, s.readySeq = prio, m.next()
+		}
+		return
+	case s.dirty:
+		s.prio = max(s.prio, prio)
+		return
+	case s.waiting:
+		s.waiting = false
+		s.prio = max(s.prio, prio)
+	default:
+		s.prio = prio
+	}
+	if s.held {
+		s.dirty = true
+	} else {
+		s.ready, s.readySeq = true, m.next()
+	}
+}
+
+func (m *model) addAfter(k string, prio int, d time.Duration) {
+	if d <= 0 {
+		m.add(k, prio)
+		return
+	}
+	s := m.key(k)
+	at := m.now + d
+	switch {
+	case s.ready || s.dirty:
+		if prio > s.prio {
+			s.prio = prio
+			if s.ready {
+				s.readySeq = m.next()
+			}
+		}
+	case s.waiting:
+		s.prio = max(s.prio, prio)
+		s.at = min(s.at, at)
+	default:
+		s.prio, s.waiting, s.at, s.hseq = prio, true, at, m.next()
+	}
+}
+
+func (m *model) advance(d time.Duration) {
+	m.now += d
+	var due []string
+	for k, s := range m.keys {
+		if s.waiting && s.at <= m.now {
+			due = append(due, k)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		a, b := m.keys[due[i]], m.keys[due[j]]
+		if a.at != b.at {
+			return a.at < b.at
+		}
+		return a.hseq < b.hseq
+	})
+	for _, k := range due {
+		s := m.keys[k]
+		s.waiting = false
+		if s.held {
+			s.dirty = true
+		} else {
+			s.ready, s.readySeq = true, m.next()
+		}
+	}
+}
+
+func (m *model) get() (string, bool) {
+	best := ""
+	for k, s := range m.keys {
+		if !s.ready {
+			continue
+		}
+		if b := m.keys[best]; best == "" || s.prio > b.prio || (s.prio == b.prio && s.readySeq < b.readySeq) {
+			best = k
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	s := m.keys[best]
+	s.ready, s.held = false, true
+	return best, true
+}
+
+func (m *model) done(k string) {
+	s := m.keys[k]
+	if s == nil || !s.held {
+		return
+	}
+	s.held = false
+	if s.dirty {
+		s.dirty = false
+		s.ready, s.readySeq = true, m.next()
+	}
+	m.gc(k)
+}
+
+func (m *model) ready() int {
+	n := 0
+	for _, s := range m.keys {
+		if s.ready {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *model) held() []string {
+	var h []string
+	for k, s := range m.keys {
+		if s.held {
+			h = append(h, k)
+		}
+	}
+	sort.Strings(h)
+	return h
+}
+
+// FuzzQueue drives random operation sequences through the queue and the
+// model, and checks after every step that they agree: the same key handed
+// out, the same number ready. Agreement implies the properties: no key held
+// by two workers, none lost, none handed out twice without a re-add.
+func FuzzQueue(f *testing.F) {
+	f.Add([]byte{0, 1, 3, 0, 0, 1, 3, 4, 0})
+	f.Add([]byte{1, 2, 3, 1, 6, 2, 3, 0, 4, 0, 7, 0, 3, 0})
+	f.Add([]byte{2, 1, 2, 1, 6, 3, 3, 0, 4, 0, 5, 1, 2, 1, 6, 3, 3, 0})
+	f.Add([]byte{0, 1, 0, 0, 2, 1, 0, 3, 1, 3, 3, 0, 0, 1, 2, 3, 0, 3, 0, 4, 0, 4, 1})
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		clock := newFakeClock()
+		limiter, err := NewFastSlow[string](FastSlowOptions{Fast: 10 * time.Millisecond, Slow: 30 * time.Millisecond, MaxFast: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := New(Options[string]{Clock: clock, RateLimiter: limiter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.ShutDown()
+		m := &model{keys: map[string]*mkey{}, fail: map[string]int{}}
+		pos := 0
+		next := func() int {
+			if pos >= len(prog) {
+				return 0
+			}
+			pos++
+			return int(prog[pos-1])
+		}
+		var trace []string
+		check := func() {
+			if got, want := q.Len(), m.ready(); got != want {
+				t.Fatalf("Len = %d, model %d\ntrace: %v", got, want, trace)
+			}
+		}
+		get := func() {
+			want, ok := m.get()
+			if !ok {
+				return
+			}
+			got, shutdown := q.Get()
+			trace = append(trace, "get "+got)
+			if shutdown || got != want {
+				t.Fatalf("Get = %q (shutdown %v), model %q\ntrace: %v", got, shutdown, want, trace)
+			}
+		}
+		for pos < len(prog) {
+			op, k := next()%8, fmt.Sprintf("k%d", next()%6)
+			switch op {
+			case 0:
+				p := next()%3 - 1
+				trace = append(trace, fmt.Sprintf("add %s p%d", k, p))
+				q.AddWithOptions(k, AddOptions{Priority: p})
+				m.add(k, p)
+			case 1:
+				p, d := next()%3-1, time.Duration(next()%4)*10*time.Millisecond
+				trace = append(trace, fmt.Sprintf("after %s %v p%d", k, d, p))
+				q.AddWithOptions(k, AddOptions{Priority: p, After: d})
+				m.addAfter(k, p, d)
+			case 2:
+				trace = append(trace, "ratelimited "+k)
+				q.AddRateLimited(k)
+				m.fail[k]++
+				d := 10 * time.Millisecond
+				if m.fail[k] > 2 {
+					d = 30 * time.Millisecond
+				}
+				m.addAfter(k, 0, d)
+			case 3:
+				get()
+			case 4:
+				if h := m.held(); len(h) > 0 {
+					k = h[next()%len(h)]
+				}
+				trace = append(trace, "done "+k)
+				q.Done(k)
+				m.done(k)
+			case 5:
+				trace = append(trace, "forget "+k)
+				q.Forget(k)
+				delete(m.fail, k)
+				if q.NumRequeues(k) != 0 {
+					t.Fatalf("NumRequeues after Forget = %d", q.NumRequeues(k))
+				}
+			case 6:
+				d := time.Duration(next()%5) * 5 * time.Millisecond
+				trace = append(trace, fmt.Sprintf("tick %v", d))
+				clock.Advance(d)
+				m.advance(d)
+			case 7:
+				if got, want := q.NumRequeues(k), m.fail[k]; got != want {
+					t.Fatalf("NumRequeues(%s) = %d, model %d", k, got, want)
+				}
+			}
+			check()
+		}
+		// Nothing is lost: once time passes and workers finish, every key
+		// comes out and the queue empties exactly when the model does.
+		clock.Advance(time.Hour)
+		m.advance(time.Hour)
+		for range 100 {
+			check()
+			for _, k := range m.held() {
+				q.Done(k)
+				m.done(k)
+			}
+			for m.ready() > 0 {
+				get()
+			}
+			if len(m.keys) == 0 {
+				break
+			}
+		}
+		if len(m.keys) != 0 || q.Len() != 0 || len(q.index) != 0 {
+			t.Fatalf("left over: model %d keys, queue Len %d, %d nodes in use", len(m.keys), q.Len(), len(q.index))
+		}
+	})
+}

@@ -1,0 +1,564 @@
+package workqueue
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Options configures a Queue. The zero value is ready to use.
+type Options[K comparable] struct {
+	// Name names the queue in metrics. Default: "" (allowed; give each
+	// queue of a process its own name when metrics are on).
+	Name string
+
+	// RateLimiter decides the delay of AddRateLimited and of
+	// AddWithOptions with RateLimited set. Default: DefaultRateLimiter,
+	// the larger of a per-key exponential backoff (5 ms doubling to
+	// 1000 s) and a 10 qps, burst 100 token bucket, as client-go's default
+	// controller rate limiter.
+	RateLimiter RateLimiter[K]
+
+	// Metrics makes the queue's metrics. Default: none are recorded and
+	// the queue never reads the clock for them.
+	Metrics MetricsProvider
+
+	// Clock is the source of time for delays and metrics. Default: RealClock.
+	Clock Clock
+}
+
+func (o *Options[K]) setDefaults() {
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.RateLimiter == nil {
+		o.RateLimiter = DefaultRateLimiter[K](o.Clock)
+	}
+}
+
+func (o *Options[K]) validate() error {
+	if o.Clock == nil || o.RateLimiter == nil {
+		return errors.New("workqueue: internal error: defaults not set")
+	}
+	return nil
+}
+
+// AddOptions qualifies an add.
+type AddOptions struct {
+	// Priority orders ready keys: higher first, first-in first-out
+	// within one priority. Default 0. Adding a key that is already
+	// waiting with a higher priority raises it; a priority is never lowered.
+	Priority int
+	// After delays the key by at least this long. Default 0: ready now.
+	After time.Duration
+	// RateLimited asks the rate limiter for a delay too; the larger of
+	// the two delays is used. Default false.
+	RateLimited bool
+}
+
+// Queue is a work queue of keys with the properties a controller needs:
+//
+//   - Fair: keys are handed out in the order they became ready, within one
+//     priority; higher priorities first.
+//   - Stingy: a key added several times before a worker takes it is handed
+//     out once.
+//   - One worker per key: a key held by a worker (between Get and Done) is
+//     never handed to another one. Adding it meanwhile marks it dirty, and
+//     Done puts it back in the queue.
+//   - Delays: AddAfter keeps one timer for the whole queue (no goroutine per
+//     key). A waiting key is moved earlier by an earlier AddAfter or by Add;
+//     the earliest wins and a key is never moved later.
+//   - Rate limiting: AddRateLimited asks the RateLimiter how long to wait;
+//     Forget resets the key's history.
+//
+// A Queue is safe for concurrent use. Its zero value is not usable: call New.
+type Queue[K comparable] struct {
+	limiter RateLimiter[K]
+	clock   Clock
+	epoch   time.Time // monotonic origin of the int64 times below
+
+	// m and timed are set once by New; timed says whether metrics need times.
+	m     QueueMetrics
+	timed bool
+
+	// mu guards every field below it.
+	mu   sync.Mutex
+	cond sync.Cond // signalled when a key becomes ready, or on shutdown and drain progress
+
+	// index maps a key to its node in nodes. A key has a node while it is
+	// ready, waiting, or held by a worker; the node is freed otherwise.
+	index map[K]int32
+	nodes []node[K]
+	free  []int32 // indices of unused nodes
+
+	// levels holds the ready rings, one per priority, sorted by priority
+	// from highest to lowest. ready counts the live entries across them.
+	levels []*level
+	ready  int
+
+	// heap holds the waiting nodes ordered by (at, hseq); each node
+	// records its heap position. hseq breaks ties first-in first-out.
+	heap []int32
+	hseq uint64
+
+	// timer fires at armed (nanoseconds since epoch) to move due keys
+	// from heap to ready; armed < 0 means not armed.
+	timer Timer
+	armed int64
+
+	// inFlight holds the nodes held by workers, for the unfinished-work
+	// metrics and drain; each node records its position.
+	inFlight []int32
+
+	shuttingDown bool
+	draining     bool
+}
+
+// node flags. Invariants: flagReady and flagProcessing exclude each other;
+// flagDirty implies flagProcessing; flagHeap excludes flagReady and flagDirty.
+const (
+	flagReady      uint8 = 1 << iota // in a ready ring (the entry whose seq equals node.seq)
+	flagHeap                         // in the delay heap
+	flagProcessing                   // held by a worker
+	flagDirty                        // held by a worker and added again: ready at Done
+)
+
+type node[K comparable] struct {
+	key     K
+	prio    int
+	at      int64  // when flagHeap: due time, ns since epoch
+	hseq    uint64 // when flagHeap: insertion order, for ties
+	heapIdx int32
+	procIdx int32
+	seq     uint32 // identifies the live ring entry; bumped when the node leaves or moves
+	flags   uint8
+	addedAt int64 // when it became ready or dirty (metrics only)
+	started int64 // when a worker took it (metrics only)
+}
+
+type entry struct {
+	node int32
+	seq  uint32
+}
+
+type level struct {
+	prio int
+	ring ring
+}
+
+// New returns an empty queue.
+func New[K comparable](opts Options[K]) (*Queue[K], error) {
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue[K]{
+		limiter: opts.RateLimiter,
+		clock:   opts.Clock,
+		epoch:   opts.Clock.Now(),
+		index:   make(map[K]int32),
+		armed:   -1,
+	}
+	q.cond.L = &q.mu
+	if opts.Metrics != nil {
+		q.m = opts.Metrics.NewQueueMetrics(opts.Name, q.inFlightWork)
+		q.timed = true
+	}
+	if q.m == nil {
+		q.m = noMetrics{}
+		q.timed = false
+	}
+	return q, nil
+}
+
+func (q *Queue[K]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
+
+// Add makes key ready now, unless it is already ready. A key held by a worker
+// is marked dirty and becomes ready again at Done. Adds after ShutDown are
+// ignored.
+func (q *Queue[K]) Add(key K) {
+	q.mu.Lock()
+	if !q.shuttingDown {
+		q.addNow(key, 0, q.metricNow())
+	}
+	q.mu.Unlock()
+}
+
+// AddAfter makes key ready once d has elapsed; d <= 0 is Add. If the key is
+// already ready, or waiting for an earlier time, nothing changes.
+func (q *Queue[K]) AddAfter(key K, d time.Duration) {
+	q.AddWithOptions(key, AddOptions{After: d})
+}
+
+// AddRateLimited adds key after the delay its rate limiter decides.
+func (q *Queue[K]) AddRateLimited(key K) {
+	q.AddWithOptions(key, AddOptions{RateLimited: true})
+}
+
+// AddWithOptions adds key with a priority and an optional delay.
+func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
+	d := o.After
+	if o.RateLimited {
+		if q.ShuttingDown() {
+			return // do not count a failure nobody will retry
+		}
+		if w := q.limiter.When(key); w > d {
+			d = w
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	if d <= 0 {
+		q.addNow(key, o.Priority, q.metricNow())
+		return
+	}
+	q.m.Retry()
+	q.addLater(key, o.Priority, q.now()+int64(d))
+}
+
+// Forget resets the rate limiter's history of key. Call it when the key was
+// processed successfully.
+func (q *Queue[K]) Forget(key K) { q.limiter.Forget(key) }
+
+// NumRequeues is how many times key was rate-limited since it was last
+// forgotten.
+func (q *Queue[K]) NumRequeues(key K) int { return q.limiter.NumRequeues(key) }
+
+// Len is the number of keys ready to be handed out. Keys waiting for a delay
+// and keys held by workers are not counted.
+func (q *Queue[K]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready
+}
+
+// Get blocks until a key is ready and hands it to the caller, who must call
+// Done with it when finished. After ShutDown, Get still hands out the keys
+// that were ready; once none is left it returns shutdown = true.
+func (q *Queue[K]) Get() (key K, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.ready == 0 && !q.shuttingDown {
+		q.cond.Wait()
+	}
+	if q.ready == 0 {
+		var zero K
+		return zero, true
+	}
+	i := q.popReady()
+	n := &q.nodes[i]
+	n.flags |= flagProcessing
+	n.procIdx = int32(len(q.inFlight))
+	q.inFlight = append(q.inFlight, i)
+	if q.timed {
+		now := q.now()
+		q.m.Latency(time.Duration(now - n.addedAt))
+		n.started = now
+	}
+	return n.key, false
+}
+
+// Done tells the queue that the worker finished with key. If key was added
+// while it was held, it becomes ready again now.
+func (q *Queue[K]) Done(key K) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i, ok := q.index[key]
+	if !ok || q.nodes[i].flags&flagProcessing == 0 {
+		return
+	}
+	n := &q.nodes[i]
+	n.flags &^= flagProcessing
+	q.removeInFlight(n)
+	if q.timed {
+		q.m.WorkDuration(time.Duration(q.now() - n.started))
+	}
+	switch {
+	case n.flags&flagDirty != 0:
+		n.flags &^= flagDirty
+		q.pushReady(i)
+	case n.flags&flagHeap != 0:
+		// It stays waiting for its time.
+	default:
+		q.release(i)
+	}
+	if q.draining && len(q.inFlight) == 0 {
+		q.cond.Broadcast()
+	}
+}
+
+// ShutDown stops the queue: adds are ignored from now on, keys waiting for a
+// delay are dropped, and Get returns shutdown once the ready keys are gone.
+// It does not wait for workers.
+func (q *Queue[K]) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdownLocked()
+}
+
+// ShutDownWithDrain is ShutDown, then it waits until every key handed out
+// has been marked Done. Workers must keep calling Done, or it waits forever.
+func (q *Queue[K]) ShutDownWithDrain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.draining = true
+	q.shutdownLocked()
+	for len(q.inFlight) > 0 {
+		q.cond.Wait()
+	}
+}
+
+// ShuttingDown reports whether ShutDown has been called.
+func (q *Queue[K]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+func (q *Queue[K]) shutdownLocked() {
+	if !q.shuttingDown {
+		q.shuttingDown = true
+		if q.timer != nil {
+			q.timer.Stop()
+			q.armed = -1
+		}
+		// Drop the waiting keys: they will never become ready.
+		for len(q.heap) > 0 {
+			i := q.heap[0]
+			q.heapRemove(i)
+			n := &q.nodes[i]
+			n.flags &^= flagHeap
+			if n.flags == 0 {
+				q.release(i)
+			}
+		}
+	}
+	q.cond.Broadcast()
+}
+
+func (q *Queue[K]) metricNow() int64 {
+	if q.timed {
+		return q.now()
+	}
+	return 0
+}
+
+// lookup returns the node of key, allocating a fresh one if there is none.
+func (q *Queue[K]) lookup(key K) (int32, *node[K]) {
+	if i, ok := q.index[key]; ok {
+		return i, &q.nodes[i]
+	}
+	var i int32
+	if f := len(q.free); f > 0 {
+		i = q.free[f-1]
+		q.free = q.free[:f-1]
+	} else {
+		q.nodes = append(q.nodes, node[K]{})
+		i = int32(len(q.nodes) - 1)
+	}
+	n := &q.nodes[i]
+	seq := n.seq // kept across reuse, so stale ring entries never match
+	*n = node[K]{key: key, seq: seq, heapIdx: -1, procIdx: -1}
+	q.index[key] = i
+	return i, n
+}
+
+// release frees a node that is neither ready, waiting nor held.
+func (q *Queue[K]) release(i int32) {
+	n := &q.nodes[i]
+	delete(q.index, n.key)
+	var zero K
+	n.key = zero // let the key be collected
+	n.seq++
+	q.free = append(q.free, i)
+}
+
+func (q *Queue[K]) addNow(key K, prio int, now int64) {
+	i, n := q.lookup(key)
+	switch {
+	case n.flags&flagReady != 0:
+		if prio > n.prio {
+			q.m.Depth(n.prio, -1)
+			q.ready--
+			n.seq++ // the old ring entry goes stale
+			n.prio = prio
+			q.pushReady(i)
+		}
+		return
+	case n.flags&flagDirty != 0:
+		n.prio = max(n.prio, prio)
+		return
+	case n.flags&flagHeap != 0:
+		q.heapRemove(i)
+		n.flags &^= flagHeap
+		n.prio = max(n.prio, prio)
+	default:
+		n.prio = prio
+	}
+	q.m.Added()
+	n.addedAt = now
+	if n.flags&flagProcessing != 0 {
+		n.flags |= flagDirty
+		return
+	}
+	q.pushReady(i)
+}
+
+func (q *Queue[K]) addLater(key K, prio int, at int64) {
+	i, n := q.lookup(key)
+	switch {
+	case n.flags&(flagReady|flagDirty) != 0:
+		// Already due now, which is earlier.
+		if prio > n.prio {
+			if n.flags&flagReady != 0 {
+				q.addNow(key, prio, n.addedAt) // re-rings at the higher priority
+			} else {
+				n.prio = prio
+			}
+		}
+		return
+	case n.flags&flagHeap != 0:
+		n.prio = max(n.prio, prio)
+		if at < n.at {
+			n.at = at
+			q.heapUp(int(n.heapIdx))
+			q.arm()
+		}
+		return
+	}
+	n.prio = prio
+	n.at = at
+	n.flags |= flagHeap
+	q.heapPush(i)
+	q.arm()
+}
+
+// pushReady appends node i to the ring of its priority.
+func (q *Queue[K]) pushReady(i int32) {
+	n := &q.nodes[i]
+	n.flags |= flagReady
+	q.levelFor(n.prio).ring.push(entry{node: i, seq: n.seq})
+	q.ready++
+	q.m.Depth(n.prio, 1)
+	q.cond.Signal()
+}
+
+// popReady removes and returns the first live node of the highest non-empty
+// priority. The caller checked q.ready > 0.
+func (q *Queue[K]) popReady() int32 {
+	for _, l := range q.levels {
+		for l.ring.n > 0 {
+			e := l.ring.pop()
+			n := &q.nodes[e.node]
+			if n.seq != e.seq || n.flags&flagReady == 0 {
+				continue // stale: the node moved to another priority or was freed
+			}
+			n.flags &^= flagReady
+			q.ready--
+			q.m.Depth(n.prio, -1)
+			return e.node
+		}
+	}
+	panic("workqueue: ready count out of sync") // unreachable: guarded by q.ready
+}
+
+func (q *Queue[K]) levelFor(prio int) *level {
+	for idx, l := range q.levels {
+		if l.prio == prio {
+			return l
+		}
+		if l.prio < prio {
+			nl := &level{prio: prio}
+			q.levels = append(q.levels, nil)
+			copy(q.levels[idx+1:], q.levels[idx:])
+			q.levels[idx] = nl
+			return nl
+		}
+	}
+	nl := &level{prio: prio}
+	q.levels = append(q.levels, nl)
+	return nl
+}
+
+func (q *Queue[K]) removeInFlight(n *node[K]) {
+	last := len(q.inFlight) - 1
+	moved := q.inFlight[last]
+	q.inFlight[n.procIdx] = moved
+	q.nodes[moved].procIdx = n.procIdx
+	q.inFlight = q.inFlight[:last]
+	n.procIdx = -1
+}
+
+// inFlightWork reports the work in progress, for the unfinished-work and
+// longest-running-processor metrics.
+func (q *Queue[K]) inFlightWork() (unfinished, longest time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.inFlight) == 0 {
+		return 0, 0
+	}
+	now := q.now()
+	for _, i := range q.inFlight {
+		d := time.Duration(now - q.nodes[i].started)
+		unfinished += d
+		longest = max(longest, d)
+	}
+	return unfinished, longest
+}
+
+// arm makes sure the timer fires no later than the earliest waiting key.
+func (q *Queue[K]) arm() {
+	if len(q.heap) == 0 || q.shuttingDown {
+		return
+	}
+	at := q.nodes[q.heap[0]].at
+	if q.armed >= 0 && q.armed <= at {
+		return
+	}
+	q.armed = at
+	d := time.Duration(at - q.now())
+	if q.timer == nil {
+		q.timer = q.clock.AfterFunc(d, q.fire)
+	} else {
+		q.timer.Reset(d)
+	}
+}
+
+// fire moves every due key from the heap to ready (or dirty, when held).
+func (q *Queue[K]) fire() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.armed = -1
+	if q.shuttingDown {
+		return
+	}
+	now := q.now()
+	for len(q.heap) > 0 {
+		i := q.heap[0]
+		n := &q.nodes[i]
+		if n.at > now {
+			break
+		}
+		q.heapRemove(i)
+		n.flags &^= flagHeap
+		q.m.Added()
+		n.addedAt = now
+		if n.flags&flagProcessing != 0 {
+			n.flags |= flagDirty
+		} else {
+			q.pushReady(i)
+		}
+	}
+	q.arm()
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Added()                     {}
+func (noMetrics) Depth(int, int)             {}
+func (noMetrics) Latency(time.Duration)      {}
+func (noMetrics) WorkDuration(time.Duration) {}
+func (noMetrics) Retry()                     {}

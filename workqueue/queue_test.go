@@ -1,0 +1,564 @@
+package workqueue
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// runTranscript drives a queue through a script, one operation per line, and
+// checks every expectation on the way:
+//
+//	add K [pN]            Add, or AddWithOptions with priority N
+//	after K D [pN]        AddAfter / AddWithOptions{After: D}
+//	ratelimited K         AddRateLimited
+//	get K                 Get must hand out K now
+//	done K                Done
+//	forget K              Forget
+//	requeues K N          NumRequeues must be N
+//	len N                 Len must be N
+//	tick D                advance the fake clock by D
+//	shutdown              ShutDown
+//	closed                Get must report shutdown now
+func runTranscript(t *testing.T, q *Queue[string], clock *fakeClock, script string) {
+	t.Helper()
+	for lineNo, line := range strings.Split(strings.TrimSpace(script), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		where := "line " + strconv.Itoa(lineNo+1) + " (" + strings.TrimSpace(line) + ")"
+		prio := 0
+		if last := f[len(f)-1]; len(f) > 1 && strings.HasPrefix(last, "p") {
+			if n, err := strconv.Atoi(last[1:]); err == nil {
+				prio = n
+				f = f[:len(f)-1]
+			}
+		}
+		dur := func(s string) time.Duration {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			return d
+		}
+		num := func(s string) int {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			return n
+		}
+		switch f[0] {
+		case "add":
+			q.AddWithOptions(f[1], AddOptions{Priority: prio})
+		case "after":
+			q.AddWithOptions(f[1], AddOptions{Priority: prio, After: dur(f[2])})
+		case "ratelimited":
+			q.AddRateLimited(f[1])
+		case "get":
+			if q.Len() == 0 {
+				t.Fatalf("%s: nothing ready", where)
+			}
+			got, shutdown := q.Get()
+			if shutdown || got != f[1] {
+				t.Fatalf("%s: Get = %q, shutdown %v", where, got, shutdown)
+			}
+		case "done":
+			q.Done(f[1])
+		case "forget":
+			q.Forget(f[1])
+		case "requeues":
+			if got := q.NumRequeues(f[1]); got != num(f[2]) {
+				t.Fatalf("%s: NumRequeues = %d", where, got)
+			}
+		case "len":
+			if got := q.Len(); got != num(f[1]) {
+				t.Fatalf("%s: Len = %d", where, got)
+			}
+		case "tick":
+			clock.Advance(dur(f[1]))
+		case "shutdown":
+			q.ShutDown()
+		case "closed":
+			if got, shutdown := q.Get(); !shutdown {
+				t.Fatalf("%s: Get = %q, want shutdown", where, got)
+			}
+		default:
+			t.Fatalf("%s: unknown operation", where)
+		}
+	}
+}
+
+func newTestQueue(t *testing.T, limiter RateLimiter[string]) (*Queue[string], *fakeClock) {
+	t.Helper()
+	clock := newFakeClock()
+	q, err := New(Options[string]{Clock: clock, RateLimiter: limiter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(q.ShutDown)
+	return q, clock
+}
+
+func TestTranscripts(t *testing.T) {
+	tests := []struct{ name, script string }{
+		{"fair: keys leave in the order they came", `
+			add a
+			add b
+			add c
+			len 3
+			get a
+			get b
+			get c
+			len 0`},
+		{"stingy: repeated adds are handed out once", `
+			add a
+			add b
+			add a
+			add a
+			len 2
+			get a
+			get b
+			len 0`},
+		{"dirty re-add: a held key is not handed out, then comes back at Done", `
+			add a
+			get a
+			add a
+			add a
+			len 0
+			add b
+			get b
+			done a
+			len 1
+			get a
+			done a
+			done b
+			len 0`},
+		{"done without re-add forgets the key", `
+			add a
+			get a
+			done a
+			len 0
+			add a
+			get a`},
+		{"delays come out in time order, not add order", `
+			after a 30ms
+			after b 10ms
+			after c 20ms
+			len 0
+			tick 9ms
+			len 0
+			tick 1ms
+			get b
+			tick 10ms
+			get c
+			tick 10ms
+			get a`},
+		{"equal delays keep add order", `
+			after a 10ms
+			after b 10ms
+			tick 10ms
+			get a
+			get b`},
+		{"an earlier AddAfter moves a waiting key earlier", `
+			after a 50ms
+			after a 10ms
+			tick 10ms
+			get a
+			done a
+			tick 100ms
+			len 0`},
+		{"a later AddAfter never moves a waiting key later", `
+			after a 10ms
+			after a 50ms
+			tick 10ms
+			get a`},
+		{"Add makes a waiting key ready now and it does not come again", `
+			after a 50ms
+			add a
+			get a
+			done a
+			tick 100ms
+			len 0`},
+		{"AddAfter of a ready key changes nothing", `
+			add a
+			after a 10ms
+			get a
+			done a
+			tick 20ms
+			len 0`},
+		{"AddAfter of a held key re-queues it after the delay, at Done if still held", `
+			add a
+			get a
+			after a 10ms
+			tick 10ms
+			len 0
+			done a
+			get a
+			done a`},
+		{"AddAfter of a held key, Done first: it waits for its time", `
+			add a
+			get a
+			after a 10ms
+			done a
+			len 0
+			tick 10ms
+			get a`},
+		{"zero and negative delays are Add", `
+			after a 0s
+			after b -1s
+			get a
+			get b`},
+		{"higher priority first, FIFO within one", `
+			add a
+			add b
+			add c p5
+			add d p5
+			add e p-1
+			get c
+			get d
+			get a
+			get b
+			get e`},
+		{"re-adding with a higher priority raises, with a lower does not lower", `
+			add a
+			add b
+			add c
+			add c p10
+			add a p-5
+			get c
+			get a
+			get b
+			len 0`},
+		{"a delayed key keeps its priority when it becomes ready", `
+			add a
+			after b 10ms p3
+			tick 10ms
+			get b
+			get a`},
+		{"priority raise of a waiting key by an immediate add", `
+			add a p1
+			after b 10ms
+			add b p2
+			get b
+			get a`},
+		{"rate limited adds back off per key and Forget resets", `
+			ratelimited a
+			requeues a 1
+			tick 5ms
+			get a
+			ratelimited a
+			done a
+			requeues a 2
+			tick 9ms
+			len 0
+			tick 1ms
+			get a
+			done a
+			forget a
+			requeues a 0
+			ratelimited a
+			tick 5ms
+			get a`},
+		{"shutdown hands out what is ready, drops what waits, ignores adds", `
+			add a
+			add b
+			after c 10ms
+			shutdown
+			add d
+			get a
+			get b
+			tick 20ms
+			closed
+			closed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeClock()
+			limiter, err := NewExponential[string](ExponentialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := New(Options[string]{Clock: clock, RateLimiter: limiter})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.ShutDown()
+			runTranscript(t, q, clock, tt.script)
+		})
+	}
+}
+
+// The zero Options work, and the default limiter is client-go's.
+func TestZeroOptions(t *testing.T) {
+	q, err := New(Options[int]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.ShutDown()
+	q.Add(1)
+	if k, shutdown := q.Get(); k != 1 || shutdown {
+		t.Fatalf("Get = %v, %v", k, shutdown)
+	}
+	q.Done(1)
+	if _, ok := q.limiter.(*defaultLimiter[int]); !ok {
+		t.Fatalf("default limiter is %T", q.limiter)
+	}
+}
+
+func TestGetBlocksUntilAdd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, err := New(Options[string]{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan string)
+		go func() {
+			k, _ := q.Get()
+			got <- k
+		}()
+		synctest.Wait()
+		select {
+		case k := <-got:
+			t.Fatalf("Get returned %q on an empty queue", k)
+		default:
+		}
+		q.Add("a")
+		if k := <-got; k != "a" {
+			t.Fatalf("Get = %q", k)
+		}
+		q.Done("a")
+		q.ShutDown()
+	})
+}
+
+// A worker blocked in Get is not handed a key another worker holds; it gets it
+// once the holder calls Done.
+func TestOneWorkerPerKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New(Options[string]{})
+		q.Add("a")
+		k, _ := q.Get()
+		got := make(chan string, 1)
+		go func() {
+			k, _ := q.Get()
+			got <- k
+		}()
+		q.Add("a")
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Fatal("a held key was handed to a second worker")
+		}
+		q.Done(k)
+		if k2 := <-got; k2 != "a" {
+			t.Fatalf("second Get = %q", k2)
+		}
+		q.Done("a")
+		q.ShutDown()
+	})
+}
+
+// With the real clock inside a synctest bubble, a delayed key becomes ready
+// exactly when its time comes.
+func TestAddAfterRealClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New(Options[string]{})
+		start := time.Now()
+		q.AddAfter("b", 2*time.Second)
+		q.AddAfter("a", time.Second)
+		for _, want := range []struct {
+			key string
+			at  time.Duration
+		}{{"a", time.Second}, {"b", 2 * time.Second}} {
+			k, _ := q.Get()
+			if k != want.key || time.Since(start) != want.at {
+				t.Fatalf("Get = %q after %v, want %q after %v", k, time.Since(start), want.key, want.at)
+			}
+			q.Done(k)
+		}
+		q.ShutDown()
+	})
+}
+
+func TestShutDownWakesGet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New(Options[string]{})
+		var wg sync.WaitGroup
+		var shut atomic.Int32
+		for range 3 {
+			wg.Go(func() {
+				if _, shutdown := q.Get(); shutdown {
+					shut.Add(1)
+				}
+			})
+		}
+		synctest.Wait()
+		q.ShutDown()
+		wg.Wait()
+		if shut.Load() != 3 {
+			t.Fatalf("%d of 3 blocked Gets saw the shutdown", shut.Load())
+		}
+		if !q.ShuttingDown() {
+			t.Fatal("ShuttingDown = false")
+		}
+	})
+}
+
+func TestShutDownWithDrainWaitsForDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q, _ := New(Options[string]{})
+		q.Add("a")
+		q.Add("b")
+		k, _ := q.Get()
+		drained := make(chan struct{})
+		go func() {
+			q.ShutDownWithDrain()
+			close(drained)
+		}()
+		synctest.Wait()
+		select {
+		case <-drained:
+			t.Fatal("ShutDownWithDrain returned while a key was held")
+		default:
+		}
+		// The ready key is still handed out during the drain.
+		k2, shutdown := q.Get()
+		if shutdown || k2 != "b" {
+			t.Fatalf("Get during drain = %q, %v", k2, shutdown)
+		}
+		q.Done(k)
+		synctest.Wait()
+		select {
+		case <-drained:
+			t.Fatal("ShutDownWithDrain returned while a key was held")
+		default:
+		}
+		q.Done(k2)
+		<-drained
+		if _, shutdown := q.Get(); !shutdown {
+			t.Fatal("Get after drain did not report shutdown")
+		}
+	})
+}
+
+func TestShutDownWithDrainNothingHeld(t *testing.T) {
+	q, _ := New(Options[string]{})
+	q.ShutDownWithDrain() // returns at once
+	q.ShutDown()          // idempotent
+	q.Done("never-got")   // harmless
+}
+
+// Under a producer that adds as fast as it can, workers keep making progress:
+// every key added is handed out, none twice at once.
+func TestProgressUnderLoad(t *testing.T) {
+	for _, keys := range []int{100, 10_000} {
+		t.Run(strconv.Itoa(keys)+" keys", func(t *testing.T) {
+			q, _ := New(Options[int]{})
+			const adds = 200_000
+			var held sync.Map
+			var processed atomic.Int64
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for {
+						k, shutdown := q.Get()
+						if shutdown {
+							return
+						}
+						if _, dup := held.LoadOrStore(k, true); dup {
+							t.Errorf("key %d held by two workers", k)
+						}
+						processed.Add(1)
+						held.Delete(k)
+						q.Done(k)
+					}
+				})
+			}
+			for i := range adds {
+				q.Add(i % keys)
+			}
+			// Every key's last add is handed out before the drain finishes.
+			q.ShutDownWithDrain()
+			wg.Wait()
+			if p := processed.Load(); p < int64(keys) || p > adds {
+				t.Fatalf("processed %d items for %d adds of %d keys", p, adds, keys)
+			}
+		})
+	}
+}
+
+type recordedMetrics struct {
+	mu                       sync.Mutex
+	added, retries           int
+	depth                    map[int]int
+	latencies, workDurations []time.Duration
+	inFlight                 func() (time.Duration, time.Duration)
+}
+
+func (m *recordedMetrics) NewQueueMetrics(name string, inFlight func() (time.Duration, time.Duration)) QueueMetrics {
+	m.inFlight = inFlight
+	m.depth = map[int]int{}
+	return m
+}
+func (m *recordedMetrics) Added()                  { m.added++ }
+func (m *recordedMetrics) Depth(p, d int)          { m.depth[p] += d }
+func (m *recordedMetrics) Latency(d time.Duration) { m.latencies = append(m.latencies, d) }
+func (m *recordedMetrics) WorkDuration(d time.Duration) {
+	m.workDurations = append(m.workDurations, d)
+}
+func (m *recordedMetrics) Retry() { m.retries++ }
+
+func TestMetrics(t *testing.T) {
+	clock := newFakeClock()
+	m := &recordedMetrics{}
+	q, err := New(Options[string]{Name: "test", Clock: clock, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.ShutDown()
+	q.Add("a")
+	q.Add("a") // not a new add
+	q.AddWithOptions("b", AddOptions{Priority: 2})
+	if m.added != 2 || m.depth[0] != 1 || m.depth[2] != 1 {
+		t.Fatalf("after adds: added %d, depth %v", m.added, m.depth)
+	}
+	clock.Advance(3 * time.Millisecond)
+	b, _ := q.Get()
+	clock.Advance(2 * time.Millisecond)
+	a, _ := q.Get()
+	if u, l := m.inFlight(); u != 2*time.Millisecond || l != 2*time.Millisecond {
+		t.Fatalf("in flight = %v, %v", u, l)
+	}
+	clock.Advance(7 * time.Millisecond)
+	if u, l := m.inFlight(); u != 16*time.Millisecond || l != 9*time.Millisecond {
+		t.Fatalf("in flight = %v, %v", u, l)
+	}
+	q.Done(b)
+	q.Done(a)
+	if u, l := m.inFlight(); u != 0 || l != 0 {
+		t.Fatalf("in flight after Done = %v, %v", u, l)
+	}
+	if got := m.latencies; len(got) != 2 || got[0] != 3*time.Millisecond || got[1] != 5*time.Millisecond {
+		t.Fatalf("latencies %v", got)
+	}
+	if got := m.workDurations; len(got) != 2 || got[0] != 9*time.Millisecond || got[1] != 7*time.Millisecond {
+		t.Fatalf("work durations %v", got)
+	}
+	if m.depth[0] != 0 || m.depth[2] != 0 {
+		t.Fatalf("depth %v", m.depth)
+	}
+	q.AddRateLimited("c")
+	q.AddAfter("d", time.Second)
+	if m.retries != 2 || m.added != 2 {
+		t.Fatalf("retries %d, added %d", m.retries, m.added)
+	}
+	clock.Advance(time.Second)
+	if m.added != 4 || m.depth[0] != 2 {
+		t.Fatalf("after delays: added %d, depth %v", m.added, m.depth)
+	}
+}

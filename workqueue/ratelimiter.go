@@ -1,0 +1,309 @@
+package workqueue
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// RateLimiter decides how long a key waits before it is retried.
+type RateLimiter[K comparable] interface {
+	// When records a failure of key and returns how long to wait before
+	// retrying it.
+	When(key K) time.Duration
+	// Forget clears the failures of key: it is done, for good or for bad.
+	Forget(key K)
+	// NumRequeues is the number of failures of key since it was last forgotten.
+	NumRequeues(key K) int
+}
+
+// Defaults of the rate limiters, as client-go's default controller rate limiter.
+const (
+	DefaultBaseDelay = 5 * time.Millisecond
+	DefaultMaxDelay  = 1000 * time.Second
+	DefaultQPS       = 10
+	DefaultBurst     = 100
+)
+
+// ExponentialOptions configures an Exponential limiter. The zero value is
+// client-go's default per-key backoff.
+type ExponentialOptions struct {
+	// Base is the first delay. Default 5 ms.
+	Base time.Duration
+	// Max caps the delay. Default 1000 s.
+	Max time.Duration
+}
+
+// Exponential backs off per key: Base, 2×Base, 4×Base … capped at Max.
+// It never overflows, whatever the number of failures.
+type Exponential[K comparable] struct {
+	base, max time.Duration
+
+	mu       sync.Mutex // guards failures
+	failures map[K]int  // failures since the key was last forgotten; absent means 0
+}
+
+// NewExponential returns a per-key exponential backoff.
+func NewExponential[K comparable](o ExponentialOptions) (*Exponential[K], error) {
+	if o.Base == 0 {
+		o.Base = DefaultBaseDelay
+	}
+	if o.Max == 0 {
+		o.Max = DefaultMaxDelay
+	}
+	if o.Base < 0 || o.Max < o.Base {
+		return nil, fmt.Errorf("workqueue: exponential backoff needs 0 < base <= max, got base %v, max %v", o.Base, o.Max)
+	}
+	return &Exponential[K]{base: o.Base, max: o.Max, failures: make(map[K]int)}, nil
+}
+
+// When records a failure and returns Base × 2^(failures before it), capped at Max.
+func (r *Exponential[K]) When(key K) time.Duration {
+	r.mu.Lock()
+	f := r.failures[key]
+	r.failures[key] = f + 1
+	r.mu.Unlock()
+	return backoff(r.base, r.max, f)
+}
+
+// backoff is base×2^exp capped at max, without overflow.
+func backoff(base, maxDelay time.Duration, exp int) time.Duration {
+	if exp >= 62 || base > maxDelay>>uint(exp) {
+		return maxDelay
+	}
+	return base << uint(exp)
+}
+
+// Forget clears the failures of key.
+func (r *Exponential[K]) Forget(key K) {
+	r.mu.Lock()
+	delete(r.failures, key)
+	r.mu.Unlock()
+}
+
+// NumRequeues returns the failures of key.
+func (r *Exponential[K]) NumRequeues(key K) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failures[key]
+}
+
+// BucketOptions configures a Bucket limiter. The zero value is client-go's
+// default overall bucket.
+type BucketOptions struct {
+	// QPS is the sustained rate of retries per second. Default 10.
+	QPS float64
+	// Burst is the number of retries allowed at once. Default 100.
+	Burst int
+	// Clock defaults to RealClock.
+	Clock Clock
+}
+
+// Bucket is a token bucket shared by all keys: it lets Burst retries through
+// at once, then QPS per second. A retry that finds the bucket empty reserves a
+// future token and waits for it, as golang.org/x/time/rate's Reserve does.
+type Bucket[K comparable] struct {
+	qps   float64
+	burst float64
+	clock Clock
+	epoch time.Time
+
+	mu     sync.Mutex // guards tokens and last
+	tokens float64    // may be negative: tokens reserved ahead
+	last   int64      // ns since epoch of the last refill
+}
+
+// NewBucket returns a token bucket limiter.
+func NewBucket[K comparable](o BucketOptions) (*Bucket[K], error) {
+	if o.QPS == 0 {
+		o.QPS = DefaultQPS
+	}
+	if o.Burst == 0 {
+		o.Burst = DefaultBurst
+	}
+	if o.Clock == nil {
+		o.Clock = RealClock{}
+	}
+	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) || o.Burst < 0 {
+		return nil, fmt.Errorf("workqueue: token bucket needs qps > 0 and burst > 0, got qps %v, burst %d", o.QPS, o.Burst)
+	}
+	return &Bucket[K]{qps: o.QPS, burst: float64(o.Burst), tokens: float64(o.Burst), clock: o.Clock, epoch: o.Clock.Now()}, nil
+}
+
+// When takes a token and returns how long until it is available.
+func (b *Bucket[K]) When(K) time.Duration {
+	now := int64(b.clock.Now().Sub(b.epoch))
+	b.mu.Lock()
+	d := b.take(now)
+	b.mu.Unlock()
+	return d
+}
+
+// take refills the bucket up to now and takes one token. b.mu is held.
+func (b *Bucket[K]) take(now int64) time.Duration {
+	if now > b.last {
+		b.tokens = min(b.burst, b.tokens+float64(now-b.last)*b.qps/1e9)
+		b.last = now
+	}
+	b.tokens--
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(-b.tokens * 1e9 / b.qps))
+}
+
+// Forget does nothing: the bucket keeps no per-key state.
+func (b *Bucket[K]) Forget(K) {}
+
+// NumRequeues is always 0: the bucket keeps no per-key state.
+func (b *Bucket[K]) NumRequeues(K) int { return 0 }
+
+// MaxOf combines limiters: the delay is the longest of theirs, the requeue
+// count the largest, and Forget forgets in all of them.
+type MaxOf[K comparable] struct {
+	limiters []RateLimiter[K]
+}
+
+// NewMaxOf returns the combination of limiters.
+func NewMaxOf[K comparable](limiters ...RateLimiter[K]) (*MaxOf[K], error) {
+	if len(limiters) == 0 {
+		return nil, fmt.Errorf("workqueue: MaxOf needs at least one limiter")
+	}
+	for i, l := range limiters {
+		if l == nil {
+			return nil, fmt.Errorf("workqueue: MaxOf limiter %d is nil", i)
+		}
+	}
+	return &MaxOf[K]{limiters: limiters}, nil
+}
+
+// When asks every limiter and returns the longest delay.
+func (m *MaxOf[K]) When(key K) time.Duration {
+	var d time.Duration
+	for _, l := range m.limiters {
+		d = max(d, l.When(key))
+	}
+	return d
+}
+
+// Forget forgets key in every limiter.
+func (m *MaxOf[K]) Forget(key K) {
+	for _, l := range m.limiters {
+		l.Forget(key)
+	}
+}
+
+// NumRequeues returns the largest count of the limiters.
+func (m *MaxOf[K]) NumRequeues(key K) int {
+	n := 0
+	for _, l := range m.limiters {
+		n = max(n, l.NumRequeues(key))
+	}
+	return n
+}
+
+// FastSlowOptions configures a FastSlow limiter.
+type FastSlowOptions struct {
+	// Fast is the delay of the first MaxFast retries. Default 5 ms.
+	Fast time.Duration
+	// Slow is the delay of the retries after them. Default 10 s.
+	Slow time.Duration
+	// MaxFast is the number of fast retries. Default 3.
+	MaxFast int
+}
+
+// FastSlow retries a key quickly MaxFast times, then slowly.
+type FastSlow[K comparable] struct {
+	fast, slow time.Duration
+	maxFast    int
+
+	mu       sync.Mutex // guards failures
+	failures map[K]int
+}
+
+// NewFastSlow returns a fast-then-slow limiter.
+func NewFastSlow[K comparable](o FastSlowOptions) (*FastSlow[K], error) {
+	if o.Fast == 0 {
+		o.Fast = DefaultBaseDelay
+	}
+	if o.Slow == 0 {
+		o.Slow = 10 * time.Second
+	}
+	if o.MaxFast == 0 {
+		o.MaxFast = 3
+	}
+	if o.Fast < 0 || o.Slow < 0 || o.MaxFast < 0 {
+		return nil, fmt.Errorf("workqueue: fast-slow limiter needs non-negative delays and count, got %v, %v, %d", o.Fast, o.Slow, o.MaxFast)
+	}
+	return &FastSlow[K]{fast: o.Fast, slow: o.Slow, maxFast: o.MaxFast, failures: make(map[K]int)}, nil
+}
+
+// When records a failure and returns Fast for the first MaxFast ones, Slow after.
+func (r *FastSlow[K]) When(key K) time.Duration {
+	r.mu.Lock()
+	f := r.failures[key] + 1
+	r.failures[key] = f
+	r.mu.Unlock()
+	if f <= r.maxFast {
+		return r.fast
+	}
+	return r.slow
+}
+
+// Forget clears the failures of key.
+func (r *FastSlow[K]) Forget(key K) {
+	r.mu.Lock()
+	delete(r.failures, key)
+	r.mu.Unlock()
+}
+
+// NumRequeues returns the failures of key.
+func (r *FastSlow[K]) NumRequeues(key K) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failures[key]
+}
+
+// DefaultRateLimiter returns client-go's default controller rate limiter:
+// the larger of a per-key exponential backoff (5 ms doubling to 1000 s) and an
+// overall 10 qps, burst 100 token bucket. It behaves exactly as
+// NewMaxOf(NewExponential(zero), NewBucket(zero)), fused under one lock so
+// that When and Forget cost little and allocate nothing. clock may be nil.
+func DefaultRateLimiter[K comparable](clock Clock) RateLimiter[K] {
+	if clock == nil {
+		clock = RealClock{}
+	}
+	return &defaultLimiter[K]{
+		bucket:   Bucket[K]{qps: DefaultQPS, burst: DefaultBurst, tokens: DefaultBurst, clock: clock, epoch: clock.Now()},
+		failures: make(map[K]int),
+	}
+}
+
+type defaultLimiter[K comparable] struct {
+	// bucket's own mutex guards the bucket and failures.
+	bucket   Bucket[K]
+	failures map[K]int
+}
+
+func (r *defaultLimiter[K]) When(key K) time.Duration {
+	now := int64(r.bucket.clock.Now().Sub(r.bucket.epoch))
+	r.bucket.mu.Lock()
+	f := r.failures[key]
+	r.failures[key] = f + 1
+	d := r.bucket.take(now)
+	r.bucket.mu.Unlock()
+	return max(d, backoff(DefaultBaseDelay, DefaultMaxDelay, f))
+}
+
+func (r *defaultLimiter[K]) Forget(key K) {
+	r.bucket.mu.Lock()
+	delete(r.failures, key)
+	r.bucket.mu.Unlock()
+}
+
+func (r *defaultLimiter[K]) NumRequeues(key K) int {
+	r.bucket.mu.Lock()
+	defer r.bucket.mu.Unlock()
+	return r.failures[key]
+}
