@@ -1,0 +1,108 @@
+// Package reflector keeps a store in step with the objects of one kind (and
+// scope) on a Kubernetes API server: it lists them, then watches from the
+// list's resourceVersion, and pushes every change into a Store — in kloop,
+// the informer's FIFO.
+//
+// # Use
+//
+//	lw, err := reflector.NewRESTListerWatcher[*corev1.Pod](cfg,
+//		corev1.SchemeGroupVersion.WithResource("pods"), "default", reflector.RESTOptions[*corev1.Pod]{})
+//	r, err := reflector.New[*corev1.Pod](lw, store, reflector.Options{Name: "pods"})
+//	go r.Run(ctx) // until ctx is cancelled
+//
+// Store is five methods (Add, Update, Delete, Replace, Bookmark) and
+// ListerWatcher two (List one page, open a Watch); both are easy to fake.
+//
+// # The state machine
+//
+// The reflector is an explicit state machine: a state value and one step
+// function, step(ctx, state) state, which performs a state and returns the
+// next one. Run only loops over step until the state is Stopped. Time comes
+// from Options.Clock, so tests drive every path without sleeping.
+//
+//	           start (streaming lists enabled)           start (disabled)
+//	                 │                                         │
+//	                 ▼      rejected (422/400…), or 3 streams  ▼
+//	         ┌──────────────┐ without the end bookmark  ┌──────────┐
+//	   ┌────▶│ WatchListing │─────────────────────────▶│ Listing  │◀────┐
+//	   │     └──────────────┘   (remembered for good)   └──────────┘     │
+//	   │    initial-events-end │                  Replace, │            │
+//	   │    bookmark: Replace, │                  watch    │            │
+//	   │    keep the stream    ▼                  from RV  ▼            │
+//	   │                    ┌──────────────────────────────────┐       │
+//	   │  410 / too large   │             Watching             │◀──┐   │
+//	   └────────────────────│ events → Add/Update/Delete/      │   │   │
+//	     (streaming on;     │ Bookmark; RV advances; ends:     │───┘   │
+//	      RV="")            │ reopen at once from the last RV  │ timeout / EOF
+//	                        └──────────────────────────────────┘       │
+//	                          │ 429, 500, broken stream,      410 / too large
+//	                          │ very short watch              (streaming off; RV="")
+//	                          ▼                                        │
+//	                     ┌─────────┐  the wait is over: back to the    │
+//	                     │ Backoff │  state that failed (Watching from ┘
+//	                     └─────────┘  the same RV: no relist)
+//
+//	Any state: ctx cancelled ──▶ Stopped (Run returns; an open watch is stopped).
+//
+// Listing also goes to Backoff when a list fails (and comes back to
+// Listing), and WatchListing when a streaming list fails without being
+// rejected (and comes back to WatchListing).
+//
+// # resourceVersion semantics
+//
+// The rules are those of kube-apiserver and client-go:
+//   - The first list asks resourceVersion="0" (any version; the watch cache
+//     answers) with limit=PageSize; the following pages send only limit and
+//     continue. The pages are handed to the store as one Replace at the
+//     first page's resourceVersion.
+//   - A streaming list asks sendInitialEvents=true,
+//     resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true at
+//     resourceVersion="" (a consistent read). The initial events (ADDED, and
+//     any MODIFIED/DELETED that arrive before the end) are collected and
+//     handed to the store as one Replace when the bookmark annotated
+//     k8s.io/initial-events-end: "true" arrives; the same stream then goes
+//     on as the watch.
+//   - A watch asks for the last resourceVersion seen, allowWatchBookmarks
+//     and a timeoutSeconds drawn at random in [5 min, 10 min]. Bookmarks
+//     move the position (and are passed to Store.Bookmark).
+//   - When the server says the position is gone — 410 Gone/Expired as an
+//     HTTP status or as an ERROR event, "too large resource version", or an
+//     expired continue token — the reflector relists with
+//     resourceVersion="" (a consistent read: the store cannot go back in
+//     time) at once, and hands the result over as one Replace; the store
+//     reports every listed object as replaced and every object it held
+//     that is missing as deleted. (client-go relists at the last
+//     resourceVersion first after a watch 410; kloop goes straight to the
+//     consistent read.)
+//   - Anything else — 429 (honouring Retry-After), 500, a refused
+//     connection, a broken stream, a watch that ends at once without any
+//     event — waits a backoff and retries the same request: a watch from
+//     the same resourceVersion, never a relist, so an unhealthy server is
+//     not hit by a storm of full lists.
+//
+// Backoff: the base wait starts at 800 ms and doubles up to 30 s; each wait
+// adds up to 100 % random jitter (client-go's parameters); two minutes
+// without a failure reset it. A server's Retry-After wins when it is longer.
+//
+// # Streaming list support
+//
+// Streaming lists (the WatchList feature, beta and on by default since
+// Kubernetes 1.32) are used by default. A server that does not support them
+// answers 422 Invalid ("sendInitialEvents is forbidden for watch unless the
+// WatchList feature gate is enabled"; servers before 1.27 reject
+// resourceVersionMatch on a watch the same way); 400, 405, 406 and 415 are
+// taken the same way. The reflector then lists and watches for the rest of
+// its life. A server that silently ignores sendInitialEvents never sends the
+// end bookmark: after three streams in a row that end without it, the
+// reflector falls back too.
+//
+// # REST ListerWatcher
+//
+// NewRESTListerWatcher speaks the Kubernetes REST protocol over a
+// *rest.Config (client-go's transport and authentication only), for typed
+// objects, *unstructured.Unstructured or *metav1.PartialObjectMetadata. It
+// decodes list pages and the JSON watch stream itself, and turns error
+// responses into *apierrors.StatusError (so errors.As, apierrors.IsGone,
+// IsResourceExpired and IsTooManyRequests work), with Retry-After in
+// Details.RetryAfterSeconds.
+package reflector
