@@ -1,0 +1,19 @@
+// Package metrics holds kloop's Prometheus metrics: implementations of the
+// metrics interfaces that the stages declare (workqueue.MetricsProvider, …),
+// registered on the prometheus.Registerer you pass in. There is no global
+// registry.
+//
+// Names and labels are controller-runtime's, so that existing dashboards and
+// alerts read kloop's metrics unchanged:
+//
+//	workqueue_depth{name,controller,priority}
+//	workqueue_adds_total{name,controller}
+//	workqueue_queue_duration_seconds{name,controller}
+//	workqueue_work_duration_seconds{name,controller}
+//	workqueue_unfinished_work_seconds{name,controller}
+//	workqueue_longest_running_processor_seconds{name,controller}
+//	workqueue_retries_total{name,controller}
+//
+// The unfinished-work and longest-running gauges are computed when scraped,
+// from the queue itself, rather than by a goroutine that polls it.
+package metrics
