@@ -242,9 +242,22 @@ func formatOpts(o metav1.ListOptions) string {
 
 // recStore records the calls the reflector makes.
 type recStore struct {
-	mu    sync.Mutex // guards calls
-	calls []string
-	fail  error // returned by every call when set
+	mu      sync.Mutex // guards calls
+	calls   []string
+	fail    error         // returned by every call when set
+	changed chan struct{} // if not nil, signalled (without blocking) on each call
+}
+
+// waitFor waits until the store has recorded n calls or 10 s have passed.
+func (s *recStore) waitFor(n int) {
+	timeout := time.After(10 * time.Second)
+	for len(s.transcript()) < n {
+		select {
+		case <-s.changed:
+		case <-timeout:
+			return
+		}
+	}
 }
 
 func objs(ps []*corev1.Pod) string {
@@ -260,11 +273,21 @@ func (s *recStore) rec(c string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)
+	if s.changed != nil {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
 	return s.fail
 }
-func (s *recStore) Add(o *corev1.Pod) error    { return s.rec("Add " + o.Name + "@" + o.ResourceVersion) }
-func (s *recStore) Update(o *corev1.Pod) error { return s.rec("Update " + o.Name + "@" + o.ResourceVersion) }
-func (s *recStore) Delete(o *corev1.Pod) error { return s.rec("Delete " + o.Name + "@" + o.ResourceVersion) }
+func (s *recStore) Add(o *corev1.Pod) error { return s.rec("Add " + o.Name + "@" + o.ResourceVersion) }
+func (s *recStore) Update(o *corev1.Pod) error {
+	return s.rec("Update " + o.Name + "@" + o.ResourceVersion)
+}
+func (s *recStore) Delete(o *corev1.Pod) error {
+	return s.rec("Delete " + o.Name + "@" + o.ResourceVersion)
+}
 func (s *recStore) Replace(ps []*corev1.Pod, rv string) error {
 	return s.rec("Replace " + rv + " [" + objs(ps) + "]")
 }

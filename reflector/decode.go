@@ -1,0 +1,253 @@
+package reflector
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// The decoders below read the JSON the API server sends without building
+// an intermediate tree: the list's items and each watch event's object are
+// decoded straight into the caller's objects (one pass for typed objects;
+// *unstructured.Unstructured goes through apimachinery's JSON decoding so
+// that numbers become int64 as everywhere else in Kubernetes).
+
+// decodeList decodes a list response:
+// {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"..","continue":".."},"items":[...]}.
+func decodeList[T Object](r io.Reader, newObj func() T, isUnstructured bool, gv schema.GroupVersion) (*List[T], error) {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 32<<10))
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, fmt.Errorf("decoding list: %w", err)
+	}
+	list := &List[T]{}
+	var kind, apiVersion string
+	for dec.More() {
+		k, err := objectKey(dec)
+		if err != nil {
+			return nil, fmt.Errorf("decoding list: %w", err)
+		}
+		switch k {
+		case "kind":
+			err = dec.Decode(&kind)
+		case "apiVersion":
+			err = dec.Decode(&apiVersion)
+		case "metadata":
+			var m metav1.ListMeta
+			if err = dec.Decode(&m); err == nil {
+				list.ResourceVersion, list.Continue = m.ResourceVersion, m.Continue
+			}
+		case "items":
+			list.Items, err = decodeItems(dec, newObj, isUnstructured)
+		default:
+			err = skipValue(dec)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding list field %q: %w", k, err)
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return nil, fmt.Errorf("decoding list: %w", err)
+	}
+	if kind == "Status" {
+		return nil, errors.New("decoding list: the server sent a Status instead of a list")
+	}
+	if isUnstructured {
+		// Items of built-in lists carry no kind or apiVersion: take them
+		// from the list.
+		itemKind := strings.TrimSuffix(kind, "List")
+		if apiVersion == "" {
+			apiVersion = gv.String()
+		}
+		for _, it := range list.Items {
+			u := any(it).(*unstructured.Unstructured)
+			if u.GetKind() == "" && itemKind != "" {
+				u.SetKind(itemKind)
+			}
+			if u.GetAPIVersion() == "" {
+				u.SetAPIVersion(apiVersion)
+			}
+		}
+	}
+	return list, nil
+}
+
+func decodeItems[T Object](dec *json.Decoder, newObj func() T, isUnstructured bool) ([]T, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if t == nil {
+		return nil, nil // "items": null
+	}
+	if d, ok := t.(json.Delim); !ok || d != '[' {
+		return nil, fmt.Errorf("want an array, got %v", t)
+	}
+	var items []T
+	for dec.More() {
+		obj := newObj()
+		if err := decodeObject(dec, obj, isUnstructured); err != nil {
+			return nil, fmt.Errorf("item %d: %w", len(items), err)
+		}
+		items = append(items, obj)
+	}
+	if err := expectDelim(dec, ']'); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// decodeObject decodes the next value of dec into obj.
+func decodeObject[T Object](dec *json.Decoder, obj T, isUnstructured bool) error {
+	if isUnstructured {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		u := any(obj).(*unstructured.Unstructured)
+		m := map[string]any{}
+		if err := utiljson.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		if m == nil {
+			return errors.New("null object")
+		}
+		u.Object = m
+		return nil
+	}
+	return dec.Decode(obj)
+}
+
+// eventDecoder decodes a watch stream: a sequence of
+// {"type":"ADDED","object":{...}} documents.
+type eventDecoder[T Object] struct {
+	dec            *json.Decoder
+	newObj         func() T
+	isUnstructured bool
+}
+
+func newEventDecoder[T Object](r io.Reader, newObj func() T, isUnstructured bool) *eventDecoder[T] {
+	return &eventDecoder[T]{dec: json.NewDecoder(bufio.NewReaderSize(r, 32<<10)), newObj: newObj, isUnstructured: isUnstructured}
+}
+
+// next returns the next event, io.EOF at the clean end of the stream.
+func (d *eventDecoder[T]) next() (Event[T], error) {
+	var ev Event[T]
+	t, err := d.dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return ev, io.EOF
+		}
+		return ev, fmt.Errorf("decoding watch event: %w", err)
+	}
+	if dl, ok := t.(json.Delim); !ok || dl != '{' {
+		return ev, fmt.Errorf("decoding watch event: want an object, got %v", t)
+	}
+	var raw json.RawMessage // the object when it comes before the type
+	haveObject := false
+	for d.dec.More() {
+		k, err := objectKey(d.dec)
+		if err != nil {
+			return ev, fmt.Errorf("decoding watch event: %w", err)
+		}
+		switch k {
+		case "type":
+			var s string
+			if err := d.dec.Decode(&s); err != nil {
+				return ev, fmt.Errorf("decoding watch event type: %w", err)
+			}
+			ev.Type = watch.EventType(s)
+		case "object":
+			if haveObject {
+				return ev, errors.New("decoding watch event: two objects")
+			}
+			haveObject = true
+			if isObjectEvent(ev.Type) {
+				// The usual order: type first, so decode in one pass.
+				ev.Object = d.newObj()
+				if err := decodeObject(d.dec, ev.Object, d.isUnstructured); err != nil {
+					return ev, fmt.Errorf("decoding %s watch event object: %w", ev.Type, err)
+				}
+				continue
+			}
+			if err := d.dec.Decode(&raw); err != nil {
+				return ev, fmt.Errorf("decoding watch event object: %w", err)
+			}
+		default:
+			if err := skipValue(d.dec); err != nil {
+				return ev, fmt.Errorf("decoding watch event: %w", err)
+			}
+		}
+	}
+	if err := expectDelim(d.dec, '}'); err != nil {
+		return ev, fmt.Errorf("decoding watch event: %w", err)
+	}
+	if !haveObject {
+		return ev, fmt.Errorf("decoding %q watch event: no object", ev.Type)
+	}
+	switch {
+	case ev.Type == watch.Error:
+		st := &metav1.Status{}
+		if err := json.Unmarshal(raw, st); err != nil {
+			return ev, fmt.Errorf("decoding ERROR watch event status: %w", err)
+		}
+		ev.Status = st
+	case !isObjectEvent(ev.Type):
+		return ev, fmt.Errorf("decoding watch event: unknown type %q", ev.Type)
+	case raw != nil:
+		// The object came before the type.
+		ev.Object = d.newObj()
+		if err := decodeObject(json.NewDecoder(strings.NewReader(string(raw))), ev.Object, d.isUnstructured); err != nil {
+			return ev, fmt.Errorf("decoding %s watch event object: %w", ev.Type, err)
+		}
+	}
+	return ev, nil
+}
+
+func isObjectEvent(t watch.EventType) bool {
+	switch t {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		return true
+	}
+	return false
+}
+
+func objectKey(dec *json.Decoder) (string, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	k, ok := t.(string)
+	if !ok {
+		return "", fmt.Errorf("want an object key, got %v", t)
+	}
+	return k, nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if d, ok := t.(json.Delim); !ok || d != want {
+		return fmt.Errorf("want %v, got %v", want, t)
+	}
+	return nil
+}
+
+// skipValue consumes the next value of dec.
+func skipValue(dec *json.Decoder) error {
+	var v json.RawMessage
+	return dec.Decode(&v)
+}

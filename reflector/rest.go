@@ -1,0 +1,298 @@
+package reflector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+)
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 1 << 20
+
+// RESTOptions configures a RESTListerWatcher. The zero value works.
+type RESTOptions[T Object] struct {
+	// LabelSelector restricts lists and watches to matching objects, in
+	// the Kubernetes selector syntax ("app=web,tier!=db"). Default: all.
+	LabelSelector string
+	// FieldSelector restricts lists and watches by fields
+	// ("spec.nodeName=n1"). Default: all.
+	FieldSelector string
+	// New allocates an empty object to decode into. Default: a new zero
+	// value of the struct T points to (T must then be a pointer to a
+	// struct, as *corev1.Pod or *unstructured.Unstructured are).
+	New func() T
+	// HTTPClient sends the requests. Default: rest.HTTPClientFor(cfg), i.e.
+	// client-go's transport with the config's TLS and authentication.
+	HTTPClient *http.Client
+}
+
+// RESTListerWatcher lists and watches one resource over the Kubernetes REST
+// API, decoding JSON. It is safe for concurrent use.
+type RESTListerWatcher[T Object] struct {
+	client    *http.Client
+	url       url.URL // the collection: scheme, host, path; no query
+	userAgent string
+	gr        schema.GroupResource
+	gvk       schema.GroupVersion // to fill apiVersion of list items
+	label     string
+	field     string
+	newObj    func() T
+	// unstructured: T is *unstructured.Unstructured; list items lacking
+	// kind and apiVersion get them from the list.
+	unstructured bool
+	// accept is the Accept header of lists and of watches.
+	acceptList, acceptWatch string
+}
+
+// NewRESTListerWatcher returns a ListerWatcher for resource (for example
+// corev1.SchemeGroupVersion.WithResource("pods")) in namespace ("" for all
+// namespaces, or for a cluster-scoped resource), talking to the server of
+// cfg.
+//
+// With T = *metav1.PartialObjectMetadata it asks the server for metadata
+// only (as client-go's metadata client does).
+func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersionResource, namespace string, opts RESTOptions[T]) (*RESTListerWatcher[T], error) {
+	if cfg == nil {
+		return nil, errors.New("reflector: nil rest.Config")
+	}
+	if resource.Resource == "" || resource.Version == "" || strings.Contains(resource.Resource, "/") {
+		return nil, fmt.Errorf("reflector: invalid resource %q", resource.String())
+	}
+	if namespace != "" {
+		if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+			return nil, fmt.Errorf("reflector: invalid namespace %q: %s", namespace, strings.Join(errs, "; "))
+		}
+	}
+	if _, err := labels.Parse(opts.LabelSelector); err != nil {
+		return nil, fmt.Errorf("reflector: invalid label selector: %w", err)
+	}
+	if _, err := fields.ParseSelector(opts.FieldSelector); err != nil {
+		return nil, fmt.Errorf("reflector: invalid field selector: %w", err)
+	}
+	newObj := opts.New
+	if newObj == nil {
+		var zero T
+		t := reflect.TypeOf(zero)
+		if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+			return nil, fmt.Errorf("reflector: RESTOptions.New is required for %v", t)
+		}
+		elem := t.Elem()
+		newObj = func() T { return reflect.New(elem).Interface().(T) }
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("reflector: HTTP client for config: %w", err)
+		}
+		client = c
+	}
+	apiPath := "/apis"
+	if resource.Group == "" {
+		apiPath = "/api"
+	}
+	gv := resource.GroupVersion()
+	hasCA := len(cfg.CAFile) != 0 || len(cfg.CAData) != 0
+	hasCert := len(cfg.CertFile) != 0 || len(cfg.CertData) != 0
+	host := cfg.Host
+	if host == "" {
+		host = "localhost"
+	}
+	base, versioned, err := rest.DefaultServerURL(host, apiPath, gv, hasCA || hasCert || cfg.Insecure)
+	if err != nil {
+		return nil, fmt.Errorf("reflector: server URL: %w", err)
+	}
+	p := path.Join(base.Path, versioned)
+	if namespace != "" {
+		p = path.Join(p, "namespaces", namespace)
+	}
+	p = path.Join(p, resource.Resource)
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = rest.DefaultKubernetesUserAgent()
+	}
+	lw := &RESTListerWatcher[T]{
+		client:      client,
+		url:         url.URL{Scheme: base.Scheme, Host: base.Host, Path: p},
+		userAgent:   ua,
+		gr:          resource.GroupResource(),
+		gvk:         gv,
+		label:       opts.LabelSelector,
+		field:       opts.FieldSelector,
+		newObj:      newObj,
+		acceptList:  "application/json",
+		acceptWatch: "application/json",
+	}
+	switch any(newObj()).(type) {
+	case *unstructured.Unstructured:
+		lw.unstructured = true
+	case *metav1.PartialObjectMetadata:
+		lw.acceptList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+		lw.acceptWatch = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	}
+	return lw, nil
+}
+
+// query renders the options as a query string, with the selectors.
+func (l *RESTListerWatcher[T]) query(opts metav1.ListOptions, watch bool) string {
+	q := url.Values{}
+	if watch {
+		q.Set("watch", "true")
+	}
+	if l.label != "" {
+		q.Set("labelSelector", l.label)
+	}
+	if l.field != "" {
+		q.Set("fieldSelector", l.field)
+	}
+	if opts.ResourceVersion != "" {
+		// An empty resourceVersion ("most recent") is the same as absent.
+		q.Set("resourceVersion", opts.ResourceVersion)
+	}
+	if opts.ResourceVersionMatch != "" {
+		q.Set("resourceVersionMatch", string(opts.ResourceVersionMatch))
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.FormatInt(opts.Limit, 10))
+	}
+	if opts.Continue != "" {
+		q.Set("continue", opts.Continue)
+	}
+	if opts.AllowWatchBookmarks {
+		q.Set("allowWatchBookmarks", "true")
+	}
+	if opts.SendInitialEvents != nil {
+		q.Set("sendInitialEvents", strconv.FormatBool(*opts.SendInitialEvents))
+	}
+	if opts.TimeoutSeconds != nil {
+		q.Set("timeoutSeconds", strconv.FormatInt(*opts.TimeoutSeconds, 10))
+	}
+	return q.Encode()
+}
+
+func (l *RESTListerWatcher[T]) do(ctx context.Context, verb string, opts metav1.ListOptions, watch bool) (*http.Response, error) {
+	u := l.url
+	u.RawQuery = l.query(opts, watch)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, l.gr, err)
+	}
+	if watch {
+		req.Header.Set("Accept", l.acceptWatch)
+	} else {
+		req.Header.Set("Accept", l.acceptList)
+	}
+	req.Header.Set("User-Agent", l.userAgent)
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, l.gr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		return nil, responseError(resp, verb, l.gr)
+	}
+	return resp, nil
+}
+
+// List lists one page.
+func (l *RESTListerWatcher[T]) List(ctx context.Context, opts metav1.ListOptions) (*List[T], error) {
+	resp, err := l.do(ctx, "list", opts, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	list, err := decodeList(resp.Body, l.newObj, l.unstructured, l.gvk)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", l.gr, err)
+	}
+	return list, nil
+}
+
+// Watch opens a watch.
+func (l *RESTListerWatcher[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watch[T], error) {
+	resp, err := l.do(ctx, "watch", opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return &restWatch[T]{body: resp.Body, dec: newEventDecoder(resp.Body, l.newObj, l.unstructured), gr: l.gr}, nil
+}
+
+// restWatch is a watch over an HTTP response body.
+type restWatch[T Object] struct {
+	body io.ReadCloser
+	dec  *eventDecoder[T]
+	gr   schema.GroupResource
+	once sync.Once // closes body
+}
+
+func (w *restWatch[T]) Next() (Event[T], error) {
+	ev, err := w.dec.next()
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("watch %s: %w", w.gr, err)
+	}
+	return ev, err
+}
+
+func (w *restWatch[T]) Stop() { w.once.Do(func() { w.body.Close() }) }
+
+// responseError turns a non-200 response into a *apierrors.StatusError:
+// the Status the server sent if it sent one, a generic one for the code
+// otherwise. A Retry-After header fills Details.RetryAfterSeconds when the
+// Status does not say.
+func responseError(resp *http.Response, verb string, gr schema.GroupResource) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	ra := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" && st.Status == metav1.StatusFailure {
+		if st.Code == 0 {
+			st.Code = int32(resp.StatusCode)
+		}
+		if ra > 0 {
+			if st.Details == nil {
+				st.Details = &metav1.StatusDetails{}
+			}
+			if st.Details.RetryAfterSeconds == 0 {
+				st.Details.RetryAfterSeconds = int32(ra)
+			}
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	return apierrors.NewGenericServerResponse(resp.StatusCode, verb, gr, "", strings.TrimSpace(string(body)), ra, true)
+}
+
+// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP
+// date. It returns whole seconds, 0 when absent or unreadable, and at most
+// one day.
+func parseRetryAfter(h string, now time.Time) int {
+	if h == "" {
+		return 0
+	}
+	s, err := strconv.Atoi(strings.TrimSpace(h))
+	if err != nil {
+		t, err := http.ParseTime(h)
+		if err != nil {
+			return 0
+		}
+		s = int((t.Sub(now) + time.Second - 1) / time.Second)
+	}
+	return min(max(s, 0), 24*60*60)
+}
