@@ -96,7 +96,9 @@ func TestValidateCRD(t *testing.T) {
 			[]string{`spec.conversion.strategy: Unsupported value: "Webhook": supported values: "None"`}},
 		{"preserveUnknownFields", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.PreserveUnknownFields = true },
 			[]string{`spec.preserveUnknownFields: Invalid value: true: cannot set to true`}},
-		{"deprecation warning", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Versions[0].DeprecationWarning = c.Spec.Versions[1].DeprecationWarning },
+		{"deprecation warning", func(t *testing.T, c *CustomResourceDefinition) {
+			c.Spec.Versions[0].DeprecationWarning = c.Spec.Versions[1].DeprecationWarning
+		},
 			[]string{`spec.versions[0].deprecationWarning: Invalid value: `, `can only be set for deprecated versions`}},
 		{"scale paths", func(t *testing.T, c *CustomResourceDefinition) {
 			c.Spec.Versions[0].Subresources.Scale.SpecReplicasPath = ".status.replicas"
@@ -105,9 +107,13 @@ func TestValidateCRD(t *testing.T) {
 			`spec.versions[0].subresources.scale.specReplicasPath: Invalid value: ".status.replicas": should be a json path under .spec`,
 			`spec.versions[0].subresources.scale.statusReplicasPath: Invalid value: "status.replicas": must be a simple json path starting with .`,
 		}},
-		{"printer column type", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Versions[0].AdditionalPrinterColumns[0].Type = "text" },
+		{"printer column type", func(t *testing.T, c *CustomResourceDefinition) {
+			c.Spec.Versions[0].AdditionalPrinterColumns[0].Type = "text"
+		},
 			[]string{`spec.versions[0].additionalPrinterColumns[0].type: Invalid value: "text": must be one of boolean,date,integer,number,string`}},
-		{"printer column path", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Versions[0].AdditionalPrinterColumns[0].JSONPath = "" },
+		{"printer column path", func(t *testing.T, c *CustomResourceDefinition) {
+			c.Spec.Versions[0].AdditionalPrinterColumns[0].JSONPath = ""
+		},
 			[]string{`spec.versions[0].additionalPrinterColumns[0].JSONPath: Required value`}},
 		{"stored versions", func(t *testing.T, c *CustomResourceDefinition) { c.Status.StoredVersions = []string{"v1beta1"} },
 			[]string{`status.storedVersions: Invalid value: ["v1beta1"]: must have the storage version v1`}},
@@ -164,7 +170,9 @@ func TestValidateCRD(t *testing.T) {
 		{"status subresource root restrictions", func(t *testing.T, c *CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.AnyOf = []JSONSchemaProps{{Required: []string{"spec"}}}
 		}, []string{`spec.versions[0].schema.openAPIV3Schema: Invalid value: "": only [Description Type`}},
-		{"nullable root", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Versions[1].Schema.OpenAPIV3Schema.Nullable = true },
+		{"nullable root", func(t *testing.T, c *CustomResourceDefinition) {
+			c.Spec.Versions[1].Schema.OpenAPIV3Schema.Nullable = true
+		},
 			[]string{`spec.versions[1].schema.openAPIV3Schema.nullable: Forbidden: nullable cannot be true at the root`}},
 		{"embedded needs object", func(t *testing.T, c *CustomResourceDefinition) {
 			c.Spec.Versions[1].Schema.OpenAPIV3Schema = schemaFromYAML(t, `{type: object, properties: {t: {type: object, x-kubernetes-embedded-resource: true}}}`)
