@@ -30,3 +30,17 @@ func (b *backoff) next(now time.Time) time.Duration {
 	}
 	return d + time.Duration(b.rand()*float64(d))
 }
+
+// relist returns the wait before a relist the server forced (410 Gone, too
+// large resourceVersion) at now: none when the reflector had been healthy
+// for resetAfter, so a rare 410 is repaired at once; otherwise the next
+// backoff wait, so that a server answering 410 again and again is not hit
+// by a storm of full lists.
+func (b *backoff) relist(now time.Time) time.Duration {
+	if b.base == 0 || (!b.last.IsZero() && now.Sub(b.last) >= b.resetAfter) {
+		b.base = b.initial
+		b.last = now
+		return 0
+	}
+	return b.next(now)
+}

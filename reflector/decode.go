@@ -151,6 +151,17 @@ func (d *eventDecoder[T]) next() (Event[T], error) {
 	if dl, ok := t.(json.Delim); !ok || dl != '{' {
 		return ev, fmt.Errorf("decoding watch event: want an object, got %v", t)
 	}
+	ev, err = d.event()
+	if errors.Is(err, io.EOF) {
+		// The stream ended inside an event: it was cut, not closed.
+		err = fmt.Errorf("decoding watch event: %w", io.ErrUnexpectedEOF)
+	}
+	return ev, err
+}
+
+// event decodes the rest of an event after its opening brace.
+func (d *eventDecoder[T]) event() (Event[T], error) {
+	var ev Event[T]
 	var raw json.RawMessage // the object when it comes before the type
 	haveObject := false
 	for d.dec.More() {

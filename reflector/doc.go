@@ -69,11 +69,13 @@
 //     HTTP status or as an ERROR event, "too large resource version", or an
 //     expired continue token — the reflector relists with
 //     resourceVersion="" (a consistent read: the store cannot go back in
-//     time) at once, and hands the result over as one Replace; the store
+//     time) and hands the result over as one Replace; the store
 //     reports every listed object as replaced and every object it held
 //     that is missing as deleted. (client-go relists at the last
 //     resourceVersion first after a watch 410; kloop goes straight to the
-//     consistent read.)
+//     consistent read.) The relist starts at once when the reflector had
+//     been healthy for two minutes, and after a backoff wait otherwise, so
+//     that a server answering 410 again and again gets no storm of lists.
 //   - Anything else — 429 (honouring Retry-After), 500, a refused
 //     connection, a broken stream, a watch that ends at once without any
 //     event — waits a backoff and retries the same request: a watch from

@@ -316,6 +316,18 @@ func (r *Reflector[T]) fail(err error, then stateKind) state[T] {
 	return state[T]{kind: backingOff, then: then, wait: d}
 }
 
+// relistAfter returns the relist state after the server said the position
+// is gone: at once if the reflector had been healthy, after a backoff wait
+// if it had failed recently.
+func (r *Reflector[T]) relistAfter(err error) state[T] {
+	d := r.backoff.relist(r.opts.Clock.Now())
+	if d == 0 {
+		return state[T]{kind: r.relist()}
+	}
+	r.log.Info("backing off before relisting", "wait", d, "err", err)
+	return state[T]{kind: backingOff, then: r.relist(), wait: d}
+}
+
 // done reports whether ctx is cancelled.
 func (r *Reflector[T]) done(ctx context.Context) bool { return ctx.Err() != nil }
 
@@ -538,7 +550,7 @@ func (r *Reflector[T]) watchListFailed(err error, rv string) state[T] {
 	case isRVUnavailable(err) && rv != "":
 		r.log.Info("streaming list position unavailable; streaming again with a consistent read", "resourceVersion", rv, "err", err)
 		r.rvUnavailable = true
-		return state[T]{kind: watchListing}
+		return r.relistAfter(err)
 	}
 	return r.fail(fmt.Errorf("streaming list: %w", err), watchListing)
 }
@@ -628,7 +640,7 @@ func (r *Reflector[T]) watchFailed(err error) state[T] {
 		r.log.Info("watch position unavailable; relisting with a consistent read",
 			"resourceVersion", r.LastSyncResourceVersion(), "err", err)
 		r.rvUnavailable = true
-		return state[T]{kind: r.relist()}
+		return r.relistAfter(err)
 	}
 	return r.fail(fmt.Errorf("watch: %w", err), watching)
 }

@@ -111,6 +111,23 @@ func TestTranscripts(t *testing.T) {
 		store:    []string{"Replace 10 [a@1,b@2,c@3]", "Update a@11", "Replace 20 [a@11,c@15]"},
 		lastRV:   "20",
 	}, {
+		name: "repeated 410s: the first relist at once, the next ones after growing waits",
+		opts: listWatch,
+		script: []reply{
+			{verb: "list", list: podList("10", "")},
+			{verb: "watch", err: gone()},
+			{verb: "list", list: podList("20", "")},
+			{verb: "watch", err: gone()},
+			{verb: "list", list: podList("30", "")},
+			{verb: "watch", events: []Event[*corev1.Pod]{errorEv(gone())}},
+			{verb: "list", list: podList("40", "")},
+		},
+		requests: []string{listRV0, watchFrom("10"), listRVNew, watchFrom("20"), listRVNew, watchFrom("30"), listRVNew, watchFrom("40")},
+		store:    []string{"Replace 10 []", "Replace 20 []", "Replace 30 []", "Replace 40 []"},
+		// 0, then 0.8 s and 1.6 s with up to 100 % jitter.
+		min: 2400 * time.Millisecond, max: 4800 * time.Millisecond,
+		lastRV: "40",
+	}, {
 		name: "410 when opening the watch",
 		opts: listWatch,
 		script: []reply{
