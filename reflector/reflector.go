@@ -37,7 +37,8 @@ const maxWatchListMisses = 3
 
 // Options configures a Reflector. The zero value works.
 type Options struct {
-	// Name identifies the reflector in logs and metrics. Default "reflector".
+	// Name identifies the reflector in logs and metrics. Default: the Go
+	// type of the objects, such as "*v1.Pod".
 	Name string
 	// Logger receives the reflector's logs. Default: discard.
 	Logger *slog.Logger
@@ -73,9 +74,6 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Name == "" {
-		o.Name = "reflector"
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -170,6 +168,10 @@ func New[T Object](lw ListerWatcher[T], store Store[T], opts Options) (*Reflecto
 	}
 	if store == nil {
 		return nil, errors.New("reflector: nil Store")
+	}
+	if opts.Name == "" {
+		var zero T
+		opts.Name = fmt.Sprintf("%T", zero)
 	}
 	opts.defaults()
 	if err := opts.validate(); err != nil {
