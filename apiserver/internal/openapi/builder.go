@@ -1,0 +1,559 @@
+package openapi
+
+import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kloop.dev/kloop/apiserver/internal/apiext"
+)
+
+// Resource describes one served resource (one group/version/kind).
+type Resource struct {
+	// GVK is the group, version and kind served. Required.
+	GVK schema.GroupVersionKind
+	// ListKind is the kind of lists. Default: Kind + "List".
+	ListKind string
+	// Plural is the resource name in URLs, e.g. "pods". Required.
+	Plural string
+	// Namespaced selects /namespaces/{namespace}/ paths.
+	Namespaced bool
+	// Verbs are the supported verbs among get, list, watch, create, update,
+	// patch, delete, deletecollection. Default: all of them.
+	Verbs []string
+	// Subresources lists the served subresources: "status" and/or "scale".
+	Subresources []string
+	// Schema is the openAPIV3Schema of a custom resource version (nil means
+	// an object with any fields). Mutually exclusive with Type.
+	Schema *apiext.JSONSchemaProps
+	// Type is the Go struct of a built-in kind (e.g.
+	// reflect.TypeFor[corev1.Pod]()); its schema is derived by reflection.
+	Type reflect.Type
+	// ListType is the Go list type of a built-in kind (e.g.
+	// reflect.TypeFor[corev1.PodList]()). Default: a list schema is
+	// synthesized as for custom resources.
+	ListType reflect.Type
+	// StrategicMergePatch advertises application/strategic-merge-patch+json
+	// on PATCH (built-in kinds). Default false (custom resources).
+	StrategicMergePatch bool
+}
+
+var allVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+
+func (r *Resource) validate() error {
+	switch {
+	case r.GVK.Version == "" || r.GVK.Kind == "":
+		return fmt.Errorf("resource %q: GVK needs a version and a kind", r.Plural)
+	case r.Plural == "":
+		return fmt.Errorf("resource %s: Plural is required", r.GVK)
+	case r.Schema != nil && r.Type != nil:
+		return fmt.Errorf("resource %s: Schema and Type are mutually exclusive", r.GVK)
+	}
+	if r.Type != nil {
+		t := r.Type
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return fmt.Errorf("resource %s: Type %v is not a struct", r.GVK, r.Type)
+		}
+	}
+	for _, v := range r.Verbs {
+		if !slices.Contains(allVerbs, v) {
+			return fmt.Errorf("resource %s: unknown verb %q", r.GVK, v)
+		}
+	}
+	for _, s := range r.Subresources {
+		if s != "status" && s != "scale" {
+			return fmt.Errorf("resource %s: unknown subresource %q", r.GVK, s)
+		}
+	}
+	return nil
+}
+
+func (r *Resource) has(verb string) bool {
+	return len(r.Verbs) == 0 || slices.Contains(r.Verbs, verb)
+}
+
+func (r *Resource) listKind() string {
+	if r.ListKind != "" {
+		return r.ListKind
+	}
+	return r.GVK.Kind + "List"
+}
+
+// Options configure a Builder. The zero value works.
+type Options struct {
+	// Title is info.title of every document. Default "Kubernetes".
+	Title string
+	// Version is info.version of every document. Default "unversioned".
+	Version string
+	// Logger receives build diagnostics. Default: discards.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Title == "" {
+		o.Title = "Kubernetes"
+	}
+	if o.Version == "" {
+		o.Version = "unversioned"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+func (o *Options) validate() error {
+	if strings.ContainsAny(o.Title+o.Version, "\x00\n") {
+		return errors.New("openapi: Title and Version must be single-line strings")
+	}
+	return nil
+}
+
+// Document is one built, immutable document with its hash (upper-case hex
+// SHA-512 of JSON, as kube-apiserver computes ETags and v3 hashes).
+type Document struct {
+	JSON []byte
+	Hash string
+	// proto caches the protobuf form, built on first use.
+	protoOnce sync.Once
+	proto     []byte
+	protoErr  error
+}
+
+func newDocument(js []byte) *Document {
+	return &Document{JSON: js, Hash: fmt.Sprintf("%X", sha512.Sum512(js))}
+}
+
+// ETag is the quoted hash, for the ETag header.
+func (d *Document) ETag() string { return `"` + d.Hash + `"` }
+
+// Builder builds and caches the OpenAPI documents of a set of resources:
+// /openapi/v2 (Swagger 2.0, JSON or gnostic protobuf), the /openapi/v3
+// discovery document, and one OpenAPI 3.0 document per group version.
+// Documents are rebuilt only when Set receives a different set of resources.
+//
+// A Builder is safe for concurrent use.
+type Builder struct {
+	opts Options
+
+	// mu guards everything below. Documents are immutable once published.
+	mu        sync.RWMutex
+	key       string // fingerprint of the resources the documents describe
+	v2        *Document
+	discovery *Document
+	v3        map[string]*Document // by path key: "api/v1", "apis/<g>/<v>"
+	builds    int
+}
+
+// New returns a Builder describing no resources until Set is called.
+func New(opts Options) (*Builder, error) {
+	opts.defaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	b := &Builder{opts: opts}
+	if err := b.Set(nil); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Set replaces the described resources. When they are the same as last time
+// (same GVKs, names, verbs, subresources, types and schemas) nothing is
+// rebuilt and hashes stay the same. It fails on an invalid Resource or a
+// schema that cannot be converted; the previous documents then stay.
+func (b *Builder) Set(resources []Resource) error {
+	rs := slices.Clone(resources)
+	for i := range rs {
+		if err := rs[i].validate(); err != nil {
+			return fmt.Errorf("openapi: %w", err)
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		a, c := rs[i].GVK, rs[j].GVK
+		if a.Group != c.Group {
+			return a.Group < c.Group
+		}
+		if a.Version != c.Version {
+			return a.Version < c.Version
+		}
+		return rs[i].Plural < rs[j].Plural
+	})
+	key, err := fingerprint(rs)
+	if err != nil {
+		return fmt.Errorf("openapi: %w", err)
+	}
+	b.mu.RLock()
+	same := b.v2 != nil && key == b.key
+	b.mu.RUnlock()
+	if same {
+		return nil
+	}
+	v2, err := b.buildV2(rs)
+	if err != nil {
+		return fmt.Errorf("openapi: building v2: %w", err)
+	}
+	v3, disc, err := b.buildV3(rs)
+	if err != nil {
+		return fmt.Errorf("openapi: building v3: %w", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.key, b.v2, b.v3, b.discovery = key, v2, v3, disc
+	b.builds++
+	b.opts.Logger.Debug("openapi documents built", "resources", len(rs), "groupVersions", len(v3), "v2Bytes", len(v2.JSON))
+	return nil
+}
+
+func fingerprint(rs []Resource) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, r := range rs {
+		t, lt := "", ""
+		if r.Type != nil {
+			t = r.Type.PkgPath() + "." + r.Type.String()
+		}
+		if r.ListType != nil {
+			lt = r.ListType.PkgPath() + "." + r.ListType.String()
+		}
+		if err := enc.Encode([]any{r.GVK, r.listKind(), r.Plural, r.Namespaced, r.Verbs, r.Subresources, r.Schema, t, lt, r.StrategicMergePatch}); err != nil {
+			return "", fmt.Errorf("resource %s: %w", r.GVK, err)
+		}
+	}
+	return fmt.Sprintf("%x", sha512.Sum512(buf.Bytes())), nil
+}
+
+// Builds reports how many times documents were built (for tests and
+// metrics).
+func (b *Builder) Builds() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.builds
+}
+
+// V2 returns the Swagger 2.0 document served at /openapi/v2.
+func (b *Builder) V2() *Document {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.v2
+}
+
+// V2Proto returns the v2 document in gnostic's protobuf encoding, which
+// client-go's discovery client (and so kubectl) asks for with
+// Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf.
+func (b *Builder) V2Proto() ([]byte, *Document, error) {
+	d := b.V2()
+	d.protoOnce.Do(func() {
+		doc, err := openapi_v2.ParseDocument(d.JSON)
+		if err != nil {
+			d.protoErr = fmt.Errorf("openapi: v2 to protobuf: %w", err)
+			return
+		}
+		d.proto, d.protoErr = proto.Marshal(doc)
+	})
+	return d.proto, d, d.protoErr
+}
+
+// V3Discovery returns the /openapi/v3 discovery document: {"paths": {
+// "api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=..."}, ...}}.
+func (b *Builder) V3Discovery() *Document {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.discovery
+}
+
+// V3 returns the OpenAPI 3.0 document of one group version. groupVersion
+// is either a discovery path key ("api/v1", "apis/apps/v1") or a group
+// version ("v1", "apps/v1").
+func (b *Builder) V3(groupVersion string) (*Document, bool) {
+	key := groupVersion
+	if !strings.HasPrefix(key, "api/") && !strings.HasPrefix(key, "apis/") {
+		gv, err := schema.ParseGroupVersion(groupVersion)
+		if err != nil {
+			return nil, false
+		}
+		key = pathKey(gv)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	d, ok := b.v3[key]
+	return d, ok
+}
+
+func pathKey(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+func (b *Builder) buildV2(rs []Resource) (*Document, error) {
+	g := newGen(false)
+	paths := map[string]any{}
+	for i := range rs {
+		if err := g.resource(&rs[i], paths); err != nil {
+			return nil, err
+		}
+	}
+	doc := map[string]any{
+		"swagger":     "2.0",
+		"info":        map[string]any{"title": b.opts.Title, "version": b.opts.Version},
+		"paths":       paths,
+		"definitions": g.defs,
+		"securityDefinitions": map[string]any{
+			"BearerToken": map[string]any{"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"},
+		},
+		"security": []any{map[string]any{"BearerToken": []any{}}},
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return newDocument(js), nil
+}
+
+func (b *Builder) buildV3(rs []Resource) (map[string]*Document, *Document, error) {
+	byGV := map[string][]int{}
+	var keys []string
+	for i := range rs {
+		k := pathKey(rs[i].GVK.GroupVersion())
+		if _, ok := byGV[k]; !ok {
+			keys = append(keys, k)
+		}
+		byGV[k] = append(byGV[k], i)
+	}
+	docs := map[string]*Document{}
+	discPaths := map[string]any{}
+	for _, k := range keys {
+		g := newGen(true)
+		paths := map[string]any{}
+		for _, i := range byGV[k] {
+			if err := g.resource(&rs[i], paths); err != nil {
+				return nil, nil, err
+			}
+		}
+		doc := map[string]any{
+			"openapi": "3.0.0",
+			"info":    map[string]any{"title": b.opts.Title, "version": b.opts.Version},
+			"paths":   paths,
+			"components": map[string]any{
+				"schemas": g.defs,
+				"securitySchemes": map[string]any{
+					"BearerToken": map[string]any{"type": "apiKey", "description": "Bearer Token authentication", "name": "authorization", "in": "header"},
+				},
+			},
+			"security": []any{map[string]any{"BearerToken": []any{}}},
+		}
+		js, err := json.Marshal(doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		d := newDocument(js)
+		docs[k] = d
+		discPaths[k] = map[string]any{"serverRelativeURL": "/openapi/v3/" + k + "?hash=" + d.Hash}
+	}
+	js, err := json.Marshal(map[string]any{"paths": discPaths})
+	if err != nil {
+		return nil, nil, err
+	}
+	return docs, newDocument(js), nil
+}
+
+// resource adds the definitions and paths of r.
+func (g *gen) resource(r *Resource, paths map[string]any) error {
+	kindName, listName, err := g.kindDefinitions(r)
+	if err != nil {
+		return fmt.Errorf("resource %s: %w", r.GVK, err)
+	}
+	statusName := g.define(reflect.TypeFor[metav1.Status]())
+	deleteOptsName := g.define(reflect.TypeFor[metav1.DeleteOptions]())
+	patchName := g.define(reflect.TypeFor[metav1.Patch]())
+	gv := r.GVK.GroupVersion()
+	prefix := "/" + pathKey(gv)
+	op := opBuilder{g: g, r: r, tag: tagFor(gv), gvCamel: gvCamel(gv)}
+
+	root := prefix + "/" + r.Plural
+	if r.Namespaced {
+		if r.has("list") {
+			paths[root] = map[string]any{
+				"get":        op.build("get", "list", "list"+op.gvCamel+r.GVK.Kind+"ForAllNamespaces", "list or watch objects of kind "+r.GVK.Kind, listName, "", nil),
+				"parameters": op.pathParams(false, false),
+			}
+		}
+		root = prefix + "/namespaces/{namespace}/" + r.Plural
+	}
+	ns := ""
+	if r.Namespaced {
+		ns = "Namespaced"
+	}
+	coll := map[string]any{}
+	if r.has("list") {
+		coll["get"] = op.build("get", "list", "list"+op.gvCamel+ns+r.GVK.Kind, "list or watch objects of kind "+r.GVK.Kind, listName, "", nil)
+	}
+	if r.has("create") {
+		coll["post"] = op.build("post", "post", "create"+op.gvCamel+ns+r.GVK.Kind, "create "+article(r.GVK.Kind)+r.GVK.Kind, kindName, kindName, nil)
+	}
+	if r.has("deletecollection") {
+		coll["delete"] = op.build("delete", "deletecollection", "deletecollection"+op.gvCamel+ns+r.GVK.Kind, "delete collection of "+r.GVK.Kind, statusName, deleteOptsName, nil)
+	}
+	if len(coll) > 0 {
+		coll["parameters"] = op.pathParams(r.Namespaced, false)
+		paths[root] = coll
+	}
+	item := map[string]any{}
+	if r.has("get") {
+		item["get"] = op.build("get", "get", "read"+op.gvCamel+ns+r.GVK.Kind, "read the specified "+r.GVK.Kind, kindName, "", nil)
+	}
+	if r.has("update") {
+		item["put"] = op.build("put", "put", "replace"+op.gvCamel+ns+r.GVK.Kind, "replace the specified "+r.GVK.Kind, kindName, kindName, nil)
+	}
+	if r.has("patch") {
+		item["patch"] = op.build("patch", "patch", "patch"+op.gvCamel+ns+r.GVK.Kind, "partially update the specified "+r.GVK.Kind, kindName, patchName, nil)
+	}
+	if r.has("delete") {
+		item["delete"] = op.build("delete", "delete", "delete"+op.gvCamel+ns+r.GVK.Kind, "delete "+article(r.GVK.Kind)+r.GVK.Kind, statusName, deleteOptsName, nil)
+	}
+	if len(item) > 0 {
+		item["parameters"] = op.pathParams(r.Namespaced, true)
+		paths[root+"/{name}"] = item
+	}
+	for _, sub := range r.Subresources {
+		target := kindName
+		if sub == "scale" {
+			target = g.define(reflect.TypeFor[autoscalingv1.Scale]())
+		}
+		title := strings.ToUpper(sub[:1]) + sub[1:]
+		sp := map[string]any{
+			"get":        op.build("get", "get", "read"+op.gvCamel+ns+r.GVK.Kind+title, "read "+sub+" of the specified "+r.GVK.Kind, target, "", nil),
+			"put":        op.build("put", "put", "replace"+op.gvCamel+ns+r.GVK.Kind+title, "replace "+sub+" of the specified "+r.GVK.Kind, target, target, nil),
+			"patch":      op.build("patch", "patch", "patch"+op.gvCamel+ns+r.GVK.Kind+title, "partially update "+sub+" of the specified "+r.GVK.Kind, target, patchName, nil),
+			"parameters": op.pathParams(r.Namespaced, true),
+		}
+		paths[root+"/{name}/"+sub] = sp
+	}
+	return nil
+}
+
+// kindDefinitions defines the kind and list schemas of r and returns their
+// names, with x-kubernetes-group-version-kind on both.
+func (g *gen) kindDefinitions(r *Resource) (kindName, listName string, err error) {
+	gvk := r.GVK
+	if r.Type != nil {
+		kindName = g.define(r.Type)
+	} else {
+		kindName = gvkModelName(gvk.Group, gvk.Version, gvk.Kind)
+		s, err := g.crdSchema(r.Schema)
+		if err != nil {
+			return "", "", err
+		}
+		g.defs[kindName] = s
+		g.done[kindName] = nil
+	}
+	addGVK(g.defs[kindName], gvk)
+	listGVK := gvk.GroupVersion().WithKind(r.listKind())
+	if r.ListType != nil {
+		listName = g.define(r.ListType)
+	} else {
+		if r.Type != nil {
+			listName = strings.TrimSuffix(kindName, gvk.Kind) + r.listKind()
+		} else {
+			listName = gvkModelName(gvk.Group, gvk.Version, r.listKind())
+		}
+		g.defs[listName] = map[string]any{
+			"type":        "object",
+			"description": fmt.Sprintf("%s is a list of %s", r.listKind(), gvk.Kind),
+			"required":    []any{"items"},
+			"properties": map[string]any{
+				"apiVersion": map[string]any{"type": "string", "description": typeMetaDocs["apiVersion"]},
+				"kind":       map[string]any{"type": "string", "description": typeMetaDocs["kind"]},
+				"metadata":   g.ref(g.define(reflect.TypeFor[metav1.ListMeta]()), partialMetaListDocs["metadata"]),
+				"items": map[string]any{
+					"type":        "array",
+					"description": fmt.Sprintf("List of %s. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", r.Plural),
+					"items":       g.ref(kindName, ""),
+				},
+			},
+		}
+		g.done[listName] = nil
+	}
+	addGVK(g.defs[listName], listGVK)
+	return kindName, listName, nil
+}
+
+func addGVK(def map[string]any, gvk schema.GroupVersionKind) {
+	entry := map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}
+	list, _ := def["x-kubernetes-group-version-kind"].([]any)
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok && m["group"] == gvk.Group && m["version"] == gvk.Version && m["kind"] == gvk.Kind {
+			return
+		}
+	}
+	def["x-kubernetes-group-version-kind"] = append(list, entry)
+}
+
+// gvkModelName is the definition name of a custom resource kind:
+// the group reversed, then version and kind ("com.example.v1.Widget").
+func gvkModelName(group, version, kind string) string {
+	parts := strings.Split(group, ".")
+	slices.Reverse(parts)
+	return fmt.Sprintf("%s.%s.%s", strings.Join(parts, "."), version, kind)
+}
+
+func tagFor(gv schema.GroupVersion) string {
+	g := gv.Group
+	if g == "" {
+		g = "core"
+	}
+	return camel(g, false) + "_" + gv.Version
+}
+
+func gvCamel(gv schema.GroupVersion) string {
+	g := gv.Group
+	if g == "" {
+		g = "core"
+	}
+	return camel(g, true) + camel(gv.Version, true)
+}
+
+// camel turns "apiextensions.k8s.io" into "apiextensionsK8sIo".
+func camel(s string, upperFirst bool) string {
+	var out []rune
+	up := upperFirst
+	for _, r := range s {
+		if r == '.' || r == '-' || r == '_' {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("AEIOU", rune(noun[0])) {
+		return "an "
+	}
+	return "a "
+}
