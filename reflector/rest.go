@@ -41,7 +41,9 @@ type RESTOptions[T Object] struct {
 	// struct, as *corev1.Pod or *unstructured.Unstructured are).
 	New func() T
 	// HTTPClient sends the requests. Default: rest.HTTPClientFor(cfg), i.e.
-	// client-go's transport with the config's TLS and authentication.
+	// client-go's transport with the config's TLS and authentication. Its
+	// Timeout (rest.Config.Timeout) applies to lists, not to watches, which
+	// end by the timeoutSeconds the reflector asks for.
 	HTTPClient *http.Client
 }
 
@@ -49,6 +51,10 @@ type RESTOptions[T Object] struct {
 // API, decoding JSON. It is safe for concurrent use.
 type RESTListerWatcher[T Object] struct {
 	client    *http.Client
+	// watchClient is client without its overall Timeout (rest.Config's
+	// Timeout), which would cut every watch: a watch ends by its
+	// timeoutSeconds instead.
+	watchClient *http.Client
 	url       url.URL // the collection: scheme, host, path; no query
 	userAgent string
 	gr        schema.GroupResource
@@ -130,8 +136,15 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 	if ua == "" {
 		ua = rest.DefaultKubernetesUserAgent()
 	}
+	watchClient := client
+	if client.Timeout > 0 {
+		c := *client
+		c.Timeout = 0
+		watchClient = &c
+	}
 	lw := &RESTListerWatcher[T]{
 		client:      client,
+		watchClient: watchClient,
 		url:         url.URL{Scheme: base.Scheme, Host: base.Host, Path: p},
 		userAgent:   ua,
 		gr:          resource.GroupResource(),
@@ -202,7 +215,11 @@ func (l *RESTListerWatcher[T]) do(ctx context.Context, verb string, opts metav1.
 		req.Header.Set("Accept", l.acceptList)
 	}
 	req.Header.Set("User-Agent", l.userAgent)
-	resp, err := l.client.Do(req)
+	client := l.client
+	if watch {
+		client = l.watchClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", verb, l.gr, err)
 	}

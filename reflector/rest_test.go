@@ -377,3 +377,43 @@ func TestRESTWatchCancel(t *testing.T) {
 		t.Fatal("Next did not return after cancel")
 	}
 }
+
+// A client Timeout (rest.Config.Timeout) bounds lists but does not cut
+// watches.
+func TestRESTClientTimeoutSparesWatches(t *testing.T) {
+	release := make(chan struct{})
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "true" {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, watchStream[0]+"\n")
+	})
+	lw, err := NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: srv.URL, Timeout: 100 * time.Millisecond}, podsGVR, "", RESTOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lw.List(t.Context(), metav1.ListOptions{}); err == nil {
+		t.Error("list outlived the client timeout")
+	}
+	w, err := lw.Watch(t.Context(), metav1.ListOptions{ResourceVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	time.AfterFunc(300*time.Millisecond, func() { close(release) })
+	ev, err := w.Next()
+	if err != nil || ev.Type != watch.Added {
+		t.Errorf("watch after the client timeout: %v, %v", ev.Type, err)
+	}
+}
