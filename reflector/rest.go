@@ -50,18 +50,18 @@ type RESTOptions[T Object] struct {
 // RESTListerWatcher lists and watches one resource over the Kubernetes REST
 // API, decoding JSON. It is safe for concurrent use.
 type RESTListerWatcher[T Object] struct {
-	client    *http.Client
+	client *http.Client
 	// watchClient is client without its overall Timeout (rest.Config's
 	// Timeout), which would cut every watch: a watch ends by its
 	// timeoutSeconds instead.
 	watchClient *http.Client
-	url       url.URL // the collection: scheme, host, path; no query
-	userAgent string
-	gr        schema.GroupResource
-	gvk       schema.GroupVersion // to fill apiVersion of list items
-	label     string
-	field     string
-	newObj    func() T
+	url         url.URL // the collection: scheme, host, path; no query
+	userAgent   string
+	gr          schema.GroupResource
+	gvk         schema.GroupVersion // to fill apiVersion of list items
+	label       string
+	field       string
+	newObj      func() T
 	// unstructured: T is *unstructured.Unstructured; list items lacking
 	// kind and apiVersion get them from the list.
 	unstructured bool
