@@ -20,29 +20,31 @@
 // next one. Run only loops over step until the state is Stopped. Time comes
 // from Options.Clock, so tests drive every path without sleeping.
 //
-//	           start (streaming lists enabled)           start (disabled)
-//	                 │                                         │
-//	                 ▼      rejected (422/400…), or 3 streams  ▼
-//	         ┌──────────────┐ without the end bookmark  ┌──────────┐
-//	   ┌────▶│ WatchListing │─────────────────────────▶│ Listing  │◀────┐
-//	   │     └──────────────┘   (remembered for good)   └──────────┘     │
-//	   │    initial-events-end │                  Replace, │            │
-//	   │    bookmark: Replace, │                  watch    │            │
-//	   │    keep the stream    ▼                  from RV  ▼            │
-//	   │                    ┌──────────────────────────────────┐       │
-//	   │  410 / too large   │             Watching             │◀──┐   │
-//	   └────────────────────│ events → Add/Update/Delete/      │   │   │
-//	     (streaming on;     │ Bookmark; RV advances; ends:     │───┘   │
-//	      RV="")            │ reopen at once from the last RV  │ timeout / EOF
-//	                        └──────────────────────────────────┘       │
-//	                          │ 429, 500, broken stream,      410 / too large
-//	                          │ very short watch              (streaming off; RV="")
-//	                          ▼                                        │
-//	                     ┌─────────┐  the wait is over: back to the    │
-//	                     │ Backoff │  state that failed (Watching from ┘
-//	                     └─────────┘  the same RV: no relist)
+//	      streaming lists on                          streaming lists off
+//	              │                                            │
+//	              ▼                                            ▼
+//	      ┌──────────────┐  rejected (422, 400, …), or  ┌───────────┐
+//	 ┌───▶│ WatchListing │─────────────────────────────▶│  Listing  │◀───┐
+//	 │    └──────────────┘  3 streams without the end   └───────────┘    │
+//	 │           │          bookmark (remembered)             │          │
+//	 │           │ initial-events-end bookmark:               │ last     │
+//	 │           │ one Replace, keep the stream               │ page:    │
+//	 │           ▼                                            ▼ Replace  │
+//	 │    ┌──────────────────────────────────────────────────────────┐   │
+//	 │    │ Watching                                                 │   │
+//	 │    │ ADDED / MODIFIED / DELETED / BOOKMARK → store; RV moves  │   │
+//	 │    │ stream ended (timeoutSeconds, EOF) → reopen from last RV │   │
+//	 │    └──────────────────────────────────────────────────────────┘   │
+//	 │       │                        │                        │         │
+//	 └───────┘ 410 Gone / Expired,    │ 429, 500, refused,     └─────────┘
+//	   or too large RV: relist,       │ broken stream,      410 Gone / Expired,
+//	   streaming on (RV="")           │ very short watch    or too large RV:
+//	                                  ▼                     relist, streaming
+//	                            ┌───────────┐               off (RV="")
+//	                            │  Backoff  │──▶ back to the state that failed
+//	                            └───────────┘    (Watching: same RV, no relist)
 //
-//	Any state: ctx cancelled ──▶ Stopped (Run returns; an open watch is stopped).
+//	Every state: ctx cancelled ──▶ Stopped (Run returns; an open watch is stopped).
 //
 // Listing also goes to Backoff when a list fails (and comes back to
 // Listing), and WatchListing when a streaming list fails without being
