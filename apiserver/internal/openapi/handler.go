@@ -12,11 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Content types of the documents.
+// Media types of the documents. Clients ask for the protobuf forms with the
+// Accept* types; kube-apiserver answers with the Content-Type* forms (a dot
+// instead of "@", which Go's mime parser rejects).
 const (
 	ContentTypeJSON    = "application/json"
-	ContentTypeV2Proto = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-	ContentTypeV3Proto = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+	AcceptV2Proto      = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	ContentTypeV2Proto = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+	AcceptV3Proto      = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+	ContentTypeV3Proto = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
 )
 
 // ServeHTTP serves GET /openapi/v2, /openapi/v3 and /openapi/v3/<path key>
@@ -24,6 +28,7 @@ const (
 //
 //   - /openapi/v2 answers JSON, or gnostic protobuf when the Accept header
 //     asks for application/com.github.proto-openapi.spec.v2@v1.0+protobuf
+//     (answered as application/com.github.proto-openapi.spec.v2.v1.0+protobuf)
 //     (client-go's discovery client always does);
 //   - /openapi/v3/<key>?hash=H answers the document with
 //     "Cache-Control: public, immutable" when H is current, and redirects
@@ -40,7 +45,7 @@ func (b *Builder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case p == "/openapi/v2":
 		d := b.V2()
-		if accepts(r, ContentTypeV2Proto) {
+		if accepts(r, AcceptV2Proto) || accepts(r, ContentTypeV2Proto) {
 			pb, d, err := b.V2Proto()
 			if err != nil {
 				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
@@ -68,7 +73,7 @@ func (b *Builder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			cache = "public, immutable"
 		}
-		if accepts(r, ContentTypeV3Proto) {
+		if accepts(r, AcceptV3Proto) || accepts(r, ContentTypeV3Proto) {
 			pb, err := v3Proto(d)
 			if err != nil {
 				writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
