@@ -1,0 +1,431 @@
+package fifo
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTranscript runs scripts of operations against a FIFO whose consumer
+// applies every popped unit to a store that is also the FIFO's KnownObjects,
+// and checks every popped unit, error, Len and HasSynced.
+//
+// Script: "add|update|delete KEY RV", "replace LISTRV KEY:RV…", "bookmark RV",
+// "resync", "pop" (want: the unit), "len" (want: count), "synced" (want:
+// true/false), "store" (want: the store), "close".
+func TestTranscript(t *testing.T) {
+	type step struct{ do, want string }
+	tests := []struct {
+		name     string
+		known    string // initial store content, "a/x:1 …"
+		nilKnown bool
+		steps    []step
+	}{
+		{
+			name: "every delta in order, no merging",
+			steps: []step{
+				{"add a/x 1", ""}, {"update a/x 2", ""}, {"update a/x 3", ""}, {"add b/y 1", ""}, {"delete a/x 4", ""},
+				{"len", "5"},
+				{"pop", "Added a/x@1"}, {"pop", "Updated a/x@2"}, {"pop", "Updated a/x@3"}, {"pop", "Added b/y@1"}, {"pop", "Deleted a/x@4"},
+				{"len", "0"}, {"store", "b/y@1"},
+			},
+		},
+		{
+			name: "cluster-scoped keys and bookmarks",
+			steps: []step{
+				{"add node-1 1", ""}, {"bookmark 5", ""}, {"update node-1 6", ""},
+				{"pop", "Added node-1@1"}, {"pop", "Bookmark 5"}, {"pop", "Updated node-1@6"},
+			},
+		},
+		{
+			name:  "replace: Replaced for the list, then Deleted? for known keys it lacks, as one batch",
+			known: "a/x:1 a/y:1 b/z:1",
+			steps: []step{
+				{"replace 10 a/x:2 c/w:1", ""},
+				{"len", "4"},
+				{"pop", "[Replaced a/x@2 list=10 | Replaced c/w@1 list=10 | Deleted? a/y@1 list=10 | Deleted? b/z@1 list=10]"},
+				{"store", "a/x@2 c/w@1"},
+			},
+		},
+		{
+			name:  "replace after queued deltas: the queued ones first, deletions from the last queued state",
+			known: "a/x:1 a/y:1",
+			steps: []step{
+				{"add b/y 1", ""}, {"update a/y 2", ""}, {"delete a/x 3", ""}, {"bookmark 4", ""},
+				{"replace 10", ""},
+				{"pop", "Added b/y@1"}, {"pop", "Updated a/y@2"}, {"pop", "Deleted a/x@3"}, {"pop", "Bookmark 4"},
+				// b/y and a/y were last Added/Updated: deleted with that state; a/x
+				// was last Deleted: nothing more.
+				{"pop", "[Deleted? b/y@1 list=10 | Deleted? a/y@2 list=10]"},
+				{"store", ""},
+			},
+		},
+		{
+			name:  "replace after a queued delete of a listed key (re-created)",
+			known: "a/x:1",
+			steps: []step{
+				{"delete a/x 2", ""}, {"replace 10 a/x:5", ""},
+				{"pop", "Deleted a/x@2"}, {"pop", "[Replaced a/x@5 list=10]"},
+				{"store", "a/x@5"},
+			},
+		},
+		{
+			name: "replace with nothing listed and nothing known queues nothing and syncs",
+			steps: []step{
+				{"synced", "false"}, {"replace 10", ""}, {"len", "0"}, {"synced", "true"},
+			},
+		},
+		{
+			name:     "replace without KnownObjects finds deletions among queued deltas only",
+			nilKnown: true,
+			steps: []step{
+				{"add a/x 1", ""}, {"pop", "Added a/x@1"},
+				{"add a/y 2", ""}, {"replace 10 b/z:1", ""},
+				{"pop", "Added a/y@2"}, {"pop", "[Replaced b/z@1 list=10 | Deleted? a/y@2 list=10]"},
+				{"resync", ""}, {"len", "0"},
+			},
+		},
+		{
+			name: "HasSynced after the first Replace batch, and what was queued before it, is processed",
+			steps: []step{
+				{"bookmark 1", ""}, {"replace 10 a/x:1 a/y:1", ""}, {"add a/z 11", ""},
+				{"synced", "false"},
+				{"pop", "Bookmark 1"}, {"synced", "false"},
+				{"pop", "[Replaced a/x@1 list=10 | Replaced a/y@1 list=10]"}, {"synced", "true"},
+				{"pop", "Added a/z@11"}, {"synced", "true"},
+				{"replace 20", ""}, {"synced", "true"},
+			},
+		},
+		{
+			name: "HasSynced at once when populated by Add before any Replace",
+			steps: []step{
+				{"synced", "false"}, {"bookmark 1", ""}, {"synced", "false"}, {"add a/x 1", ""}, {"synced", "true"},
+			},
+		},
+		{
+			name:  "resync skips keys with a queued delta",
+			known: "a/x:1 a/y:1 b/z:1",
+			steps: []step{
+				{"update a/x 2", ""}, {"delete b/z 3", ""}, {"resync", ""}, {"len", "3"},
+				{"pop", "Updated a/x@2"}, {"pop", "Deleted b/z@3"}, {"pop", "Sync a/y@1"},
+				{"resync", ""}, {"pop", "Sync a/x@2"}, {"pop", "Sync a/y@1"}, {"len", "0"},
+			},
+		},
+		{
+			name: "invalid objects are refused and queue nothing",
+			steps: []step{
+				{"add a/ 1", "err: fifo: Added: invalid object: key of a/: empty name"},
+				{"replace 10 a/x:1 b/:2", "err: fifo: replace: invalid object: key of b/: empty name"},
+				{"len", "0"}, {"synced", "false"},
+			},
+		},
+		{
+			name: "close drops the queue and refuses everything",
+			steps: []step{
+				{"add a/x 1", ""}, {"close", ""}, {"len", "0"},
+				{"add a/y 1", "err: fifo: closed"}, {"replace 10", "err: fifo: closed"}, {"bookmark 2", "err: fifo: closed"},
+				{"resync", "err: fifo: closed"}, {"pop", "err: fifo: closed"}, {"close", ""},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(parseObjs(t, tt.known)...)
+			opts := Options[obj]{KnownObjects: s}
+			if tt.nilKnown {
+				opts.KnownObjects = nil
+			}
+			f, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, st := range tt.steps {
+				fields := strings.Fields(st.do)
+				var got string
+				switch fields[0] {
+				case "add", "update", "delete":
+					o := mk(fields[1], fields[2])
+					switch fields[0] {
+					case "add":
+						got = fmtErr(f.Add(o))
+					case "update":
+						got = fmtErr(f.Update(o))
+					case "delete":
+						got = fmtErr(f.Delete(o))
+					}
+				case "replace":
+					got = fmtErr(f.Replace(parseObjs(t, strings.Join(fields[2:], " ")), fields[1]))
+				case "bookmark":
+					got = fmtErr(f.Bookmark(fields[1]))
+				case "resync":
+					got = fmtErr(f.Resync())
+				case "pop":
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					err := f.Pop(ctx, func(batch []Delta[obj]) error {
+						got = renderBatch(batch)
+						s.apply(batch)
+						return nil
+					})
+					cancel()
+					if err != nil {
+						got = fmtErr(err)
+					}
+				case "len":
+					got = strconv.Itoa(f.Len())
+				case "synced":
+					got = strconv.FormatBool(f.HasSynced())
+					select {
+					case <-f.Synced():
+						if !f.HasSynced() {
+							t.Fatalf("step %d: Synced closed while HasSynced is false", i)
+						}
+					default:
+						if f.HasSynced() {
+							t.Fatalf("step %d: HasSynced true but Synced not closed", i)
+						}
+					}
+				case "store":
+					got = s.String()
+				case "close":
+					f.Close()
+				default:
+					t.Fatalf("bad step %q", st.do)
+				}
+				if got != st.want {
+					t.Fatalf("step %d %q:\n got %s\nwant %s", i, st.do, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// TestInFlightCountsAsQueued: while a Pop is processing a unit that the
+// consumer has not applied yet, Replace and Resync must treat it as queued.
+func TestInFlightCountsAsQueued(t *testing.T) {
+	s := newStore(mk("a/x", "1"), mk("a/y", "1"))
+	f, err := New(Options[obj]{KnownObjects: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(mk("b/new", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Update(mk("a/x", "3")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Processing "Added b/new": a relist without b/new arrives before the
+	// consumer stored it. The deletion must still be queued.
+	err = f.Pop(ctx, func(batch []Delta[obj]) error {
+		if err := f.Replace([]obj{mk("a/x", "3"), mk("a/y", "1")}, "10"); err != nil {
+			return err
+		}
+		s.apply(batch)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Processing "Updated a/x@3": a resync must not queue the old a/x@1.
+	err = f.Pop(ctx, func(batch []Delta[obj]) error {
+		if err := f.Resync(); err != nil {
+			return err
+		}
+		s.apply(batch)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for f.Len() > 0 {
+		got = append(got, popOne(t, f, s))
+	}
+	want := []string{
+		"[Replaced a/x@3 list=10 | Replaced a/y@1 list=10 | Deleted? b/new@2 list=10]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s.String() != "a/x@3 a/y@1" {
+		t.Fatalf("store = %s", s)
+	}
+}
+
+func TestPopErrorsAndCancel(t *testing.T) {
+	f, err := New(Options[obj]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := f.Add(mk("a/x", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(mk("a/x", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pop(context.Background(), func([]Delta[obj]) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Pop = %v, want the process error", err)
+	}
+	if f.Len() != 1 {
+		t.Fatalf("Len = %d after a failed process: the unit must be consumed", f.Len())
+	}
+	if err := f.Pop(context.Background(), nil); err == nil {
+		t.Fatal("Pop with nil func succeeded")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.Pop(ctx, func([]Delta[obj]) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Pop with a cancelled ctx = %v", err)
+	}
+	if f.Len() != 1 {
+		t.Fatalf("a cancelled Pop consumed a delta")
+	}
+
+	// A panicking process func leaves the FIFO usable.
+	func() {
+		defer func() { _ = recover() }()
+		_ = f.Pop(context.Background(), func([]Delta[obj]) error { panic("handler bug") })
+	}()
+	if err := f.Add(mk("a/x", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if got := popOne(t, f, nil); got != "Added a/x@3" {
+		t.Fatalf("after a panic, popped %s", got)
+	}
+}
+
+func TestPopBlocksUntilPushOrCloseOrCancel(t *testing.T) {
+	f, err := New(Options[obj]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		err := f.Pop(context.Background(), func(b []Delta[obj]) error {
+			got <- renderBatch(b)
+			return nil
+		})
+		if err != nil {
+			got <- err.Error()
+		}
+	}()
+	time.Sleep(10 * time.Millisecond) // let Pop block (not needed for correctness)
+	if err := f.Update(mk("a/x", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != "Updated a/x@1" {
+		t.Fatalf("blocked Pop got %s", g)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 2)
+	go func() { errc <- f.Pop(ctx, func([]Delta[obj]) error { return nil }) }()
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Pop = %v", err)
+	}
+
+	go func() { errc <- f.Pop(context.Background(), func([]Delta[obj]) error { return nil }) }()
+	f.Close()
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Pop after Close = %v", err)
+	}
+}
+
+func TestTransform(t *testing.T) {
+	s := newStore(mk("a/old", "1"))
+	f, err := New(Options[obj]{
+		KnownObjects: s,
+		Transform: func(o obj) (obj, error) {
+			if o.Name == "refused" {
+				return nil, errors.New("refused by transform")
+			}
+			o.ManagedFields = nil
+			o.ResourceVersion += "t"
+			return o, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(mk("a/x", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(mk("a/refused", "1")); err == nil || !strings.Contains(err.Error(), "refused by transform") {
+		t.Fatalf("Add of a refused object = %v", err)
+	}
+	if err := f.Replace([]obj{mk("a/y", "2")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"Added a/x@1t",
+		// Deletions from queued deltas first (a/x), then from KnownObjects
+		// (a/old, not transformed again).
+		"[Replaced a/y@2t list=10 | Deleted? a/x@1t list=10 | Deleted? a/old@1 list=10]",
+	}
+	for _, w := range want {
+		if got := popOne(t, f, s); got != w {
+			t.Fatalf("got %s, want %s", got, w)
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	var typedNil *store
+	if _, err := New(Options[obj]{KnownObjects: typedNil}); err == nil {
+		t.Error("a typed-nil KnownObjects was accepted")
+	}
+	if _, err := New(Options[obj]{}); err != nil {
+		t.Errorf("zero Options: %v", err)
+	}
+}
+
+func TestDeltaTypeString(t *testing.T) {
+	for typ, want := range map[DeltaType]string{Added: "Added", Updated: "Updated", Deleted: "Deleted", Replaced: "Replaced", Sync: "Sync", Bookmark: "Bookmark", 0: "DeltaType(0)"} {
+		if got := typ.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", typ, got, want)
+		}
+	}
+}
+
+// TestRingGrowsAndShrinks pushes a burst far larger than the ring, drains
+// it, and checks order and that the ring gave its memory back.
+func TestRingGrowsAndShrinks(t *testing.T) {
+	f, err := New(Options[obj]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 10_000
+	next := 0
+	for i := range n {
+		if err := f.Add(mk("a/x", strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 { // interleave pops so the ring wraps around
+			if got, want := popOne(t, f, nil), "Added a/x@"+strconv.Itoa(next); got != want {
+				t.Fatalf("got %s, want %s", got, want)
+			}
+			next++
+		}
+	}
+	for f.Len() > 0 {
+		if got, want := popOne(t, f, nil), "Added a/x@"+strconv.Itoa(next); got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+		next++
+	}
+	if next != n {
+		t.Fatalf("popped %d, pushed %d", next, n)
+	}
+	f.mu.Lock()
+	size := len(f.ring)
+	f.mu.Unlock()
+	if size > keepRing {
+		t.Fatalf("ring has %d slots after draining, want at most %d", size, keepRing)
+	}
+}
