@@ -80,15 +80,31 @@ func discoveryMux(t *testing.T, b *Builder, rs []Resource) http.Handler {
 	return mux
 }
 
-// TestKubectlExplain runs the real kubectl explain against the documents.
-func TestKubectlExplain(t *testing.T) {
+type kubectlEnv struct {
+	kubectl, dir, kubeconfig string
+}
+
+func (k kubectlEnv) run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args = append(args, "--kubeconfig", k.kubeconfig, "--cache-dir", filepath.Join(k.dir, "cache"))
+	cmd := exec.CommandContext(ctx, k.kubectl, args...)
+	cmd.Env = append(os.Environ(), "HOME="+k.dir, "KUBECONFIG="+k.kubeconfig)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// startKubectlEnv serves discovery and the documents of the test resources
+// and writes a kubeconfig for them.
+func startKubectlEnv(t *testing.T) (kubectlEnv, func()) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Skip("SKIPPING: kubectl is not installed; kubectl explain compatibility is NOT verified")
+		t.Skip("SKIPPING: kubectl is not installed; kubectl compatibility is NOT verified")
 	}
 	b := newBuilder(t)
 	srv := httptest.NewServer(discoveryMux(t, b, testResources(t)))
-	defer srv.Close()
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	cfg := fmt.Sprintf(`apiVersion: v1
@@ -101,6 +117,13 @@ current-context: x
 	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return kubectlEnv{kubectl: kubectl, dir: dir, kubeconfig: kubeconfig}, srv.Close
+}
+
+// TestKubectlExplain runs the real kubectl explain against the documents.
+func TestKubectlExplain(t *testing.T) {
+	env, stop := startKubectlEnv(t)
+	defer stop()
 	tests := []struct {
 		args []string
 		want []string
@@ -116,19 +139,36 @@ current-context: x
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			args := append(tt.args, "--kubeconfig", kubeconfig, "--cache-dir", filepath.Join(dir, "cache"))
-			cmd := exec.CommandContext(ctx, kubectl, args...)
-			cmd.Env = append(os.Environ(), "HOME="+dir, "KUBECONFIG="+kubeconfig)
-			out, err := cmd.CombinedOutput()
+			out, err := env.run(t, "", tt.args...)
 			if err != nil {
 				t.Fatalf("kubectl %v: %v\n%s", tt.args, err, out)
 			}
 			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
+				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
+			}
+		})
+	}
+}
+
+// TestKubectlDetectsServerSideFieldValidation: kubectl --validate=strict
+// validates client-side (with /openapi/v2) only when the v3 document does not
+// advertise fieldValidation on the kind's PATCH. An object with an unknown
+// field passes a client-side dry run exactly when kubectl left validation to
+// the server, which it must for every kind we serve.
+func TestKubectlDetectsServerSideFieldValidation(t *testing.T) {
+	env, stop := startKubectlEnv(t)
+	defer stop()
+	tests := []struct{ name, manifest string }{
+		{"custom resource", "apiVersion: batch.tutorial.kubebuilder.io/v1\nkind: CronJob\nmetadata: {name: c, namespace: default}\nspec: {schedule: x, jobTemplate: {}, bogusField: 1}\n"},
+		{"built-in", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\nbogusField: 1\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := env.run(t, tt.manifest, "create", "--dry-run=client", "--validate=strict", "-o", "name", "-f", "-")
+			if err != nil {
+				t.Fatalf("kubectl validated client-side instead of detecting server-side field validation: %v\n%s", err, out)
 			}
 		})
 	}
