@@ -16,6 +16,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -58,7 +59,7 @@ type RESTListerWatcher[T Object] struct {
 	url         url.URL // the collection: scheme, host, path; no query
 	userAgent   string
 	gr          schema.GroupResource
-	gvk         schema.GroupVersion // to fill apiVersion of list items
+	gv          schema.GroupVersion // to fill apiVersion of list items
 	label       string
 	field       string
 	newObj      func() T
@@ -80,7 +81,10 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 	if cfg == nil {
 		return nil, errors.New("reflector: nil rest.Config")
 	}
-	if resource.Resource == "" || resource.Version == "" || strings.Contains(resource.Resource, "/") {
+	if resource.Resource == "" || resource.Version == "" ||
+		len(pathvalidation.IsValidPathSegmentName(resource.Resource)) > 0 ||
+		len(pathvalidation.IsValidPathSegmentName(resource.Version)) > 0 ||
+		(resource.Group != "" && len(pathvalidation.IsValidPathSegmentName(resource.Group)) > 0) {
 		return nil, fmt.Errorf("reflector: invalid resource %q", resource.String())
 	}
 	if namespace != "" {
@@ -148,7 +152,7 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		url:         url.URL{Scheme: base.Scheme, Host: base.Host, Path: p},
 		userAgent:   ua,
 		gr:          resource.GroupResource(),
-		gvk:         gv,
+		gv:          gv,
 		label:       opts.LabelSelector,
 		field:       opts.FieldSelector,
 		newObj:      newObj,
@@ -237,7 +241,7 @@ func (l *RESTListerWatcher[T]) List(ctx context.Context, opts metav1.ListOptions
 		return nil, err
 	}
 	defer resp.Body.Close()
-	list, err := decodeList(resp.Body, l.newObj, l.unstructured, l.gvk)
+	list, err := decodeList(resp.Body, l.newObj, l.unstructured, l.gv)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", l.gr, err)
 	}

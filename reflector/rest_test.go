@@ -326,6 +326,9 @@ func TestNewRESTListerWatcherValidates(t *testing.T) {
 	if _, err := NewRESTListerWatcher[*corev1.Pod](cfg, corev1.SchemeGroupVersion.WithResource(""), "", RESTOptions[*corev1.Pod]{}); err == nil {
 		t.Error("empty resource accepted")
 	}
+	if _, err := NewRESTListerWatcher[*corev1.Pod](cfg, corev1.SchemeGroupVersion.WithResource(".."), "", RESTOptions[*corev1.Pod]{}); err == nil {
+		t.Error("resource \"..\" accepted")
+	}
 	if _, err := NewRESTListerWatcher[*corev1.Pod](cfg, podsGVR, "Bad/NS", RESTOptions[*corev1.Pod]{}); err == nil {
 		t.Error("bad namespace accepted")
 	}
