@@ -148,18 +148,25 @@ func (d *Document) ETag() string { return `"` + d.Hash + `"` }
 // Builder builds and caches the OpenAPI documents of a set of resources:
 // /openapi/v2 (Swagger 2.0, JSON or gnostic protobuf), the /openapi/v3
 // discovery document, and one OpenAPI 3.0 document per group version.
-// Documents are rebuilt only when Set receives a different set of resources.
+// Set rebuilds only the v3 documents of group versions whose resources
+// changed (and the small discovery document); the v2 document, which covers
+// everything, is rebuilt lazily on its next request.
 //
 // A Builder is safe for concurrent use.
 type Builder struct {
 	opts Options
 
 	// mu guards everything below. Documents are immutable once published.
-	mu        sync.RWMutex
-	key       string // fingerprint of the resources the documents describe
+	mu        sync.Mutex
+	key       string     // fingerprint of the resources the documents describe
+	resources []Resource // sorted; what v2 is built from
+	// v2 is built lazily on first use after a change (nil until then): it
+	// covers every resource, and most changes (a CRD added) need only the
+	// one v3 document of their group version.
 	v2        *Document
 	discovery *Document
 	v3        map[string]*Document // by path key: "api/v1", "apis/<g>/<v>"
+	v3Keys    map[string]string    // fingerprint of each group version's resources
 	builds    int
 }
 
@@ -201,25 +208,18 @@ func (b *Builder) Set(resources []Resource) error {
 	if err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}
-	b.mu.RLock()
-	same := b.v2 != nil && key == b.key
-	b.mu.RUnlock()
-	if same {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.discovery != nil && key == b.key {
 		return nil
 	}
-	v2, err := b.buildV2(rs)
-	if err != nil {
-		return fmt.Errorf("openapi: building v2: %w", err)
-	}
-	v3, disc, err := b.buildV3(rs)
+	v3, v3Keys, disc, err := b.buildV3(rs, b.v3, b.v3Keys)
 	if err != nil {
 		return fmt.Errorf("openapi: building v3: %w", err)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.key, b.v2, b.v3, b.discovery = key, v2, v3, disc
+	b.key, b.resources, b.v2, b.v3, b.v3Keys, b.discovery = key, rs, nil, v3, v3Keys, disc
 	b.builds++
-	b.opts.Logger.Debug("openapi documents built", "resources", len(rs), "groupVersions", len(v3), "v2Bytes", len(v2.JSON))
+	b.opts.Logger.Debug("openapi v3 documents built", "resources", len(rs), "groupVersions", len(v3))
 	return nil
 }
 
@@ -244,23 +244,35 @@ func fingerprint(rs []Resource) (string, error) {
 // Builds reports how many times documents were built (for tests and
 // metrics).
 func (b *Builder) Builds() int {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.builds
 }
 
-// V2 returns the Swagger 2.0 document served at /openapi/v2.
-func (b *Builder) V2() *Document {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.v2
+// V2 returns the Swagger 2.0 document served at /openapi/v2, building it
+// if the resources changed since it was last built.
+func (b *Builder) V2() (*Document, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.v2 == nil {
+		d, err := b.buildV2(b.resources)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: building v2: %w", err)
+		}
+		b.v2 = d
+		b.opts.Logger.Debug("openapi v2 document built", "resources", len(b.resources), "bytes", len(d.JSON))
+	}
+	return b.v2, nil
 }
 
 // V2Proto returns the v2 document in gnostic's protobuf encoding, which
 // client-go's discovery client (and so kubectl) asks for with
 // Accept: application/com.github.proto-openapi.spec.v2@v1.0+protobuf.
 func (b *Builder) V2Proto() ([]byte, *Document, error) {
-	d := b.V2()
+	d, err := b.V2()
+	if err != nil {
+		return nil, nil, err
+	}
 	d.protoOnce.Do(func() {
 		doc, err := openapi_v2.ParseDocument(d.JSON)
 		if err != nil {
@@ -275,8 +287,8 @@ func (b *Builder) V2Proto() ([]byte, *Document, error) {
 // V3Discovery returns the /openapi/v3 discovery document: {"paths": {
 // "api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=..."}, ...}}.
 func (b *Builder) V3Discovery() *Document {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.discovery
 }
 
@@ -292,8 +304,8 @@ func (b *Builder) V3(groupVersion string) (*Document, bool) {
 		}
 		key = pathKey(gv)
 	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	d, ok := b.v3[key]
 	return d, ok
 }
@@ -330,51 +342,68 @@ func (b *Builder) buildV2(rs []Resource) (*Document, error) {
 	return newDocument(js), nil
 }
 
-func (b *Builder) buildV3(rs []Resource) (map[string]*Document, *Document, error) {
-	byGV := map[string][]int{}
+// buildV3 builds the v3 document of every group version whose resources
+// differ from the previous build (old, oldKeys), reusing the others.
+func (b *Builder) buildV3(rs []Resource, old map[string]*Document, oldKeys map[string]string) (map[string]*Document, map[string]string, *Document, error) {
+	byGV := map[string][]Resource{}
 	var keys []string
-	for i := range rs {
-		k := pathKey(rs[i].GVK.GroupVersion())
+	for _, r := range rs {
+		k := pathKey(r.GVK.GroupVersion())
 		if _, ok := byGV[k]; !ok {
 			keys = append(keys, k)
 		}
-		byGV[k] = append(byGV[k], i)
+		byGV[k] = append(byGV[k], r)
 	}
 	docs := map[string]*Document{}
+	gvKeys := map[string]string{}
 	discPaths := map[string]any{}
 	for _, k := range keys {
-		g := newGen(true)
-		paths := map[string]any{}
-		for _, i := range byGV[k] {
-			if err := g.resource(&rs[i], paths); err != nil {
-				return nil, nil, err
+		fp, err := fingerprint(byGV[k])
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		gvKeys[k] = fp
+		d := old[k]
+		if d == nil || oldKeys[k] != fp {
+			if d, err = b.buildGroupVersion(byGV[k]); err != nil {
+				return nil, nil, nil, err
 			}
 		}
-		doc := map[string]any{
-			"openapi": "3.0.0",
-			"info":    map[string]any{"title": b.opts.Title, "version": b.opts.Version},
-			"paths":   paths,
-			"components": map[string]any{
-				"schemas": g.defs,
-				"securitySchemes": map[string]any{
-					"BearerToken": map[string]any{"type": "apiKey", "description": "Bearer Token authentication", "name": "authorization", "in": "header"},
-				},
-			},
-			"security": []any{map[string]any{"BearerToken": []any{}}},
-		}
-		js, err := json.Marshal(doc)
-		if err != nil {
-			return nil, nil, err
-		}
-		d := newDocument(js)
 		docs[k] = d
 		discPaths[k] = map[string]any{"serverRelativeURL": "/openapi/v3/" + k + "?hash=" + d.Hash}
 	}
 	js, err := json.Marshal(map[string]any{"paths": discPaths})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return docs, newDocument(js), nil
+	return docs, gvKeys, newDocument(js), nil
+}
+
+func (b *Builder) buildGroupVersion(rs []Resource) (*Document, error) {
+	g := newGen(true)
+	paths := map[string]any{}
+	for i := range rs {
+		if err := g.resource(&rs[i], paths); err != nil {
+			return nil, err
+		}
+	}
+	doc := map[string]any{
+		"openapi": "3.0.0",
+		"info":    map[string]any{"title": b.opts.Title, "version": b.opts.Version},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas": g.defs,
+			"securitySchemes": map[string]any{
+				"BearerToken": map[string]any{"type": "apiKey", "description": "Bearer Token authentication", "name": "authorization", "in": "header"},
+			},
+		},
+		"security": []any{map[string]any{"BearerToken": []any{}}},
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return newDocument(js), nil
 }
 
 // resource adds the definitions and paths of r.

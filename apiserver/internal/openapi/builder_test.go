@@ -49,36 +49,6 @@ func cronCRD(t testing.TB) *apiext.CustomResourceDefinition {
 	return crd
 }
 
-// crdResources turns a CRD into one Resource per served version, as the
-// server would.
-func crdResources(crd *apiext.CustomResourceDefinition) []Resource {
-	var out []Resource
-	for _, v := range crd.Spec.Versions {
-		if !v.Served {
-			continue
-		}
-		r := Resource{
-			GVK:        schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind},
-			ListKind:   crd.Spec.Names.ListKind,
-			Plural:     crd.Spec.Names.Plural,
-			Namespaced: crd.Spec.Scope == apiext.NamespaceScoped,
-		}
-		if v.Schema != nil {
-			r.Schema = v.Schema.OpenAPIV3Schema
-		}
-		if v.Subresources != nil {
-			if v.Subresources.Status != nil {
-				r.Subresources = append(r.Subresources, "status")
-			}
-			if v.Subresources.Scale != nil {
-				r.Subresources = append(r.Subresources, "scale")
-			}
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 func testResources(t testing.TB) []Resource {
 	rs := []Resource{
 		{GVK: podGVK, Plural: "pods", Namespaced: true, Type: reflect.TypeFor[corev1.Pod](), ListType: reflect.TypeFor[corev1.PodList](), Subresources: []string{"status"}, StrategicMergePatch: true},
@@ -88,7 +58,7 @@ func testResources(t testing.TB) []Resource {
 		{GVK: leaseGVK, Plural: "leases", Namespaced: true, Type: reflect.TypeFor[coordinationv1.Lease](), ListType: reflect.TypeFor[coordinationv1.LeaseList](), StrategicMergePatch: true},
 		{GVK: crdGVK, Plural: "customresourcedefinitions", Type: reflect.TypeFor[apiext.CustomResourceDefinition](), ListType: reflect.TypeFor[apiext.CustomResourceDefinitionList](), Subresources: []string{"status"}},
 	}
-	return append(rs, crdResources(cronCRD(t))...)
+	return append(rs, ResourcesForCRD(cronCRD(t))...)
 }
 
 func newBuilder(t testing.TB) *Builder {
@@ -114,7 +84,7 @@ func v2Models(t testing.TB, doc *openapi_v2.Document) kproto.Models {
 
 func TestV2ParsesWithKubectlLoaders(t *testing.T) {
 	b := newBuilder(t)
-	doc, err := openapi_v2.ParseDocument(b.V2().JSON)
+	doc, err := openapi_v2.ParseDocument(mustV2(t, b).JSON)
 	if err != nil {
 		t.Fatalf("gnostic v2: %v", err)
 	}
@@ -140,7 +110,7 @@ func TestV2ParsesWithKubectlLoaders(t *testing.T) {
 
 func TestV2ClientSideValidation(t *testing.T) {
 	b := newBuilder(t)
-	doc, err := openapi_v2.ParseDocument(b.V2().JSON)
+	doc, err := openapi_v2.ParseDocument(mustV2(t, b).JSON)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,4 +326,33 @@ func explainSchema(t *testing.T, docJSON []byte, gvk schema.GroupVersionKind, re
 		}
 	}
 	return nil
+}
+
+func TestResourcesForCRD(t *testing.T) {
+	crd := cronCRD(t)
+	crd.Spec.Versions = append(crd.Spec.Versions, apiext.CustomResourceDefinitionVersion{Name: "v0", Served: false})
+	rs := ResourcesForCRD(crd)
+	if len(rs) != 2 {
+		t.Fatalf("%d resources, want 2 (unserved version left out)", len(rs))
+	}
+	r := rs[0]
+	if r.GVK != cronGVK || r.ListKind != "CronJobList" || r.Plural != "cronjobs" || !r.Namespaced ||
+		!reflect.DeepEqual(r.Subresources, []string{"status", "scale"}) || r.Schema == nil {
+		t.Fatalf("resource %+v", r)
+	}
+	if rs[1].Subresources != nil {
+		t.Fatalf("v1beta1 subresources %v", rs[1].Subresources)
+	}
+	if ResourcesForCRD(nil) != nil {
+		t.Fatal("nil CRD")
+	}
+}
+
+func mustV2(t testing.TB, b *Builder) *Document {
+	t.Helper()
+	d, err := b.V2()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -44,7 +44,11 @@ func (b *Builder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case p == "/openapi/v2":
-		d := b.V2()
+		d, err := b.V2()
+		if err != nil {
+			writeStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+			return
+		}
 		if accepts(r, AcceptV2Proto) || accepts(r, ContentTypeV2Proto) {
 			pb, d, err := b.V2Proto()
 			if err != nil {
