@@ -14,6 +14,8 @@
 //	workqueue_longest_running_processor_seconds{name,controller}
 //	workqueue_retries_total{name,controller}
 //
-// The unfinished-work and longest-running gauges are computed when scraped,
-// from the queue itself, rather than by a goroutine that polls it.
+// The queues keep their own statistics and the collector reads them when
+// Prometheus scrapes: no metric call sits on a queue's hot path, and the
+// unfinished-work and longest-running gauges are exact at scrape time rather
+// than refreshed by a polling goroutine.
 package metrics

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -12,20 +11,20 @@ import (
 )
 
 // maxPriorityLabels bounds the distinct values of the depth metric's priority
-// label per queue, as controller-runtime does; past it the label reads
-// "exceeded_cardinality_limit".
+// label per queue, as controller-runtime does; the keys of further
+// priorities are summed under "exceeded_cardinality_limit".
 const maxPriorityLabels = 25
 
-// Workqueue makes the Prometheus metrics of work queues. Set it as
+// Workqueue exposes work queues to Prometheus. Set it as
 // workqueue.Options.Metrics. One Workqueue serves any number of queues; each
-// queue's name fills both the name and the controller labels.
+// queue's name fills both the name and the controller labels. The queues are
+// read when Prometheus scrapes: recording costs the queues nothing but a few
+// counter increments under their own lock.
 type Workqueue struct {
-	depth        *prometheus.GaugeVec
-	adds         *prometheus.CounterVec
-	latency      *prometheus.HistogramVec
-	workDuration *prometheus.HistogramVec
-	retries      *prometheus.CounterVec
-	inFlight     *inFlightCollector
+	depth, adds, queueDuration, workDuration, unfinished, longest, retries *prometheus.Desc
+
+	mu     sync.Mutex // guards queues
+	queues map[string]func(*workqueue.Stats)
 }
 
 var _ workqueue.MetricsProvider = (*Workqueue)(nil)
@@ -35,129 +34,90 @@ func NewWorkqueue(reg prometheus.Registerer) (*Workqueue, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("metrics: NewWorkqueue needs a prometheus.Registerer")
 	}
-	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
+	labels := []string{"name", "controller"}
 	w := &Workqueue{
-		depth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Subsystem: "workqueue", Name: "depth",
-			Help: "Current depth of workqueue by workqueue and priority",
-		}, []string{"name", "controller", "priority"}),
-		adds: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "adds_total",
-			Help: "Total number of adds handled by workqueue",
-		}, []string{"name", "controller"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "queue_duration_seconds",
-			Help:    "How long in seconds an item stays in workqueue before being requested",
-			Buckets: buckets,
-		}, []string{"name", "controller"}),
-		workDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Subsystem: "workqueue", Name: "work_duration_seconds",
-			Help:    "How long in seconds processing an item from workqueue takes.",
-			Buckets: buckets,
-		}, []string{"name", "controller"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Subsystem: "workqueue", Name: "retries_total",
-			Help: "Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)",
-		}, []string{"name", "controller"}),
-		inFlight: &inFlightCollector{
-			unfinished: prometheus.NewDesc("workqueue_unfinished_work_seconds",
-				"How many seconds of work has been done that is in progress and hasn't been observed by work_duration. "+
-					"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
-				[]string{"name", "controller"}, nil),
-			longest: prometheus.NewDesc("workqueue_longest_running_processor_seconds",
-				"How many seconds has the longest running processor for workqueue been running.",
-				[]string{"name", "controller"}, nil),
-			queues: map[string]func() (time.Duration, time.Duration){},
-		},
+		depth: prometheus.NewDesc("workqueue_depth",
+			"Current depth of workqueue by workqueue and priority", append(labels, "priority"), nil),
+		adds: prometheus.NewDesc("workqueue_adds_total",
+			"Total number of adds handled by workqueue", labels, nil),
+		queueDuration: prometheus.NewDesc("workqueue_queue_duration_seconds",
+			"How long in seconds an item stays in workqueue before being requested", labels, nil),
+		workDuration: prometheus.NewDesc("workqueue_work_duration_seconds",
+			"How long in seconds processing an item from workqueue takes.", labels, nil),
+		unfinished: prometheus.NewDesc("workqueue_unfinished_work_seconds",
+			"How many seconds of work has been done that is in progress and hasn't been observed by work_duration. "+
+				"Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+			labels, nil),
+		longest: prometheus.NewDesc("workqueue_longest_running_processor_seconds",
+			"How many seconds has the longest running processor for workqueue been running.", labels, nil),
+		retries: prometheus.NewDesc("workqueue_retries_total",
+			"Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)",
+			labels, nil),
+		queues: map[string]func(*workqueue.Stats){},
 	}
-	for _, c := range []prometheus.Collector{w.depth, w.adds, w.latency, w.workDuration, w.retries, w.inFlight} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: registering work queue metrics: %w", err)
-		}
+	if err := reg.Register(w); err != nil {
+		return nil, fmt.Errorf("metrics: registering work queue metrics: %w", err)
 	}
 	return w, nil
 }
 
-// NewQueueMetrics implements workqueue.MetricsProvider. A second queue with
-// the same name takes over the first one's series.
-func (w *Workqueue) NewQueueMetrics(name string, inFlight func() (unfinished, longest time.Duration)) workqueue.QueueMetrics {
-	w.inFlight.set(name, inFlight)
-	return &queueMetrics{
-		name:         name,
-		depthVec:     w.depth,
-		depth:        map[int]prometheus.Gauge{},
-		adds:         w.adds.WithLabelValues(name, name),
-		latency:      w.latency.WithLabelValues(name, name),
-		workDuration: w.workDuration.WithLabelValues(name, name),
-		retries:      w.retries.WithLabelValues(name, name),
+// Register implements workqueue.MetricsProvider.
+func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) {
+	w.mu.Lock()
+	w.queues[name] = read
+	w.mu.Unlock()
+}
+
+// Describe implements prometheus.Collector.
+func (w *Workqueue) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{w.depth, w.adds, w.queueDuration, w.workDuration, w.unfinished, w.longest, w.retries} {
+		ch <- d
 	}
 }
 
-// queueMetrics is one queue's sink. The queue calls it with its lock held, so
-// the depth map needs no lock of its own.
-type queueMetrics struct {
-	name         string
-	depthVec     *prometheus.GaugeVec
-	depth        map[int]prometheus.Gauge // by priority; bounded by maxPriorityLabels+1 entries
-	overflow     prometheus.Gauge         // the "exceeded_cardinality_limit" series, once needed
-	adds         prometheus.Counter
-	latency      prometheus.Observer
-	workDuration prometheus.Observer
-	retries      prometheus.Counter
-}
-
-func (m *queueMetrics) Added() { m.adds.Inc() }
-func (m *queueMetrics) Retry() { m.retries.Inc() }
-
-func (m *queueMetrics) Latency(d time.Duration)      { m.latency.Observe(d.Seconds()) }
-func (m *queueMetrics) WorkDuration(d time.Duration) { m.workDuration.Observe(d.Seconds()) }
-
-func (m *queueMetrics) Depth(priority, delta int) {
-	g, ok := m.depth[priority]
-	if !ok {
-		if len(m.depth) < maxPriorityLabels {
-			g = m.depthVec.WithLabelValues(m.name, m.name, strconv.Itoa(priority))
-		} else {
-			if m.overflow == nil {
-				m.overflow = m.depthVec.WithLabelValues(m.name, m.name, "exceeded_cardinality_limit")
+// Collect implements prometheus.Collector: it reads every queue.
+func (w *Workqueue) Collect(ch chan<- prometheus.Metric) {
+	w.mu.Lock()
+	readers := make(map[string]func(*workqueue.Stats), len(w.queues))
+	for k, v := range w.queues {
+		readers[k] = v
+	}
+	w.mu.Unlock()
+	var s workqueue.Stats
+	for name, read := range readers {
+		read(&s)
+		ch <- prometheus.MustNewConstMetric(w.adds, prometheus.CounterValue, float64(s.Adds), name, name)
+		ch <- prometheus.MustNewConstMetric(w.retries, prometheus.CounterValue, float64(s.Retries), name, name)
+		ch <- histogram(w.queueDuration, &s.QueueDuration, name)
+		ch <- histogram(w.workDuration, &s.WorkDuration, name)
+		ch <- prometheus.MustNewConstMetric(w.unfinished, prometheus.GaugeValue, s.Unfinished.Seconds(), name, name)
+		ch <- prometheus.MustNewConstMetric(w.longest, prometheus.GaugeValue, s.Longest.Seconds(), name, name)
+		overflow, overflowSeen := 0, false
+		for i, d := range s.Depth {
+			if i < maxPriorityLabels {
+				ch <- prometheus.MustNewConstMetric(w.depth, prometheus.GaugeValue, float64(d.Ready), name, name, strconv.Itoa(d.Priority))
+			} else {
+				overflow += d.Ready
+				overflowSeen = true
 			}
-			g = m.overflow
 		}
-		m.depth[priority] = g
+		if overflowSeen {
+			ch <- prometheus.MustNewConstMetric(w.depth, prometheus.GaugeValue, float64(overflow), name, name, "exceeded_cardinality_limit")
+		}
 	}
-	g.Add(float64(delta))
 }
 
-// inFlightCollector reads the unfinished-work figures from the queues at
-// scrape time.
-type inFlightCollector struct {
-	unfinished, longest *prometheus.Desc
+// bucketBounds are workqueue.HistogramBounds in seconds, computed exactly as
+// controller-runtime computes its buckets, so that the "le" label values
+// (9.999999999999999e-06 and all) are the same strings.
+var bucketBounds = prometheus.ExponentialBuckets(10e-9, 10, len(workqueue.HistogramBounds))
 
-	mu     sync.Mutex // guards queues
-	queues map[string]func() (unfinished, longest time.Duration)
-}
-
-func (c *inFlightCollector) set(name string, f func() (time.Duration, time.Duration)) {
-	c.mu.Lock()
-	c.queues[name] = f
-	c.mu.Unlock()
-}
-
-func (c *inFlightCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.unfinished
-	ch <- c.longest
-}
-
-func (c *inFlightCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	queues := make(map[string]func() (time.Duration, time.Duration), len(c.queues))
-	for k, v := range c.queues {
-		queues[k] = v
+func histogram(desc *prometheus.Desc, h *workqueue.Histogram, name string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(bucketBounds))
+	var cumulative uint64
+	for i, bound := range bucketBounds {
+		cumulative += h.Buckets[i]
+		buckets[bound] = cumulative
 	}
-	c.mu.Unlock()
-	for name, f := range queues {
-		u, l := f()
-		ch <- prometheus.MustNewConstMetric(c.unfinished, prometheus.GaugeValue, u.Seconds(), name, name)
-		ch <- prometheus.MustNewConstMetric(c.longest, prometheus.GaugeValue, l.Seconds(), name, name)
-	}
+	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum.Seconds(), buckets, name, name)
 }

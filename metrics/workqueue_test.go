@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ func TestWorkqueueMetricsNamesAndValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := workqueue.New(workqueue.Options[string]{Name: "widgets", Metrics: provider})
+	clock := &stepClock{now: time.Unix(1000, 0)}
+	q, err := workqueue.New(workqueue.Options[string]{Name: "widgets", Metrics: provider, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestWorkqueueMetricsNamesAndValues(t *testing.T) {
 	q.AddWithOptions("c", workqueue.AddOptions{Priority: -100})
 	q.AddAfter("d", time.Hour)
 	k, _ := q.Get()
-	time.Sleep(2 * time.Millisecond)
+	clock.Advance(500 * time.Millisecond)
 
 	want := `
 # HELP workqueue_adds_total Total number of adds handled by workqueue
@@ -48,17 +50,38 @@ workqueue_retries_total{controller="widgets",name="widgets"} 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "workqueue_adds_total", "workqueue_depth", "workqueue_retries_total"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(provider.latency); n != 1 {
+	if n := testutil.CollectAndCount(provider, "workqueue_queue_duration_seconds"); n != 1 {
 		t.Fatalf("latency series = %d", n)
 	}
 	u := testutil.ToFloat64(gaugeFrom(t, reg, "workqueue_unfinished_work_seconds"))
 	l := testutil.ToFloat64(gaugeFrom(t, reg, "workqueue_longest_running_processor_seconds"))
-	if u < 0.002 || l < 0.002 {
+	if u != 0.5 || l != 0.5 {
 		t.Fatalf("unfinished %v, longest %v", u, l)
 	}
 	q.Done(k)
-	if n := testutil.CollectAndCount(provider.workDuration); n != 1 {
+	if n := testutil.CollectAndCount(provider, "workqueue_work_duration_seconds"); n != 1 {
 		t.Fatalf("work duration series = %d", n)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP workqueue_work_duration_seconds How long in seconds processing an item from workqueue takes.
+# TYPE workqueue_work_duration_seconds histogram
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="1e-08"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="1e-07"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="1e-06"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="9.999999999999999e-06"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="9.999999999999999e-05"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="0.001"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="0.01"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="0.1"} 0
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="1"} 1
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="10"} 1
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="100"} 1
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="1000"} 1
+workqueue_work_duration_seconds_bucket{controller="widgets",name="widgets",le="+Inf"} 1
+workqueue_work_duration_seconds_sum{controller="widgets",name="widgets"} 0.5
+workqueue_work_duration_seconds_count{controller="widgets",name="widgets"} 1
+`), "workqueue_work_duration_seconds"); err != nil {
+		t.Fatal(err)
 	}
 	if u := testutil.ToFloat64(gaugeFrom(t, reg, "workqueue_unfinished_work_seconds")); u != 0 {
 		t.Fatalf("unfinished after Done = %v", u)
@@ -110,7 +133,7 @@ func TestPriorityLabelCardinalityIsBounded(t *testing.T) {
 	for p := range 100 {
 		q.AddWithOptions(p, workqueue.AddOptions{Priority: p})
 	}
-	if n := testutil.CollectAndCount(provider.depth); n != maxPriorityLabels+1 {
+	if n := testutil.CollectAndCount(provider, "workqueue_depth"); n != maxPriorityLabels+1 {
 		t.Fatalf("depth series = %d, want %d", n, maxPriorityLabels+1)
 	}
 }
@@ -127,3 +150,27 @@ func TestNewWorkqueueErrors(t *testing.T) {
 		t.Fatal("registering twice on one registry accepted")
 	}
 }
+
+// stepClock is a clock that moves only when told; its timers never fire.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+func (c *stepClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+func (c *stepClock) AfterFunc(time.Duration, func()) workqueue.Timer { return stoppedTimer{} }
+
+type stoppedTimer struct{}
+
+func (stoppedTimer) Stop() bool               { return false }
+func (stoppedTimer) Reset(time.Duration) bool { return false }

@@ -77,8 +77,7 @@ type Queue[K comparable] struct {
 	clock   Clock
 	epoch   time.Time // monotonic origin of the int64 times below
 
-	// m and timed are set once by New; timed says whether metrics need times.
-	m     QueueMetrics
+	// timed is set once by New: metrics are on, and need clock readings.
 	timed bool
 
 	// mu guards every field below it.
@@ -112,6 +111,11 @@ type Queue[K comparable] struct {
 
 	shuttingDown bool
 	draining     bool
+
+	// Statistics for the MetricsProvider; kept only when timed.
+	adds, retries uint64
+	queueDuration Histogram
+	workDuration  Histogram
 }
 
 // node flags. Invariants: flagReady and flagProcessing exclude each other;
@@ -144,6 +148,7 @@ type entry struct {
 type level struct {
 	prio int
 	ring ring
+	live int // entries of ring that are not stale
 }
 
 // New returns an empty queue.
@@ -161,17 +166,13 @@ func New[K comparable](opts Options[K]) (*Queue[K], error) {
 	}
 	q.cond.L = &q.mu
 	if opts.Metrics != nil {
-		q.m = opts.Metrics.NewQueueMetrics(opts.Name, q.inFlightWork)
 		q.timed = true
-	}
-	if q.m == nil {
-		q.m = noMetrics{}
-		q.timed = false
+		opts.Metrics.Register(opts.Name, q.readStats)
 	}
 	return q, nil
 }
 
-func (q *Queue[K]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
+func (q *Queue[K]) now() int64 { return int64(q.clock.Since(q.epoch)) }
 
 // Add makes key ready now, unless it is already ready. A key held by a worker
 // is marked dirty and becomes ready again at Done. Adds after ShutDown are
@@ -179,7 +180,7 @@ func (q *Queue[K]) now() int64 { return int64(q.clock.Now().Sub(q.epoch)) }
 func (q *Queue[K]) Add(key K) {
 	q.mu.Lock()
 	if !q.shuttingDown {
-		q.addNow(key, 0, q.metricNow())
+		q.addNow(key, 0)
 	}
 	q.mu.Unlock()
 }
@@ -212,10 +213,10 @@ func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
 		return
 	}
 	if d <= 0 {
-		q.addNow(key, o.Priority, q.metricNow())
+		q.addNow(key, o.Priority)
 		return
 	}
-	q.m.Retry()
+	q.retries++
 	q.addLater(key, o.Priority, q.now()+int64(d))
 }
 
@@ -255,7 +256,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 	q.inFlight = append(q.inFlight, i)
 	if q.timed {
 		now := q.now()
-		q.m.Latency(time.Duration(now - n.addedAt))
+		q.queueDuration.observe(time.Duration(now - n.addedAt))
 		n.started = now
 	}
 	return n.key, false
@@ -274,7 +275,7 @@ func (q *Queue[K]) Done(key K) {
 	n.flags &^= flagProcessing
 	q.removeInFlight(n)
 	if q.timed {
-		q.m.WorkDuration(time.Duration(q.now() - n.started))
+		q.workDuration.observe(time.Duration(q.now() - n.started))
 	}
 	switch {
 	case n.flags&flagDirty != 0:
@@ -339,13 +340,6 @@ func (q *Queue[K]) shutdownLocked() {
 	q.cond.Broadcast()
 }
 
-func (q *Queue[K]) metricNow() int64 {
-	if q.timed {
-		return q.now()
-	}
-	return 0
-}
-
 // lookup returns the node of key, allocating a fresh one if there is none.
 func (q *Queue[K]) lookup(key K) (int32, *node[K]) {
 	if i, ok := q.index[key]; ok {
@@ -376,12 +370,12 @@ func (q *Queue[K]) release(i int32) {
 	q.free = append(q.free, i)
 }
 
-func (q *Queue[K]) addNow(key K, prio int, now int64) {
+func (q *Queue[K]) addNow(key K, prio int) {
 	i, n := q.lookup(key)
 	switch {
 	case n.flags&flagReady != 0:
 		if prio > n.prio {
-			q.m.Depth(n.prio, -1)
+			q.levelFor(n.prio).live--
 			q.ready--
 			n.seq++ // the old ring entry goes stale
 			n.prio = prio
@@ -398,13 +392,20 @@ func (q *Queue[K]) addNow(key K, prio int, now int64) {
 	default:
 		n.prio = prio
 	}
-	q.m.Added()
-	n.addedAt = now
+	q.stamp(n)
 	if n.flags&flagProcessing != 0 {
 		n.flags |= flagDirty
 		return
 	}
 	q.pushReady(i)
+}
+
+// stamp records that node n entered the queue now.
+func (q *Queue[K]) stamp(n *node[K]) {
+	if q.timed {
+		q.adds++
+		n.addedAt = q.now()
+	}
 }
 
 func (q *Queue[K]) addLater(key K, prio int, at int64) {
@@ -414,7 +415,7 @@ func (q *Queue[K]) addLater(key K, prio int, at int64) {
 		// Already due now, which is earlier.
 		if prio > n.prio {
 			if n.flags&flagReady != 0 {
-				q.addNow(key, prio, n.addedAt) // re-rings at the higher priority
+				q.addNow(key, prio) // re-rings at the higher priority
 			} else {
 				n.prio = prio
 			}
@@ -440,9 +441,10 @@ func (q *Queue[K]) addLater(key K, prio int, at int64) {
 func (q *Queue[K]) pushReady(i int32) {
 	n := &q.nodes[i]
 	n.flags |= flagReady
-	q.levelFor(n.prio).ring.push(entry{node: i, seq: n.seq})
+	l := q.levelFor(n.prio)
+	l.ring.push(entry{node: i, seq: n.seq})
+	l.live++
 	q.ready++
-	q.m.Depth(n.prio, 1)
 	q.cond.Signal()
 }
 
@@ -458,7 +460,7 @@ func (q *Queue[K]) popReady() int32 {
 			}
 			n.flags &^= flagReady
 			q.ready--
-			q.m.Depth(n.prio, -1)
+			l.live--
 			return e.node
 		}
 	}
@@ -492,21 +494,25 @@ func (q *Queue[K]) removeInFlight(n *node[K]) {
 	n.procIdx = -1
 }
 
-// inFlightWork reports the work in progress, for the unfinished-work and
-// longest-running-processor metrics.
-func (q *Queue[K]) inFlightWork() (unfinished, longest time.Duration) {
+// readStats fills s with a snapshot of the queue's statistics.
+func (q *Queue[K]) readStats(s *Stats) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.inFlight) == 0 {
-		return 0, 0
+	s.Adds, s.Retries = q.adds, q.retries
+	s.QueueDuration, s.WorkDuration = q.queueDuration, q.workDuration
+	s.Depth = s.Depth[:0]
+	for _, l := range q.levels {
+		s.Depth = append(s.Depth, PriorityDepth{Priority: l.prio, Ready: l.live})
 	}
-	now := q.now()
-	for _, i := range q.inFlight {
-		d := time.Duration(now - q.nodes[i].started)
-		unfinished += d
-		longest = max(longest, d)
+	s.Unfinished, s.Longest = 0, 0
+	if len(q.inFlight) > 0 {
+		now := q.now()
+		for _, i := range q.inFlight {
+			d := time.Duration(now - q.nodes[i].started)
+			s.Unfinished += d
+			s.Longest = max(s.Longest, d)
+		}
 	}
-	return unfinished, longest
 }
 
 // arm makes sure the timer fires no later than the earliest waiting key.
@@ -544,8 +550,10 @@ func (q *Queue[K]) fire() {
 		}
 		q.heapRemove(i)
 		n.flags &^= flagHeap
-		q.m.Added()
-		n.addedAt = now
+		if q.timed {
+			q.adds++
+			n.addedAt = now
+		}
 		if n.flags&flagProcessing != 0 {
 			n.flags |= flagDirty
 		} else {
@@ -554,11 +562,3 @@ func (q *Queue[K]) fire() {
 	}
 	q.arm()
 }
-
-type noMetrics struct{}
-
-func (noMetrics) Added()                     {}
-func (noMetrics) Depth(int, int)             {}
-func (noMetrics) Latency(time.Duration)      {}
-func (noMetrics) WorkDuration(time.Duration) {}
-func (noMetrics) Retry()                     {}

@@ -492,73 +492,101 @@ func TestProgressUnderLoad(t *testing.T) {
 	}
 }
 
-type recordedMetrics struct {
-	mu                       sync.Mutex
-	added, retries           int
-	depth                    map[int]int
-	latencies, workDurations []time.Duration
-	inFlight                 func() (time.Duration, time.Duration)
+type statsProvider struct {
+	name string
+	read func(*Stats)
 }
 
-func (m *recordedMetrics) NewQueueMetrics(name string, inFlight func() (time.Duration, time.Duration)) QueueMetrics {
-	m.inFlight = inFlight
-	m.depth = map[int]int{}
-	return m
+func (p *statsProvider) Register(name string, read func(*Stats)) { p.name, p.read = name, read }
+
+func (p *statsProvider) stats() Stats {
+	var s Stats
+	p.read(&s)
+	return s
 }
-func (m *recordedMetrics) Added()                  { m.added++ }
-func (m *recordedMetrics) Depth(p, d int)          { m.depth[p] += d }
-func (m *recordedMetrics) Latency(d time.Duration) { m.latencies = append(m.latencies, d) }
-func (m *recordedMetrics) WorkDuration(d time.Duration) {
-	m.workDurations = append(m.workDurations, d)
+
+func depthOf(s Stats, prio int) int {
+	for _, d := range s.Depth {
+		if d.Priority == prio {
+			return d.Ready
+		}
+	}
+	return 0
 }
-func (m *recordedMetrics) Retry() { m.retries++ }
 
 func TestMetrics(t *testing.T) {
 	clock := newFakeClock()
-	m := &recordedMetrics{}
+	m := &statsProvider{}
 	q, err := New(Options[string]{Name: "test", Clock: clock, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.ShutDown()
+	if m.name != "test" {
+		t.Fatalf("registered as %q", m.name)
+	}
 	q.Add("a")
 	q.Add("a") // not a new add
 	q.AddWithOptions("b", AddOptions{Priority: 2})
-	if m.added != 2 || m.depth[0] != 1 || m.depth[2] != 1 {
-		t.Fatalf("after adds: added %d, depth %v", m.added, m.depth)
+	if s := m.stats(); s.Adds != 2 || depthOf(s, 0) != 1 || depthOf(s, 2) != 1 || s.Depth[0].Priority != 2 {
+		t.Fatalf("after adds: %+v", s)
 	}
 	clock.Advance(3 * time.Millisecond)
 	b, _ := q.Get()
 	clock.Advance(2 * time.Millisecond)
 	a, _ := q.Get()
-	if u, l := m.inFlight(); u != 2*time.Millisecond || l != 2*time.Millisecond {
-		t.Fatalf("in flight = %v, %v", u, l)
+	if s := m.stats(); s.Unfinished != 2*time.Millisecond || s.Longest != 2*time.Millisecond {
+		t.Fatalf("in flight = %v, %v", s.Unfinished, s.Longest)
 	}
 	clock.Advance(7 * time.Millisecond)
-	if u, l := m.inFlight(); u != 16*time.Millisecond || l != 9*time.Millisecond {
-		t.Fatalf("in flight = %v, %v", u, l)
+	if s := m.stats(); s.Unfinished != 16*time.Millisecond || s.Longest != 9*time.Millisecond {
+		t.Fatalf("in flight = %v, %v", s.Unfinished, s.Longest)
 	}
 	q.Done(b)
 	q.Done(a)
-	if u, l := m.inFlight(); u != 0 || l != 0 {
-		t.Fatalf("in flight after Done = %v, %v", u, l)
+	s := m.stats()
+	if s.Unfinished != 0 || s.Longest != 0 {
+		t.Fatalf("in flight after Done = %v, %v", s.Unfinished, s.Longest)
 	}
-	if got := m.latencies; len(got) != 2 || got[0] != 3*time.Millisecond || got[1] != 5*time.Millisecond {
-		t.Fatalf("latencies %v", got)
+	// 3 ms and 5 ms fall in the (1 ms, 10 ms] bucket, index 6.
+	if h := s.QueueDuration; h.Count != 2 || h.Sum != 8*time.Millisecond || h.Buckets[6] != 2 {
+		t.Fatalf("queue duration %+v", h)
 	}
-	if got := m.workDurations; len(got) != 2 || got[0] != 9*time.Millisecond || got[1] != 7*time.Millisecond {
-		t.Fatalf("work durations %v", got)
+	if h := s.WorkDuration; h.Count != 2 || h.Sum != 16*time.Millisecond || h.Buckets[6] != 2 {
+		t.Fatalf("work duration %+v", h)
 	}
-	if m.depth[0] != 0 || m.depth[2] != 0 {
-		t.Fatalf("depth %v", m.depth)
+	if depthOf(s, 0) != 0 || depthOf(s, 2) != 0 {
+		t.Fatalf("depth %v", s.Depth)
 	}
 	q.AddRateLimited("c")
 	q.AddAfter("d", time.Second)
-	if m.retries != 2 || m.added != 2 {
-		t.Fatalf("retries %d, added %d", m.retries, m.added)
+	if s := m.stats(); s.Retries != 2 || s.Adds != 2 {
+		t.Fatalf("retries %d, adds %d", s.Retries, s.Adds)
 	}
 	clock.Advance(time.Second)
-	if m.added != 4 || m.depth[0] != 2 {
-		t.Fatalf("after delays: added %d, depth %v", m.added, m.depth)
+	if s := m.stats(); s.Adds != 4 || depthOf(s, 0) != 2 {
+		t.Fatalf("after delays: %+v", s)
+	}
+	// A priority raise moves the key between depths.
+	q.AddWithOptions("c", AddOptions{Priority: 9})
+	if s := m.stats(); depthOf(s, 0) != 1 || depthOf(s, 9) != 1 || s.Adds != 4 {
+		t.Fatalf("after raise: %+v", s)
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	tests := []struct {
+		d      time.Duration
+		bucket int
+	}{
+		{0, 0}, {10 * time.Nanosecond, 0}, {11 * time.Nanosecond, 1}, {time.Microsecond, 2},
+		{time.Second, 8}, {1000 * time.Second, 11}, {1001 * time.Second, 12}, {time.Duration(1<<63 - 1), 12},
+	}
+	for _, tt := range tests {
+		var h Histogram
+		h.observe(tt.d)
+		if h.Buckets[tt.bucket] != 1 || h.Count != 1 || h.Sum != tt.d {
+			t.Errorf("observe(%v): %+v, want bucket %d", tt.d, h, tt.bucket)
+		}
 	}
 }

@@ -133,7 +133,7 @@ func NewBucket[K comparable](o BucketOptions) (*Bucket[K], error) {
 
 // When takes a token and returns how long until it is available.
 func (b *Bucket[K]) When(K) time.Duration {
-	now := int64(b.clock.Now().Sub(b.epoch))
+	now := int64(b.clock.Since(b.epoch))
 	b.mu.Lock()
 	d := b.take(now)
 	b.mu.Unlock()
@@ -287,7 +287,7 @@ type defaultLimiter[K comparable] struct {
 }
 
 func (r *defaultLimiter[K]) When(key K) time.Duration {
-	now := int64(r.bucket.clock.Now().Sub(r.bucket.epoch))
+	now := int64(r.bucket.clock.Since(r.bucket.epoch))
 	r.bucket.mu.Lock()
 	f := r.failures[key]
 	r.failures[key] = f + 1
