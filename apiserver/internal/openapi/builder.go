@@ -335,6 +335,9 @@ func (b *Builder) buildV2(rs []Resource) (*Document, error) {
 		},
 		"security": []any{map[string]any{"BearerToken": []any{}}},
 	}
+	for _, w := range g.warnings {
+		b.opts.Logger.Warn("openapi: v2 schema", "problem", w)
+	}
 	js, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -398,6 +401,9 @@ func (b *Builder) buildGroupVersion(rs []Resource) (*Document, error) {
 			},
 		},
 		"security": []any{map[string]any{"BearerToken": []any{}}},
+	}
+	for _, w := range g.warnings {
+		b.opts.Logger.Warn("openapi: v3 schema", "problem", w)
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {
@@ -491,7 +497,11 @@ func (g *gen) kindDefinitions(r *Resource) (kindName, listName string, err error
 		kindName = gvkModelName(gvk.Group, gvk.Version, gvk.Kind)
 		s, err := g.crdSchema(r.Schema)
 		if err != nil {
-			return "", "", err
+			// Like kube-apiserver with a schema it cannot publish: serve
+			// the kind as an object with any fields rather than fail every
+			// document.
+			g.warnings = append(g.warnings, fmt.Sprintf("%s: publishing as type object: %v", gvk, err))
+			s = map[string]any{"type": "object"}
 		}
 		g.defs[kindName] = s
 		g.done[kindName] = nil

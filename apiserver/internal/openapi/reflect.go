@@ -72,6 +72,8 @@ type gen struct {
 	defs map[string]map[string]any
 	// done records which Go type produced each definition name.
 	done map[string]reflect.Type
+	// warnings are schemas that could not be published as given.
+	warnings []string
 }
 
 func newGen(v3 bool) *gen {
