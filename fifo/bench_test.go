@@ -1,0 +1,86 @@
+package fifo
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+func benchObjs(n int) []obj {
+	out := make([]obj, n)
+	for i := range out {
+		out[i] = mk(fmt.Sprintf("team-%02d/web-%07d", i%100, i), "1")
+	}
+	return out
+}
+
+// BenchmarkUpdatePop: one Update and one Pop per op, in one goroutine.
+func BenchmarkUpdatePop(b *testing.B) {
+	f, _ := New(Options[obj]{})
+	objs := benchObjs(1000)
+	ctx := context.Background()
+	process := func([]Delta[obj]) error { return nil }
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := f.Update(objs[i%len(objs)]); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Pop(ctx, process); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkPipeline: a producer goroutine pushes Updates while the consumer
+// Pops them (the steady state of a watch), per delta.
+func BenchmarkPipeline(b *testing.B) {
+	f, _ := New(Options[obj]{})
+	objs := benchObjs(1000)
+	ctx := context.Background()
+	process := func([]Delta[obj]) error { return nil }
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		for i := range b.N {
+			if err := f.Update(objs[i%len(objs)]); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	for range b.N {
+		if err := f.Pop(ctx, process); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReplace: a relist of n objects over a consumer that knows n
+// objects of which 10 % are gone, queued and popped as one batch.
+func BenchmarkReplace(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			objs := benchObjs(n)
+			known := newStore(objs...)
+			list := objs[:n-n/10]
+			f, _ := New(Options[obj]{KnownObjects: known})
+			ctx := context.Background()
+			got := 0
+			process := func(batch []Delta[obj]) error { got = len(batch); return nil }
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := f.Replace(list, "2"); err != nil {
+					b.Fatal(err)
+				}
+				if err := f.Pop(ctx, process); err != nil {
+					b.Fatal(err)
+				}
+				if got != n {
+					b.Fatalf("batch of %d, want %d", got, n)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
+		})
+	}
+}

@@ -1,0 +1,243 @@
+package fifo
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// model is a deliberately simple reference FIFO: a slice of units, with
+// Replace and Resync computed from first principles.
+type model struct {
+	units             [][]Delta[obj]
+	populated         bool
+	initialPopulation int
+	synced            bool
+}
+
+func (m *model) queued() int {
+	n := 0
+	for _, u := range m.units {
+		n += len(u)
+	}
+	return n
+}
+
+// last returns the last queued delta of each key.
+func (m *model) last() map[string]Delta[obj] {
+	out := map[string]Delta[obj]{}
+	for _, u := range m.units {
+		for _, d := range u {
+			if d.Type != Bookmark {
+				out[d.Key] = d
+			}
+		}
+	}
+	return out
+}
+
+func (m *model) firstSeenKeys() []string {
+	var keys []string
+	for _, u := range m.units {
+		for _, d := range u {
+			if d.Type != Bookmark && !slices.Contains(keys, d.Key) {
+				keys = append(keys, d.Key)
+			}
+		}
+	}
+	return keys
+}
+
+func (m *model) checkSynced() {
+	if m.populated && m.initialPopulation == 0 {
+		m.synced = true
+	}
+}
+
+func (m *model) push(d Delta[obj]) {
+	if d.Type != Bookmark {
+		m.populated = true
+		m.checkSynced()
+	}
+	m.units = append(m.units, []Delta[obj]{d})
+}
+
+func (m *model) replace(list []obj, rv string, known *store) {
+	var batch []Delta[obj]
+	listed := map[string]bool{}
+	for _, o := range list {
+		k, _ := defaultKey(o)
+		listed[k] = true
+		batch = append(batch, Delta[obj]{Type: Replaced, Object: o, Key: k, ResourceVersion: rv})
+	}
+	last := m.last()
+	for _, k := range m.firstSeenKeys() {
+		if !listed[k] && last[k].Type != Deleted {
+			batch = append(batch, Delta[obj]{Type: Deleted, Object: last[k].Object, Key: k, ResourceVersion: rv, FinalStateUnknown: true})
+		}
+	}
+	for _, k := range known.ListKeys() {
+		if _, queued := last[k]; !listed[k] && !queued {
+			o, _ := known.GetByKey(k)
+			batch = append(batch, Delta[obj]{Type: Deleted, Object: o, Key: k, ResourceVersion: rv, FinalStateUnknown: true})
+		}
+	}
+	if len(batch) > 0 {
+		m.units = append(m.units, batch)
+	}
+	if !m.populated {
+		m.populated = true
+		m.initialPopulation = m.queued()
+	}
+	m.checkSynced()
+}
+
+func (m *model) resync(known *store) {
+	last := m.last()
+	for _, k := range known.ListKeys() {
+		if _, queued := last[k]; !queued {
+			o, _ := known.GetByKey(k)
+			m.units = append(m.units, []Delta[obj]{{Type: Sync, Object: o, Key: k}})
+		}
+	}
+}
+
+func (m *model) pop() []Delta[obj] {
+	u := m.units[0]
+	m.units = m.units[1:]
+	return u
+}
+
+func (m *model) popped(n int) {
+	if m.initialPopulation > 0 {
+		m.initialPopulation = max(0, m.initialPopulation-n)
+	}
+	m.checkSynced()
+}
+
+var fuzzKeys = []string{"a/x", "a/y", "b/x", "b/z", "node-1", "node-2"}
+
+// FuzzFIFO drives a FIFO and the reference model with the same random
+// operations and checks that every popped unit is identical (order kept,
+// nothing lost, Replace delivered as one batch), that HasSynced agrees, and
+// that after a Replace and a full drain the consumer's store holds exactly
+// the listed objects (a relist leaves no stale object behind).
+func FuzzFIFO(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add([]byte{3, 0xff, 6, 0, 7, 3, 0x05, 6, 6, 6, 1, 2, 4, 5})
+	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 0x2a, 5, 6, 6, 3, 0, 6, 6, 6, 6})
+	f.Fuzz(runFuzzBody)
+}
+
+func runFuzzBody(t *testing.T, ops []byte) {
+	known := newStore()
+	fifo, err := New(Options[obj]{KnownObjects: known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m model
+	rv := 0
+	var lastList map[string]obj // the last Replace's objects, while no push followed it
+	check := func(want, got []Delta[obj]) {
+		t.Helper()
+		if len(want) != len(got) {
+			t.Fatalf("popped %d deltas, want %d:\n got %s\nwant %s", len(got), len(want), renderBatch(got), renderBatch(want))
+		}
+		for i := range want {
+			if want[i] != got[i] {
+				t.Fatalf("delta %d:\n got %s\nwant %s", i, renderBatch(got), renderBatch(want))
+			}
+		}
+	}
+	popOne := func() {
+		want := m.pop()
+		err := fifo.Pop(context.Background(), func(got []Delta[obj]) error {
+			check(want, got)
+			known.apply(got)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.popped(len(want))
+	}
+	for i := 0; i < len(ops); i++ {
+		op := ops[i] % 8
+		rv++
+		key := fuzzKeys[int(ops[i]/8)%len(fuzzKeys)]
+		o := mk(key, strconv.Itoa(rv))
+		switch op {
+		case 0:
+			must(t, fifo.Add(o))
+			m.push(Delta[obj]{Type: Added, Object: o, Key: key})
+			lastList = nil
+		case 1:
+			must(t, fifo.Update(o))
+			m.push(Delta[obj]{Type: Updated, Object: o, Key: key})
+			lastList = nil
+		case 2:
+			must(t, fifo.Delete(o))
+			m.push(Delta[obj]{Type: Deleted, Object: o, Key: key})
+			lastList = nil
+		case 3: // Replace with the keys selected by the next byte
+			var mask byte
+			if i+1 < len(ops) {
+				i++
+				mask = ops[i]
+			}
+			var list []obj
+			lastList = map[string]obj{}
+			for j, k := range fuzzKeys {
+				if mask&(1<<j) != 0 {
+					lo := mk(k, strconv.Itoa(rv))
+					list = append(list, lo)
+					lastList[k] = lo
+				}
+			}
+			must(t, fifo.Replace(list, strconv.Itoa(rv)))
+			m.replace(list, strconv.Itoa(rv), known)
+		case 4:
+			must(t, fifo.Bookmark(strconv.Itoa(rv)))
+			m.push(Delta[obj]{Type: Bookmark, ResourceVersion: strconv.Itoa(rv)})
+		case 5:
+			must(t, fifo.Resync())
+			m.resync(known)
+		default:
+			if len(m.units) > 0 {
+				popOne()
+			}
+		}
+		if got, want := fifo.Len(), m.queued(); got != want {
+			t.Fatalf("after op %d: Len = %d, model %d", op, got, want)
+		}
+		if got, want := fifo.HasSynced(), m.synced; got != want {
+			t.Fatalf("after op %d: HasSynced = %v, model %v", op, got, want)
+		}
+	}
+	for len(m.units) > 0 {
+		popOne()
+	}
+	if fifo.Len() != 0 {
+		t.Fatalf("FIFO holds %d deltas the model does not", fifo.Len())
+	}
+	if lastList != nil {
+		got := map[string]obj{}
+		for _, k := range known.ListKeys() {
+			got[k], _ = known.GetByKey(k)
+		}
+		if !maps.Equal(got, lastList) {
+			t.Fatalf("after a relist and a drain the store is %s, want exactly the list %v", known, fmt.Sprint(slices.Sorted(maps.Keys(lastList))))
+		}
+	}
+	fifo.Close()
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
