@@ -30,7 +30,7 @@ func TestConcurrentUse(t *testing.T) {
 				case 0, 1:
 					err = ix.Add(pod(ns, name, fmt.Sprint(i), app))
 				case 2:
-					err = ix.Update(pod(ns, name, fmt.Sprint(i), app))
+					_, _, err = ix.Swap(pod(ns, name, fmt.Sprint(i), app))
 				case 3:
 					err = ix.Delete(pod(ns, name, ""))
 				}

@@ -160,31 +160,45 @@ func New[T Object](opts Options[T]) (*Indexer[T], error) {
 }
 
 // Add inserts obj, or replaces the object stored under its key.
-func (ix *Indexer[T]) Add(obj T) error { return ix.upsert("add", obj) }
+func (ix *Indexer[T]) Add(obj T) error {
+	_, _, err := ix.upsert("add", obj)
+	return err
+}
 
 // Update replaces the object stored under obj's key, or inserts obj.
-func (ix *Indexer[T]) Update(obj T) error { return ix.upsert("update", obj) }
+func (ix *Indexer[T]) Update(obj T) error {
+	_, _, err := ix.upsert("update", obj)
+	return err
+}
 
-func (ix *Indexer[T]) upsert(op string, obj T) error {
+// Swap stores obj like Update and returns the object it replaced, if any, in
+// the same critical section: what an informer needs to notify "added" or
+// "updated from old" with one lookup.
+func (ix *Indexer[T]) Swap(obj T) (old T, replaced bool, err error) {
+	return ix.upsert("swap", obj)
+}
+
+func (ix *Indexer[T]) upsert(op string, obj T) (old T, replaced bool, err error) {
 	if err := validObject(obj); err != nil {
-		return fmt.Errorf("cache: %s: %w", op, err)
+		return old, false, fmt.Errorf("cache: %s: %w", op, err)
 	}
 	spec := ix.spec.Load()
 	vals, err := spec.values(obj)
 	if err != nil {
-		return fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
+		return old, false, fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
 	}
 	var reports []error
 	ix.mu.Lock()
 	if cur := ix.spec.Load(); cur != spec { // AddIndexers ran meanwhile
 		if vals, err = cur.values(obj); err != nil {
 			ix.mu.Unlock()
-			return fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
+			return old, false, fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
 		}
 	}
 	var buf [keyBufSize]byte
 	e := ix.st.items[string(appendKey(buf[:0], obj.GetNamespace(), obj.GetName()))]
 	if e != nil {
+		old, replaced = e.obj, true
 		if ix.det != nil {
 			reports = ix.det.retire(e, reports)
 		}
@@ -197,7 +211,7 @@ func (ix *Indexer[T]) upsert(op string, obj T) error {
 	}
 	ix.mu.Unlock()
 	ix.det.report(reports)
-	return nil
+	return old, replaced, nil
 }
 
 // Delete removes the object stored under obj's key. Deleting an absent key
@@ -224,12 +238,21 @@ func (ix *Indexer[T]) Delete(obj T) error {
 // object is unknown. Deleting an absent key is not an error; a malformed key
 // is (it wraps ErrInvalidKey).
 func (ix *Indexer[T]) DeleteByKey(key string) error {
+	_, _, err := ix.LoadAndDelete(key)
+	return err
+}
+
+// LoadAndDelete removes the object stored under key and returns it, if there
+// was one, in the same critical section. A malformed key is an error
+// wrapping ErrInvalidKey.
+func (ix *Indexer[T]) LoadAndDelete(key string) (old T, deleted bool, err error) {
 	if _, _, err := SplitKey(key); err != nil {
-		return fmt.Errorf("cache: delete: %w", err)
+		return old, false, fmt.Errorf("cache: delete: %w", err)
 	}
 	var reports []error
 	ix.mu.Lock()
 	if e := ix.st.items[key]; e != nil {
+		old, deleted = e.obj, true
 		if ix.det != nil {
 			reports = ix.det.retire(e, reports)
 		}
@@ -237,7 +260,7 @@ func (ix *Indexer[T]) DeleteByKey(key string) error {
 	}
 	ix.mu.Unlock()
 	ix.det.report(reports)
-	return nil
+	return old, deleted, nil
 }
 
 // Replace atomically swaps the whole content for objs (the result of a

@@ -376,6 +376,27 @@ func TestReadsAndErrors(t *testing.T) {
 	if v := ix.ListIndexFuncValues("nope"); v != nil {
 		t.Errorf("ListIndexFuncValues(nope) = %v", v)
 	}
+	a2 := pod("a", "x", "3")
+	if old, replaced, err := ix.Swap(a2); err != nil || !replaced || old != a {
+		t.Errorf("Swap(a/x) = %v, %v, %v; want the previous object", old, replaced, err)
+	}
+	b := pod("b", "y", "4")
+	if old, replaced, err := ix.Swap(b); err != nil || replaced || old != nil {
+		t.Errorf("Swap(b/y) = %v, %v, %v; want nothing replaced", old, replaced, err)
+	}
+	if _, _, err := ix.Swap(nil); !errors.Is(err, ErrInvalidObject) {
+		t.Errorf("Swap(nil) error = %v", err)
+	}
+	if old, deleted, err := ix.LoadAndDelete("b/y"); err != nil || !deleted || old != b {
+		t.Errorf("LoadAndDelete(b/y) = %v, %v, %v", old, deleted, err)
+	}
+	if old, deleted, err := ix.LoadAndDelete("b/y"); err != nil || deleted || old != nil {
+		t.Errorf("second LoadAndDelete(b/y) = %v, %v, %v", old, deleted, err)
+	}
+	if _, _, err := ix.LoadAndDelete("/"); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("LoadAndDelete(/) error = %v", err)
+	}
+	checkInvariants(t, ix)
 	if err := ix.Check(); !errors.Is(err, ErrMutationDetectionOff) {
 		t.Errorf("Check without detection = %v, want ErrMutationDetectionOff", err)
 	}
@@ -461,6 +482,31 @@ func TestDedup(t *testing.T) {
 		}
 		if !slices.Equal(in, tt.in) {
 			t.Errorf("dedup modified its input %v", tt.in)
+		}
+	}
+}
+
+func TestSameSet(t *testing.T) {
+	var big, bigRev []string
+	for i := range 20 {
+		big = append(big, fmt.Sprint(i))
+		bigRev = append([]string{fmt.Sprint(i)}, bigRev...)
+	}
+	tests := []struct {
+		a, b []string
+		want bool
+	}{
+		{nil, nil, true},
+		{nil, []string{}, true},
+		{[]string{"a", "b"}, []string{"b", "a"}, true},
+		{[]string{"a", "b"}, []string{"a", "c"}, false},
+		{[]string{"a"}, []string{"a", "b"}, false},
+		{big, bigRev, true},
+		{big, append(slices.Clone(bigRev[1:]), "x"), false},
+	}
+	for _, tt := range tests {
+		if got := sameSet(tt.a, tt.b); got != tt.want {
+			t.Errorf("sameSet(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
 	}
 }
