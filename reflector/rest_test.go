@@ -420,3 +420,27 @@ func TestRESTClientTimeoutSparesWatches(t *testing.T) {
 		t.Errorf("watch after the client timeout: %v, %v", ev.Type, err)
 	}
 }
+
+// A stream cut inside an event is a broken stream, not a normal end.
+func TestRESTWatchCutMidEvent(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		io.WriteString(w, watchStream[0]+"\n"+watchStream[1][:40])
+	})
+	lw, err := NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: srv.URL}, podsGVR, "", RESTOptions[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := lw.Watch(t.Context(), metav1.ListOptions{ResourceVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev, err := w.Next(); err != nil || ev.Object.Name != "a" {
+		t.Fatalf("first event: %v, %v", ev, err)
+	}
+	_, err = w.Next()
+	if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		t.Errorf("cut stream: %v, want io.ErrUnexpectedEOF", err)
+	}
+}
