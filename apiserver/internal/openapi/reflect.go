@@ -1,8 +1,12 @@
 package openapi
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // schemaProvider is implemented by apimachinery types with a hand-written
@@ -147,6 +151,20 @@ func (g *gen) namedSchema(t reflect.Type) map[string]any {
 		}
 		return s
 	}
+	if isMarshaler(t) {
+		// Custom JSON (apiextensions JSON, JSONSchemaPropsOrArray, ...):
+		// the Go fields say nothing about the wire form. kube-apiserver
+		// publishes RawExtension and FieldsV1 as objects and the others
+		// untyped (any JSON value).
+		s := map[string]any{}
+		if t == reflect.TypeFor[runtime.RawExtension]() || t == reflect.TypeFor[metav1.FieldsV1]() {
+			s["type"] = "object"
+		}
+		if desc != "" {
+			s["description"] = desc
+		}
+		return s
+	}
 	if t.Kind() != reflect.Struct {
 		s := g.inline(t)
 		if desc != "" {
@@ -280,4 +298,11 @@ func (g *gen) inline(t reflect.Type) map[string]any {
 		return map[string]any{"x-kubernetes-preserve-unknown-fields": true}
 	}
 	return map[string]any{}
+}
+
+var marshalerType = reflect.TypeFor[json.Marshaler]()
+
+// isMarshaler reports whether t or *t has its own MarshalJSON.
+func isMarshaler(t reflect.Type) bool {
+	return t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType)
 }
