@@ -79,7 +79,9 @@ func (m *model) addAfter(k string, prio int, d time.Duration) {
 		}
 	case s.waiting:
 		s.prio = max(s.prio, prio)
-		s.at = min(s.at, at)
+		if at < s.at { // moved earlier: it queues behind keys already due then
+			s.at, s.hseq = at, m.next()
+		}
 	default:
 		s.prio, s.waiting, s.at, s.hseq = prio, true, at, m.next()
 	}
@@ -197,6 +199,17 @@ func FuzzQueue(f *testing.F) {
 			if got, want := q.Len(), m.ready(); got != want {
 				t.Fatalf("Len = %d, model %d\ntrace: %v", got, want, trace)
 			}
+			q.mu.Lock()
+			stale := 0
+			for _, e := range q.heap {
+				if !q.live(e) {
+					stale++
+				}
+			}
+			if stale != q.stale {
+				t.Fatalf("stale entries %d, counted %d\ntrace: %v", stale, q.stale, trace)
+			}
+			q.mu.Unlock()
 		}
 		get := func() {
 			want, ok := m.get()

@@ -1,75 +1,122 @@
 package workqueue
 
-// The delay heap is a binary min-heap of node indices ordered by (at, hseq).
-// Each node records its position, so a key can be moved earlier or removed
-// in O(log n) without stale entries.
+// The delay heap is a 4-ary min-heap of entries ordered by (at, seq). An
+// entry carries its due time inline, so sifting touches only the heap's own
+// array, never the node slab. Moving a key earlier pushes a new entry and
+// removing one just unmarks its node: the old entry goes stale and is dropped
+// when it reaches the top, or when stale entries outnumber live ones and the
+// heap is rebuilt. A node's hseq names its live entry.
 
-func (q *Queue[K]) less(a, b int32) bool {
-	na, nb := &q.nodes[a], &q.nodes[b]
-	if na.at != nb.at {
-		return na.at < nb.at
-	}
-	return na.hseq < nb.hseq
+type heapEntry struct {
+	at   int64  // due time, ns since the queue's epoch
+	seq  uint64 // insertion order: breaks ties first-in first-out, names the entry
+	node int32
 }
 
-func (q *Queue[K]) swap(i, j int) {
-	h := q.heap
-	h[i], h[j] = h[j], h[i]
-	q.nodes[h[i]].heapIdx = int32(i)
-	q.nodes[h[j]].heapIdx = int32(j)
+func (e heapEntry) before(o heapEntry) bool {
+	return e.at < o.at || (e.at == o.at && e.seq < o.seq)
 }
 
-func (q *Queue[K]) heapPush(i int32) {
-	q.hseq++
+// live reports whether e is its node's current entry.
+func (q *Queue[K]) live(e heapEntry) bool {
+	n := &q.nodes[e.node]
+	return n.flags&flagHeap != 0 && n.hseq == e.seq
+}
+
+// heapPush makes at the due time of node i, superseding any entry it had.
+func (q *Queue[K]) heapPush(i int32, at int64) {
 	n := &q.nodes[i]
-	n.hseq = q.hseq
-	n.heapIdx = int32(len(q.heap))
-	q.heap = append(q.heap, i)
-	q.heapUp(len(q.heap) - 1)
+	if n.flags&flagHeap != 0 {
+		q.stale++
+	}
+	q.hseq++
+	n.hseq, n.at = q.hseq, at
+	n.flags |= flagHeap
+	q.heap = append(q.heap, heapEntry{at: at, seq: q.hseq, node: i})
+	q.siftUp(len(q.heap) - 1)
+	if q.stale > 1024 && q.stale > len(q.heap)/2 {
+		q.rebuildHeap()
+	}
 }
 
-func (q *Queue[K]) heapUp(j int) {
-	for j > 0 {
-		parent := (j - 1) / 2
-		if !q.less(q.heap[j], q.heap[parent]) {
-			return
+// heapRemove takes node i out of the heap; its entry goes stale.
+func (q *Queue[K]) heapRemove(i int32) {
+	q.nodes[i].flags &^= flagHeap
+	q.stale++
+}
+
+// heapTop returns the earliest live entry, dropping stale ones above it.
+func (q *Queue[K]) heapTop() (heapEntry, bool) {
+	for len(q.heap) > 0 {
+		if e := q.heap[0]; q.live(e) {
+			return e, true
 		}
-		q.swap(j, parent)
+		q.popTop()
+		q.stale--
+	}
+	return heapEntry{}, false
+}
+
+func (q *Queue[K]) popTop() {
+	last := len(q.heap) - 1
+	q.heap[0] = q.heap[last]
+	q.heap = q.heap[:last]
+	if last > 0 {
+		q.siftDown(0)
+	}
+}
+
+func (q *Queue[K]) siftUp(j int) {
+	h := q.heap
+	e := h[j]
+	for j > 0 {
+		parent := (j - 1) / 4
+		if !e.before(h[parent]) {
+			break
+		}
+		h[j] = h[parent]
 		j = parent
 	}
+	h[j] = e
 }
 
-func (q *Queue[K]) heapDown(j int) {
-	n := len(q.heap)
+func (q *Queue[K]) siftDown(j int) {
+	h := q.heap
+	n := len(h)
+	e := h[j]
 	for {
-		l := 2*j + 1
-		if l >= n {
-			return
+		first := 4*j + 1
+		if first >= n {
+			break
 		}
-		small := l
-		if r := l + 1; r < n && q.less(q.heap[r], q.heap[l]) {
-			small = r
+		small := first
+		for c := first + 1; c < first+4 && c < n; c++ {
+			if h[c].before(h[small]) {
+				small = c
+			}
 		}
-		if !q.less(q.heap[small], q.heap[j]) {
-			return
+		if !h[small].before(e) {
+			break
 		}
-		q.swap(j, small)
+		h[j] = h[small]
 		j = small
 	}
+	h[j] = e
 }
 
-// heapRemove takes node i out of the heap.
-func (q *Queue[K]) heapRemove(i int32) {
-	j := int(q.nodes[i].heapIdx)
-	last := len(q.heap) - 1
-	if j != last {
-		q.swap(j, last)
+// rebuildHeap drops the stale entries and restores the heap order.
+func (q *Queue[K]) rebuildHeap() {
+	live := q.heap[:0]
+	for _, e := range q.heap {
+		if q.live(e) {
+			live = append(live, e)
+		}
 	}
-	q.heap = q.heap[:last]
-	q.nodes[i].heapIdx = -1
-	if j != last {
-		q.heapDown(j)
-		q.heapUp(j)
+	clear(q.heap[len(live):])
+	q.heap = live
+	q.stale = 0
+	for j := (len(q.heap) - 2) / 4; j >= 0; j-- {
+		q.siftDown(j)
 	}
 }
 

@@ -95,10 +95,12 @@ type Queue[K comparable] struct {
 	levels []*level
 	ready  int
 
-	// heap holds the waiting nodes ordered by (at, hseq); each node
-	// records its heap position. hseq breaks ties first-in first-out.
-	heap []int32
-	hseq uint64
+	// heap holds the waiting nodes' entries ordered by (at, seq) (see
+	// heap.go); stale counts its entries that no longer belong to a
+	// waiting node. hseq is the last entry sequence number handed out.
+	heap  []heapEntry
+	stale int
+	hseq  uint64
 
 	// timer fires at armed (nanoseconds since epoch) to move due keys
 	// from heap to ready; armed < 0 means not armed.
@@ -131,8 +133,7 @@ type node[K comparable] struct {
 	key     K
 	prio    int
 	at      int64  // when flagHeap: due time, ns since epoch
-	hseq    uint64 // when flagHeap: insertion order, for ties
-	heapIdx int32
+	hseq    uint64 // when flagHeap: the seq of its live heap entry
 	procIdx int32
 	seq     uint32 // identifies the live ring entry; bumped when the node leaves or moves
 	flags   uint8
@@ -327,15 +328,17 @@ func (q *Queue[K]) shutdownLocked() {
 			q.armed = -1
 		}
 		// Drop the waiting keys: they will never become ready.
-		for len(q.heap) > 0 {
-			i := q.heap[0]
-			q.heapRemove(i)
-			n := &q.nodes[i]
-			n.flags &^= flagHeap
-			if n.flags == 0 {
-				q.release(i)
+		for _, e := range q.heap {
+			if q.live(e) {
+				n := &q.nodes[e.node]
+				n.flags &^= flagHeap
+				if n.flags == 0 {
+					q.release(e.node)
+				}
 			}
 		}
+		clear(q.heap)
+		q.heap, q.stale = q.heap[:0], 0
 	}
 	q.cond.Broadcast()
 }
@@ -355,7 +358,7 @@ func (q *Queue[K]) lookup(key K) (int32, *node[K]) {
 	}
 	n := &q.nodes[i]
 	seq := n.seq // kept across reuse, so stale ring entries never match
-	*n = node[K]{key: key, seq: seq, heapIdx: -1, procIdx: -1}
+	*n = node[K]{key: key, seq: seq, procIdx: -1}
 	q.index[key] = i
 	return i, n
 }
@@ -387,7 +390,6 @@ func (q *Queue[K]) addNow(key K, prio int) {
 		return
 	case n.flags&flagHeap != 0:
 		q.heapRemove(i)
-		n.flags &^= flagHeap
 		n.prio = max(n.prio, prio)
 	default:
 		n.prio = prio
@@ -424,16 +426,13 @@ func (q *Queue[K]) addLater(key K, prio int, at int64) {
 	case n.flags&flagHeap != 0:
 		n.prio = max(n.prio, prio)
 		if at < n.at {
-			n.at = at
-			q.heapUp(int(n.heapIdx))
+			q.heapPush(i, at)
 			q.arm()
 		}
 		return
 	}
 	n.prio = prio
-	n.at = at
-	n.flags |= flagHeap
-	q.heapPush(i)
+	q.heapPush(i, at)
 	q.arm()
 }
 
@@ -517,10 +516,14 @@ func (q *Queue[K]) readStats(s *Stats) {
 
 // arm makes sure the timer fires no later than the earliest waiting key.
 func (q *Queue[K]) arm() {
-	if len(q.heap) == 0 || q.shuttingDown {
+	if q.shuttingDown {
 		return
 	}
-	at := q.nodes[q.heap[0]].at
+	top, ok := q.heapTop()
+	if !ok {
+		return
+	}
+	at := top.at
 	if q.armed >= 0 && q.armed <= at {
 		return
 	}
@@ -542,13 +545,14 @@ func (q *Queue[K]) fire() {
 		return
 	}
 	now := q.now()
-	for len(q.heap) > 0 {
-		i := q.heap[0]
-		n := &q.nodes[i]
-		if n.at > now {
+	for {
+		top, ok := q.heapTop()
+		if !ok || top.at > now {
 			break
 		}
-		q.heapRemove(i)
+		q.popTop()
+		i := top.node
+		n := &q.nodes[i]
 		n.flags &^= flagHeap
 		if q.timed {
 			q.adds++

@@ -590,3 +590,44 @@ func TestHistogramBuckets(t *testing.T) {
 		}
 	}
 }
+
+// Moving many waiting keys earlier leaves stale heap entries behind; the heap
+// is rebuilt once they outnumber the live ones, and the order stays exact.
+func TestDelayHeapRebuild(t *testing.T) {
+	q, clock := newTestQueue(t, nil)
+	const n = 3000
+	for i := range n {
+		q.AddAfter(strconv.Itoa(i), time.Hour+time.Duration(i)*time.Millisecond)
+	}
+	for round := 1; round <= 3; round++ {
+		for i := range n {
+			// Reverse the order: key i becomes due at (n-i) ms.
+			q.AddAfter(strconv.Itoa(i), time.Duration(n-i)*time.Millisecond-time.Duration(round)*time.Microsecond)
+		}
+	}
+	q.mu.Lock()
+	heapLen, stale := len(q.heap), q.stale
+	q.mu.Unlock()
+	if heapLen > 2*n+1024 || stale > heapLen {
+		t.Fatalf("heap of %d entries, %d stale: not compacted", heapLen, stale)
+	}
+	// Every other key is made ready now: its entries go stale too.
+	for i := 0; i < n; i += 2 {
+		q.Add(strconv.Itoa(i))
+	}
+	for i := 0; i < n; i += 2 {
+		if k, _ := q.Get(); k != strconv.Itoa(i) {
+			t.Fatalf("Get = %s, want %d", k, i)
+		}
+	}
+	clock.Advance(time.Duration(n) * time.Millisecond)
+	for i := n - 1; i >= 0; i -= 2 {
+		if k, _ := q.Get(); k != strconv.Itoa(i) {
+			t.Fatalf("Get = %s, want %d", k, i)
+		}
+	}
+	clock.Advance(2 * time.Hour)
+	if q.Len() != 0 {
+		t.Fatalf("Len = %d after everything came out once", q.Len())
+	}
+}
