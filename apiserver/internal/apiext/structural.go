@@ -243,7 +243,8 @@ func compileAll(in []JSONSchemaProps, p *field.Path) ([]*node, error) {
 //	spec.color: Unsupported value: "blue": supported values: "red", "green"
 //
 // It also enforces x-kubernetes-list-type set/map uniqueness (Duplicate
-// value). x-kubernetes-validations (CEL) rules are not evaluated. Patterns are
+// value) and, inside x-kubernetes-embedded-resource values, required
+// apiVersion/kind and a valid ObjectMeta, as kube-apiserver does. x-kubernetes-validations (CEL) rules are not evaluated. Patterns are
 // Go RE2 expressions: ECMA-262 features RE2 lacks (lookahead/lookbehind,
 // backreferences) make NewStructural fail; \d, \w, \s are ASCII-only in RE2.
 // Errors are sorted by field path, then message, for a stable order.
@@ -254,6 +255,7 @@ func (s *Structural) Validate(obj map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	s.root.validate(obj, "", &errs)
 	validateLists(s.root, obj, nil, &errs)
+	validateEmbedded(s.root, obj, nil, true, &errs)
 	fixRootPaths(errs)
 	sort.SliceStable(errs, func(i, j int) bool {
 		if errs[i].Field != errs[j].Field {

@@ -66,6 +66,7 @@ properties:
       notab: {type: string, not: {enum: [ab]}}
       all: {type: string, allOf: [{minLength: 2}, {maxLength: 3}]}
       flag: {type: boolean}
+      template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
 `
 
 func TestValidate(t *testing.T) {
@@ -139,6 +140,12 @@ func TestValidate(t *testing.T) {
 			[]string{`spec.all: Invalid value: "": "spec.all" must validate all the schemas (allOf)`, `spec.all: Too long: may not be more than 3 bytes`}},
 		{"boolean", `{"spec":{"name":"ab","flag":"yes"}}`,
 			[]string{`spec.flag: Invalid value: "string": spec.flag in body must be of type boolean: "string"`}},
+		{"embedded resource", `{"spec":{"name":"ab","template":{"kind":"Pod","metadata":{"name":"Bad_Name","labels":{"a b":"c"}}}}}`,
+			[]string{
+				`spec.template.apiVersion: Required value`,
+				`spec.template.metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+			}},
+		{"embedded resource valid", `{"spec":{"name":"ab","template":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{}}}}`, nil},
 		{"object type", `{"spec":"x"}`,
 			[]string{`spec: Invalid value: "string": spec in body must be of type object: "string"`}},
 	}
