@@ -183,14 +183,15 @@ func (ix *Indexer[T]) upsert(op string, obj T) (old T, replaced bool, err error)
 		return old, false, fmt.Errorf("cache: %s: %w", op, err)
 	}
 	spec := ix.spec.Load()
-	vals, err := spec.values(obj)
+	var valsBuf [valsBuf][]string
+	vals, err := spec.values(obj, valsBuf[:0])
 	if err != nil {
 		return old, false, fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
 	}
 	var reports []error
 	ix.mu.Lock()
 	if cur := ix.spec.Load(); cur != spec { // AddIndexers ran meanwhile
-		if vals, err = cur.values(obj); err != nil {
+		if vals, err = cur.values(obj, valsBuf[:0]); err != nil {
 			ix.mu.Unlock()
 			return old, false, fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
 		}
@@ -305,7 +306,8 @@ func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T) (state[T], error) {
 		if err := validObject(obj); err != nil {
 			return state[T]{}, fmt.Errorf("cache: replace: %w", err)
 		}
-		vals, err := spec.values(obj)
+		var vb [valsBuf][]string
+		vals, err := spec.values(obj, vb[:0])
 		if err != nil {
 			return state[T]{}, fmt.Errorf("cache: replace %s: %w", Key(obj), err)
 		}

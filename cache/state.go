@@ -12,22 +12,24 @@ type indexSpec[T Object] struct {
 	funcs []IndexFunc[T]
 }
 
-// values runs every custom index func on obj. It returns nil when there are
-// no custom indexes, so the common case allocates nothing.
-func (s *indexSpec[T]) values(obj T) ([][]string, error) {
-	if len(s.funcs) == 0 {
-		return nil, nil
-	}
-	out := make([][]string, len(s.funcs))
+// values runs every custom index func on obj and appends the results to dst
+// (pass a stack array's slice: it is only copied to the heap by insert, when
+// an entry keeps it). It returns dst unchanged when there are no custom
+// indexes.
+func (s *indexSpec[T]) values(obj T, dst [][]string) ([][]string, error) {
 	for i, fn := range s.funcs {
 		v, err := fn(obj)
 		if err != nil {
 			return nil, fmt.Errorf("index %q: %w", s.names[i], err)
 		}
-		out[i] = dedup(v)
+		dst = append(dst, dedup(v))
 	}
-	return out, nil
+	return dst, nil
 }
+
+// valsBuf is the number of custom indexes whose values are computed without
+// a heap allocation on Update.
+const valsBuf = 4
 
 // entry is one stored object. Index buckets point at entries, so an Update
 // that keeps an object's index values changes one field and no index.
@@ -66,8 +68,15 @@ func newState[T Object](spec *indexSpec[T], nsIndex bool, n int) state[T] {
 	return st
 }
 
+// insert adds a new entry; it keeps a copy of vals (which may be on the
+// caller's stack).
 func (st *state[T]) insert(key string, obj T, vals [][]string) *entry[T] {
-	e := &entry[T]{key: key, obj: obj, vals: vals, pos: int32(len(st.all))}
+	var kept [][]string
+	if len(vals) > 0 {
+		kept = make([][]string, len(vals))
+		copy(kept, vals)
+	}
+	e := &entry[T]{key: key, obj: obj, vals: kept, pos: int32(len(st.all))}
 	st.all = append(st.all, e)
 	st.objs = append(st.objs, obj)
 	st.items[key] = e
