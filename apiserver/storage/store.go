@@ -86,7 +86,7 @@ type resource struct {
 	// key reset it (holding mu); readers holding mu for reading rebuild it
 	// when nil, so a create costs O(1) and lists re-sort only after creates
 	// and deletes.
-	keys atomic.Pointer[[]string]
+	keys    atomic.Pointer[[]string]
 	history ring
 	// notify, when not nil, is closed (and reset to nil) by the next commit;
 	// waiting watchers select on it.
@@ -146,7 +146,11 @@ func (s *Store) Create(res, namespace, name string, encode EncodeFunc) (*Object,
 // from the current one, and if the object changed meanwhile fn runs again on
 // the fresh state. Preconditions are fn's to check (see [Preconditions]).
 func (s *Store) Update(res, namespace, name string, fn UpdateFunc) (*Object, error) {
-	return s.write(res, namespace, name, fn, false)
+	o, _, err := s.write(res, namespace, name, func(cur *Object) (EncodeFunc, bool, error) {
+		e, err := fn(cur)
+		return e, false, err
+	})
+	return o, err
 }
 
 // Delete removes an object. fn sees the current state (to check preconditions)
@@ -154,10 +158,25 @@ func (s *Store) Update(res, namespace, name string, fn UpdateFunc) (*Object, err
 // revision is the deletion's). If fn returns a nil EncodeFunc nothing is
 // deleted and the current object is returned.
 func (s *Store) Delete(res, namespace, name string, fn UpdateFunc) (*Object, error) {
-	return s.write(res, namespace, name, fn, true)
+	o, _, err := s.write(res, namespace, name, func(cur *Object) (EncodeFunc, bool, error) {
+		e, err := fn(cur)
+		return e, true, err
+	})
+	return o, err
 }
 
-func (s *Store) write(res, namespace, name string, fn UpdateFunc, del bool) (*Object, error) {
+// WriteFunc computes the next state of an object like an [UpdateFunc], and
+// says whether the object is deleted (the encoded state is then the last
+// state, carried by the Deleted event).
+type WriteFunc func(current *Object) (encode EncodeFunc, del bool, err error)
+
+// Write updates or deletes an object as fn decides, GuaranteedUpdate-style
+// (see [Store.Update]). It reports whether the object was deleted.
+func (s *Store) Write(res, namespace, name string, fn WriteFunc) (*Object, bool, error) {
+	return s.write(res, namespace, name, fn)
+}
+
+func (s *Store) write(res, namespace, name string, fn WriteFunc) (*Object, bool, error) {
 	r := s.resource(res)
 	key := Key(namespace, name)
 	for {
@@ -165,14 +184,14 @@ func (s *Store) write(res, namespace, name string, fn UpdateFunc, del bool) (*Ob
 		cur := r.objects[key]
 		r.mu.RUnlock()
 		if cur == nil {
-			return nil, fmt.Errorf("%s %q: %w", res, name, ErrNotFound)
+			return nil, false, fmt.Errorf("%s %q: %w", res, name, ErrNotFound)
 		}
-		encode, err := fn(cur)
+		encode, del, err := fn(cur)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if encode == nil {
-			return cur, nil
+			return cur, false, nil
 		}
 		r.mu.Lock()
 		if r.objects[key] != cur { // changed meanwhile: try again on the new state
@@ -182,7 +201,7 @@ func (s *Store) write(res, namespace, name string, fn UpdateFunc, del bool) (*Ob
 		o, err := s.encode(encode, namespace, name)
 		if err != nil {
 			r.mu.Unlock()
-			return nil, err
+			return nil, false, err
 		}
 		if del {
 			delete(r.objects, key)
@@ -193,7 +212,7 @@ func (s *Store) write(res, namespace, name string, fn UpdateFunc, del bool) (*Ob
 			s.commit(r, &Event{Type: Modified, Revision: o.ResourceVersion, Object: o, Prev: cur})
 		}
 		r.mu.Unlock()
-		return o, nil
+		return o, del, nil
 	}
 }
 

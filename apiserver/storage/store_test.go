@@ -273,13 +273,13 @@ func TestWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustCreate("a", "web") // 1
-	mustCreate("b", "db")  // 2
-	mustUpdate("a", "db")  // 3
+	mustCreate("a", "web")                                                                                                                    // 1
+	mustCreate("b", "db")                                                                                                                     // 2
+	mustUpdate("a", "db")                                                                                                                     // 3
 	if _, err := s.Delete("pods", "ns", "b", func(*Object) (EncodeFunc, error) { return enc("ns", "b", "db", lbl("db")), nil }); err != nil { // 4
 		t.Fatal(err)
 	}
-	mustCreate("c", "web") // 5
+	mustCreate("c", "web")                                                                          // 5
 	if _, err := s.Create("pods", "other", "d", enc("other", "d", "web", lbl("web"))); err != nil { // 6
 		t.Fatal(err)
 	}

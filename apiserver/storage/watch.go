@@ -255,3 +255,9 @@ func searchPrefix(keys []string, prefix string) int {
 	}
 	return lo
 }
+
+// Pending reports whether Next has events ready to return without reading the
+// history again (the HTTP layer flushes the response when there are none).
+func (w *Watcher) Pending() bool {
+	return len(w.initial) > 0 || w.initialEnd != 0 || len(w.batch) > 0
+}

@@ -1,0 +1,373 @@
+package apiserver
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/apiext"
+)
+
+var (
+	allVerbs     = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	statusVerbs  = []string{"get", "patch", "update"}
+	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	crdGVR       = schema.GroupVersionResource{Group: apiext.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
+)
+
+// builtinKinds returns the kinds served from the start.
+func builtinKinds() []*kind {
+	core := func(resource, k string, namespaced bool, newTyped func() any) *kind {
+		return &kind{gvr: schema.GroupVersionResource{Version: "v1", Resource: resource}, kind: k, namespaced: namespaced, newTyped: newTyped}
+	}
+	group := func(g, v, resource, k string, namespaced bool, newTyped func() any) *kind {
+		return &kind{gvr: schema.GroupVersionResource{Group: g, Version: v, Resource: resource}, kind: k, namespaced: namespaced, newTyped: newTyped}
+	}
+
+	ns := core("namespaces", "Namespace", false, func() any { return &corev1.Namespace{} })
+	ns.shortNames = []string{"ns"}
+	ns.status = true
+	ns.nameValidation = apivalidation.ValidateNamespaceName
+	ns.fields = []selectableField{{"status.phase", []string{"status", "phase"}}}
+	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return str(o, "status", "phase") }}}
+	ns.prepareCreate = func(o map[string]any) {
+		o["status"] = map[string]any{"phase": "Active"}
+		if _, ok := o["spec"].(map[string]any)["finalizers"]; !ok {
+			setPath(o, []any{"kubernetes"}, "spec", "finalizers")
+		}
+	}
+
+	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
+	cm.shortNames = []string{"cm"}
+	cm.columns = []column{{def("Data", "string", "Number of entries"), func(o map[string]any, _ time.Time) any { return int64(length(o, "data") + length(o, "binaryData")) }}}
+	cm.validate = func(o map[string]any) field.ErrorList {
+		var errs field.ErrorList
+		for _, f := range []string{"data", "binaryData"} {
+			m, _ := o[f].(map[string]any)
+			for k := range m {
+				for _, msg := range validation.IsConfigMapKey(k) {
+					errs = append(errs, field.Invalid(field.NewPath(f).Key(k), k, msg))
+				}
+			}
+		}
+		return errs
+	}
+
+	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
+	secret.fields = []selectableField{{"type", []string{"type"}}}
+	secret.columns = []column{
+		{def("Type", "string", "The type of the secret"), func(o map[string]any, _ time.Time) any { return str(o, "type") }},
+		{def("Data", "string", "Number of entries"), func(o map[string]any, _ time.Time) any { return int64(length(o, "data")) }},
+	}
+	secret.prepareCreate = func(o map[string]any) {
+		if str(o, "type") == "" {
+			o["type"] = "Opaque"
+		}
+	}
+
+	ev := core("events", "Event", true, func() any { return &corev1.Event{} })
+	ev.shortNames = []string{"ev"}
+	ev.fields = coreEventFields()
+	ev.columns = eventColumns(false)
+
+	evv1 := group("events.k8s.io", "v1", "events", "Event", true, func() any { return &eventsv1.Event{} })
+	evv1.shortNames = []string{"ev"}
+	evv1.storageResource, evv1.storageVersion = "/events", "v1"
+	evv1.convert = &conversion{toStorage: eventToCore, fromStorage: eventFromCore}
+	evv1.fields = coreEventFields() // selectors apply to the stored (core) form
+	evv1.columns = eventColumns(true)
+
+	sa := core("serviceaccounts", "ServiceAccount", true, func() any { return &corev1.ServiceAccount{} })
+	sa.shortNames = []string{"sa"}
+	sa.columns = []column{{def("Secrets", "string", "Number of secrets"), func(o map[string]any, _ time.Time) any { return int64(length(o, "secrets")) }}}
+
+	pod := core("pods", "Pod", true, func() any { return &corev1.Pod{} })
+	pod.shortNames, pod.categories = []string{"po"}, []string{"all"}
+	pod.status, pod.generation = true, true
+	pod.fields = []selectableField{
+		{"spec.nodeName", []string{"spec", "nodeName"}},
+		{"spec.restartPolicy", []string{"spec", "restartPolicy"}},
+		{"spec.schedulerName", []string{"spec", "schedulerName"}},
+		{"spec.serviceAccountName", []string{"spec", "serviceAccountName"}},
+		{"spec.hostNetwork", []string{"spec", "hostNetwork"}},
+		{"status.phase", []string{"status", "phase"}},
+		{"status.podIP", []string{"status", "podIP"}},
+		{"status.nominatedNodeName", []string{"status", "nominatedNodeName"}},
+	}
+	pod.columns = podColumns()
+	pod.prepareCreate = func(o map[string]any) {
+		o["status"] = map[string]any{"phase": "Pending"}
+		spec, _ := o["spec"].(map[string]any)
+		for k, v := range map[string]string{"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler"} {
+			if spec != nil && str(spec, k) == "" {
+				spec[k] = v
+			}
+		}
+	}
+	pod.validate = func(o map[string]any) field.ErrorList {
+		cs, _ := get(o, "spec", "containers").([]any)
+		if len(cs) == 0 {
+			return field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}
+		}
+		var errs field.ErrorList
+		for i, c := range cs {
+			cm, _ := c.(map[string]any)
+			p := field.NewPath("spec", "containers").Index(i)
+			if str(cm, "name") == "" {
+				errs = append(errs, field.Required(p.Child("name"), ""))
+			}
+			if str(cm, "image") == "" {
+				errs = append(errs, field.Required(p.Child("image"), ""))
+			}
+		}
+		return errs
+	}
+
+	svc := core("services", "Service", true, func() any { return &corev1.Service{} })
+	svc.shortNames, svc.categories = []string{"svc"}, []string{"all"}
+	svc.status = true
+	svc.nameValidation = apivalidation.NameIsDNS1035Label
+	svc.columns = serviceColumns()
+	svc.prepareCreate = func(o map[string]any) {
+		o["status"] = map[string]any{"loadBalancer": map[string]any{}}
+		if spec, _ := o["spec"].(map[string]any); spec != nil {
+			if str(spec, "type") == "" {
+				spec["type"] = "ClusterIP"
+			}
+			if str(spec, "sessionAffinity") == "" {
+				spec["sessionAffinity"] = "None"
+			}
+		}
+	}
+
+	deploy := group("apps", "v1", "deployments", "Deployment", true, func() any { return &appsv1.Deployment{} })
+	deploy.shortNames, deploy.categories = []string{"deploy"}, []string{"all"}
+	deploy.status, deploy.generation = true, true
+	deploy.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
+	deploy.columns = []column{
+		{def("Ready", "string", "Number of ready replicas out of desired"), func(o map[string]any, _ time.Time) any {
+			return fmt.Sprintf("%d/%d", integer(o, "status", "readyReplicas"), integer(o, "spec", "replicas"))
+		}},
+		{def("Up-to-date", "integer", "Number of up-to-date replicas"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "updatedReplicas") }},
+		{def("Available", "integer", "Number of available replicas"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "availableReplicas") }},
+	}
+	deploy.prepareCreate = func(o map[string]any) {
+		o["status"] = map[string]any{}
+		spec, _ := o["spec"].(map[string]any)
+		if spec == nil {
+			return
+		}
+		defaultInt(spec, "replicas", 1)
+		defaultInt(spec, "revisionHistoryLimit", 10)
+		defaultInt(spec, "progressDeadlineSeconds", 600)
+		if _, ok := spec["strategy"]; !ok {
+			spec["strategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": "25%"}}
+		}
+	}
+	deploy.validate = validateSelectorMatchesTemplate
+
+	rs := group("apps", "v1", "replicasets", "ReplicaSet", true, func() any { return &appsv1.ReplicaSet{} })
+	rs.shortNames, rs.categories = []string{"rs"}, []string{"all"}
+	rs.status, rs.generation = true, true
+	rs.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
+	rs.fields = []selectableField{{"status.replicas", []string{"status", "replicas"}}}
+	rs.columns = []column{
+		{def("Desired", "integer", "Number of desired pods"), func(o map[string]any, _ time.Time) any { return integer(o, "spec", "replicas") }},
+		{def("Current", "integer", "Number of actual pods"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "replicas") }},
+		{def("Ready", "integer", "Number of ready pods"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "readyReplicas") }},
+	}
+	rs.prepareCreate = func(o map[string]any) {
+		o["status"] = map[string]any{"replicas": int64(0)}
+		if spec, _ := o["spec"].(map[string]any); spec != nil {
+			defaultInt(spec, "replicas", 1)
+		}
+	}
+	rs.validate = validateSelectorMatchesTemplate
+
+	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
+	lease.columns = []column{{def("Holder", "string", "The holder of the lease"), func(o map[string]any, _ time.Time) any { return str(o, "spec", "holderIdentity") }}}
+
+	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })
+	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true
+	crdKind(crd)
+	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return str(o, "metadata", "creationTimestamp") }}}
+
+	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}
+	for _, k := range out {
+		k.singular = strings.ToLower(k.kind)
+		k.listKind = k.kind + "List"
+		k.verbs = allVerbs
+		if k.storageResource == "" {
+			k.storageResource = k.gvr.Group + "/" + k.gvr.Resource
+			k.storageVersion = k.apiVersion()
+		}
+		if k.nameValidation == nil {
+			k.nameValidation = apivalidation.NameIsDNSSubdomain
+		}
+	}
+	return out
+}
+
+func def(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc}
+}
+
+func coreEventFields() []selectableField {
+	var out []selectableField
+	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
+		out = append(out, selectableField{"involvedObject." + f, []string{"involvedObject", f}})
+	}
+	return append(out,
+		selectableField{"reason", []string{"reason"}},
+		selectableField{"reportingComponent", []string{"reportingComponent"}},
+		selectableField{"source", []string{"source", "component"}},
+		selectableField{"type", []string{"type"}},
+	)
+}
+
+func eventColumns(v1 bool) []column {
+	// The columns read the served form: core events name the object
+	// involvedObject and the text message, events.k8s.io ones regarding and note.
+	obj, msg := "involvedObject", "message"
+	if v1 {
+		obj, msg = "regarding", "note"
+	}
+	return []column{
+		{def("Last Seen", "string", "Time of the last occurrence"), func(o map[string]any, now time.Time) any {
+			for _, p := range [][]string{{"lastTimestamp"}, {"eventTime"}, {"series", "lastObservedTime"}, {"deprecatedLastTimestamp"}, {"metadata", "creationTimestamp"}} {
+				if t := str(o, p...); t != "" {
+					return age(t, now)
+				}
+			}
+			return "<unknown>"
+		}},
+		{def("Type", "string", "Normal or Warning"), func(o map[string]any, _ time.Time) any { return str(o, "type") }},
+		{def("Reason", "string", "Why the event happened"), func(o map[string]any, _ time.Time) any { return str(o, "reason") }},
+		{def("Object", "string", "The object the event is about"), func(o map[string]any, _ time.Time) any {
+			return strings.ToLower(str(o, obj, "kind")) + "/" + str(o, obj, "name")
+		}},
+		{def("Message", "string", "What happened"), func(o map[string]any, _ time.Time) any { return str(o, msg) }},
+	}
+}
+
+func podColumns() []column {
+	return []column{
+		{def("Ready", "string", "Ready containers out of all"), func(o map[string]any, _ time.Time) any {
+			cs, _ := get(o, "spec", "containers").([]any)
+			ready := 0
+			statuses, _ := get(o, "status", "containerStatuses").([]any)
+			for _, s := range statuses {
+				if b, _ := get(s, "ready").(bool); b {
+					ready++
+				}
+			}
+			return fmt.Sprintf("%d/%d", ready, len(cs))
+		}},
+		{def("Status", "string", "The phase, or why the pod is not running"), func(o map[string]any, _ time.Time) any {
+			if str(o, "metadata", "deletionTimestamp") != "" {
+				return "Terminating"
+			}
+			if r := str(o, "status", "reason"); r != "" {
+				return r
+			}
+			return str(o, "status", "phase")
+		}},
+		{def("Restarts", "string", "Container restarts"), func(o map[string]any, _ time.Time) any {
+			var n int64
+			statuses, _ := get(o, "status", "containerStatuses").([]any)
+			for _, s := range statuses {
+				n += integer(s, "restartCount")
+			}
+			return strconv.FormatInt(n, 10)
+		}},
+		ageColumn(),
+		{metav1.TableColumnDefinition{Name: "IP", Type: "string", Priority: 1, Description: "The pod IP"}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "status", "podIP")) }},
+		{metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1, Description: "The node the pod runs on"}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "nodeName")) }},
+	}
+}
+
+func serviceColumns() []column {
+	return []column{
+		{def("Type", "string", "The type of the service"), func(o map[string]any, _ time.Time) any { return str(o, "spec", "type") }},
+		{def("Cluster-IP", "string", "The cluster IP"), func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "clusterIP")) }},
+		{def("External-IP", "string", "External IPs"), func(o map[string]any, _ time.Time) any {
+			ips, _ := get(o, "spec", "externalIPs").([]any)
+			var s []string
+			for _, ip := range ips {
+				s = append(s, fmt.Sprint(ip))
+			}
+			return orNone(strings.Join(s, ","))
+		}},
+		{def("Port(s)", "string", "The ports"), func(o map[string]any, _ time.Time) any {
+			ports, _ := get(o, "spec", "ports").([]any)
+			var s []string
+			for _, p := range ports {
+				proto := str(p, "protocol")
+				if proto == "" {
+					proto = "TCP"
+				}
+				entry := fmt.Sprintf("%d/%s", integer(p, "port"), proto)
+				if np := integer(p, "nodePort"); np != 0 {
+					entry = fmt.Sprintf("%d:%d/%s", integer(p, "port"), np, proto)
+				}
+				s = append(s, entry)
+			}
+			return orNone(strings.Join(s, ","))
+		}},
+	}
+}
+
+// ageColumn is the Age column; Table output appends it to the columns of
+// kinds that do not place it themselves.
+func ageColumn() column {
+	return column{def("Age", "string", "Time since creation"), func(o map[string]any, now time.Time) any {
+		return age(str(o, "metadata", "creationTimestamp"), now)
+	}}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// validateSelectorMatchesTemplate is the selector rule of Deployments and ReplicaSets.
+func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
+	sel, ok := get(o, "spec", "selector").(map[string]any)
+	if !ok {
+		return field.ErrorList{field.Required(field.NewPath("spec", "selector"), "")}
+	}
+	ls := &metav1.LabelSelector{}
+	if err := fromMap(sel, ls); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, err.Error())}
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, err.Error())}
+	}
+	if selector.Empty() {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, "empty selector is invalid for deployment")}
+	}
+	tl, _ := get(o, "spec", "template", "metadata", "labels").(map[string]any)
+	set := labels.Set{}
+	for k, v := range tl {
+		set[k], _ = v.(string)
+	}
+	if !selector.Matches(set) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), tl, "`selector` does not match template `labels`")}
+	}
+	return nil
+}

@@ -1,0 +1,688 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newClients(t *testing.T, opts apiservertest.Options) (*apiservertest.Server, kubernetes.Interface) {
+	t.Helper()
+	srv := apiservertest.NewServer(t, opts)
+	cs, err := kubernetes.NewForConfig(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, cs
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestConfigMapCRUDAndConflicts(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"x": "1"}}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.UID == "" || cm.ResourceVersion == "" || cm.CreationTimestamp.IsZero() {
+		t.Fatalf("metadata not set: %+v", cm.ObjectMeta)
+	}
+	got, err := cms.Get(ctx, "a", metav1.GetOptions{})
+	if err != nil || got.Data["k"] != "v" || got.ResourceVersion != cm.ResourceVersion {
+		t.Fatalf("get: %v %+v", err, got)
+	}
+	stale := got.DeepCopy()
+	got.Data["k"] = "w"
+	upd, err := cms.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil || upd.ResourceVersion == got.ResourceVersion {
+		t.Fatalf("update: %v %+v", err, upd)
+	}
+	// A no-op update writes nothing.
+	same, err := cms.Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil || same.ResourceVersion != upd.ResourceVersion {
+		t.Fatalf("no-op update: %v, rv %s -> %s", err, upd.ResourceVersion, same.ResourceVersion)
+	}
+	stale.Data["k"] = "z"
+	if _, err := cms.Update(ctx, stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("stale update: %v", err)
+	}
+	// Without a resourceVersion the update is unconditional.
+	stale.ResourceVersion = ""
+	if u, err := cms.Update(ctx, stale, metav1.UpdateOptions{}); err != nil || u.Data["k"] != "z" {
+		t.Fatalf("unconditional update: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		cm    *corev1.ConfigMap
+		ns    string
+		check func(error) bool
+	}{
+		{"exists", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, "default", apierrors.IsAlreadyExists},
+		{"missing namespace", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, "nope", apierrors.IsNotFound},
+		{"bad name", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "Bad_Name"}}, "default", apierrors.IsInvalid},
+		{"no name", &corev1.ConfigMap{}, "default", apierrors.IsInvalid},
+		{"bad key", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Data: map[string]string{"a b": ""}}, "default", apierrors.IsInvalid},
+		{"bad label", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"-x": "y"}}}, "default", apierrors.IsInvalid},
+		{"namespace mismatch", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "kube-system"}}, "default", apierrors.IsBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := cs.CoreV1().ConfigMaps(tc.ns).Create(ctx, tc.cm, metav1.CreateOptions{})
+			if !tc.check(err) {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+	gen, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-"}}, metav1.CreateOptions{})
+	if err != nil || len(gen.Name) != len("gen-")+5 {
+		t.Fatalf("generateName: %v %q", err, gen.Name)
+	}
+	list, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "x=1"})
+	if err != nil || len(list.Items) != 1 || list.ResourceVersion == "" {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	// Delete preconditions.
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("other"))}}); !apierrors.IsConflict(err) {
+		t.Fatalf("delete with wrong uid: %v", err)
+	}
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To("1")}}); !apierrors.IsConflict(err) {
+		t.Fatalf("delete with stale rv: %v", err)
+	}
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if err := cms.Delete(ctx, "a", metav1.DeleteOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func testDeployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+			},
+		},
+	}
+}
+
+func TestGenerationStatusAndScale(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	deps := cs.AppsV1().Deployments("default")
+	d, err := deps.Create(ctx, testDeployment("web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != 1 || d.Spec.Replicas == nil || *d.Spec.Replicas != 1 {
+		t.Fatalf("after create: generation %d replicas %v", d.Generation, d.Spec.Replicas)
+	}
+	// Metadata changes do not bump generation; spec changes do; status is ignored.
+	d.Labels = map[string]string{"l": "1"}
+	d.Status.Replicas = 7
+	d, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+	if err != nil || d.Generation != 1 || d.Status.Replicas != 0 {
+		t.Fatalf("metadata update: %v generation %d status %d", err, d.Generation, d.Status.Replicas)
+	}
+	d.Spec.Replicas = ptr.To[int32](3)
+	d, err = deps.Update(ctx, d, metav1.UpdateOptions{})
+	if err != nil || d.Generation != 2 {
+		t.Fatalf("spec update: %v generation %d", err, d.Generation)
+	}
+	// The status subresource changes only the status, and not the generation.
+	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.ObservedGeneration = 3, 2, 2
+	d.Spec.Replicas = ptr.To[int32](9)
+	d, err = deps.UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	if err != nil || d.Status.ReadyReplicas != 2 || *d.Spec.Replicas != 3 || d.Generation != 2 {
+		t.Fatalf("status update: %v %+v", err, d)
+	}
+	// Scale.
+	sc, err := deps.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil || sc.Spec.Replicas != 3 || sc.Status.Replicas != 3 || sc.Status.Selector != "app=web" {
+		t.Fatalf("get scale: %v %+v", err, sc)
+	}
+	sc.Spec.Replicas = 5
+	stale := sc.DeepCopy()
+	if sc, err = deps.UpdateScale(ctx, "web", sc, metav1.UpdateOptions{}); err != nil || sc.Spec.Replicas != 5 {
+		t.Fatalf("update scale: %v %+v", err, sc)
+	}
+	if _, err := deps.UpdateScale(ctx, "web", stale, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Fatalf("stale scale: %v", err)
+	}
+	if _, err = deps.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":6}}`), metav1.PatchOptions{}, "scale"); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = deps.Get(ctx, "web", metav1.GetOptions{})
+	if *d.Spec.Replicas != 6 || d.Generation != 4 {
+		t.Fatalf("after scale: replicas %d generation %d", *d.Spec.Replicas, d.Generation)
+	}
+	// Strategic merge patch merges containers by name.
+	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}`
+	d, err = deps.Patch(ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil || len(d.Spec.Template.Spec.Containers) != 2 {
+		t.Fatalf("strategic merge patch: %v %+v", err, d.Spec.Template.Spec.Containers)
+	}
+	d, err = deps.Patch(ctx, "web", types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:2"}]`), metav1.PatchOptions{})
+	if err != nil || d.Spec.Template.Spec.Containers[0].Image != "nginx:2" {
+		t.Fatalf("json patch: %v", err)
+	}
+	if _, err := deps.Patch(ctx, "web", types.JSONPatchType, []byte(`[{"op":"test","path":"/spec/replicas","value":99}]`), metav1.PatchOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("failing json patch: %v", err)
+	}
+	// Invalid selector.
+	bad := testDeployment("bad")
+	bad.Spec.Template.Labels = map[string]string{"app": "other"}
+	if _, err := deps.Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("selector mismatch: %v", err)
+	}
+}
+
+func TestFinalizerDeletion(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "f", Finalizers: []string{"example.com/block"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "f", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cms.Get(ctx, "f", metav1.GetOptions{})
+	if err != nil || cm.DeletionTimestamp == nil || cm.DeletionGracePeriodSeconds == nil {
+		t.Fatalf("after delete: %v %+v", err, cm)
+	}
+	// Deleting again changes nothing.
+	if err := cms.Delete(ctx, "f", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := cms.Get(ctx, "f", metav1.GetOptions{})
+	if again.ResourceVersion != cm.ResourceVersion {
+		t.Fatalf("second delete wrote: %s -> %s", cm.ResourceVersion, again.ResourceVersion)
+	}
+	// No new finalizer once deleting.
+	cm.Finalizers = append(cm.Finalizers, "example.com/other")
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("adding a finalizer while deleting: %v", err)
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cms.Patch(ctx, "f", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "f", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("object should be gone: %v", err)
+	}
+	var types []watch.EventType
+	for ev := range w.ResultChan() {
+		types = append(types, ev.Type)
+		if ev.Type == watch.Deleted {
+			break
+		}
+	}
+	// As kube-apiserver, emptying the finalizers of a deleting object deletes
+	// it in the same write: watchers see only DELETED.
+	if fmt.Sprint(types) != "[DELETED]" {
+		t.Fatalf("events %v", types)
+	}
+}
+
+func TestNamespaceTermination(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := cs.CoreV1().ConfigMaps("ns1")
+	for _, cm := range []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: "plain"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/x"}}},
+	} {
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "ns1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(ctx, "ns1", metav1.GetOptions{})
+	if err != nil || ns.Status.Phase != corev1.NamespaceTerminating {
+		t.Fatalf("namespace: %v %+v", err, ns.Status)
+	}
+	if _, err := cms.Get(ctx, "plain", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("content not deleted: %v", err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("create in terminating namespace: %v", err)
+	}
+	if _, err := cms.Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":[]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "ns1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("namespace should be gone: %v", err)
+	}
+}
+
+// TestWatchNoGapsUnderConcurrentWriters starts watches from various
+// revisions while writers update objects, and checks each watcher sees every
+// change after its start exactly once, in order.
+func TestWatchNoGapsUnderConcurrentWriters(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	const writers, perWriter, watchers = 4, 60, 4
+	start, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	written := map[string]bool{} // resourceVersions written
+	for i := range writers {
+		wg.Go(func() {
+			name := fmt.Sprintf("w%d", i)
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			written[cm.ResourceVersion] = true
+			mu.Unlock()
+			for j := range perWriter {
+				if cm.Data == nil {
+					cm.Data = map[string]string{}
+				}
+				cm.Data["n"] = strconv.Itoa(j)
+				if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				written[cm.ResourceVersion] = true
+				mu.Unlock()
+			}
+		})
+	}
+	total := writers * (perWriter + 1)
+	results := make([][]string, watchers)
+	var wwg sync.WaitGroup
+	for i := range watchers {
+		wwg.Go(func() {
+			w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: start.ResourceVersion})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				cm, ok := ev.Object.(*corev1.ConfigMap)
+				if !ok {
+					t.Errorf("unexpected event %v %T", ev.Type, ev.Object)
+					return
+				}
+				results[i] = append(results[i], cm.ResourceVersion)
+				if len(results[i]) == total {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wwg.Wait()
+	for i, revs := range results {
+		if len(revs) != total {
+			t.Fatalf("watcher %d saw %d events, want %d", i, len(revs), total)
+		}
+		seen := map[string]bool{}
+		prev := int64(0)
+		for _, rv := range revs {
+			n, _ := strconv.ParseInt(rv, 10, 64)
+			if n <= prev || seen[rv] || !written[rv] {
+				t.Fatalf("watcher %d: revision %s out of order, duplicated or unknown", i, rv)
+			}
+			seen[rv], prev = true, n
+		}
+	}
+}
+
+func TestWatchBookmarksAndWatchList(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{BookmarkInterval: 50 * time.Millisecond})
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	for _, n := range []string{"a", "b"} {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Watch-list: the current state as ADDED, then a bookmark ending it.
+	w, err := cms.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev := range w.ResultChan() {
+		cm := ev.Object.(*corev1.ConfigMap)
+		got = append(got, string(ev.Type)+":"+cm.Name)
+		if ev.Type == watch.Bookmark {
+			if cm.Annotations[metav1.InitialEventsAnnotationKey] != "true" || cm.ResourceVersion == "" {
+				t.Fatalf("initial-events-end bookmark: %+v", cm.ObjectMeta)
+			}
+			break
+		}
+	}
+	w.Stop()
+	if fmt.Sprint(got) != "[ADDED:a ADDED:b BOOKMARK:]" {
+		t.Fatalf("watch-list events %v", got)
+	}
+	// Periodic bookmarks carry the current revision, moved by writes elsewhere.
+	cur, _ := cms.List(ctx, metav1.ListOptions{})
+	w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: cur.ResourceVersion, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	s, err := cs.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	if bm, ok := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Bookmark || !ok || bm.ResourceVersion != s.ResourceVersion {
+		t.Fatalf("bookmark: %v %+v, want revision %s", ev.Type, ev.Object, s.ResourceVersion)
+	}
+	// Invalid combinations.
+	if _, err := cms.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)}); !apierrors.IsInvalid(err) {
+		t.Fatalf("sendInitialEvents without NotOlderThan: %v", err)
+	}
+}
+
+func TestWatchExpiredThenRelist(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{HistoryEvents: 5})
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	first, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Data: map[string]string{}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := first
+	for i := range 10 {
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data["i"] = strconv.Itoa(i)
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	w.Stop()
+	st, ok := ev.Object.(*metav1.Status)
+	if ev.Type != watch.Error || !ok || st.Code != 410 || st.Reason != metav1.StatusReasonExpired {
+		t.Fatalf("expected 410 Expired error event, got %v %+v", ev.Type, ev.Object)
+	}
+	// Relist and watch from the list's revision.
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 || list.Items[0].Data["i"] != "9" {
+		t.Fatalf("relist: %v", err)
+	}
+	w, err = cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cms.Delete(ctx, "x", metav1.DeleteOptions{}), error(nil); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-w.ResultChan(); ev.Type != watch.Deleted {
+		t.Fatalf("after relist: %v", ev.Type)
+	}
+	// A future revision is "too large".
+	n, _ := strconv.ParseInt(list.ResourceVersion, 10, 64)
+	_, err = cms.List(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(n+1000, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+	if !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		t.Fatalf("too large: %v", err)
+	}
+}
+
+func TestListPaginationAndSelectors(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	pods := cs.CoreV1().Pods("default")
+	for i := range 7 {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Labels: map[string]string{"i": strconv.Itoa(i % 2)}},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node%d", i%3), Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var names []string
+	opts := metav1.ListOptions{Limit: 3}
+	pages := 0
+	for {
+		l, err := pods.List(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		if l.Continue == "" {
+			break
+		}
+		if l.RemainingItemCount == nil || *l.RemainingItemCount != int64(7-len(names)) {
+			t.Fatalf("remainingItemCount %v after %d", l.RemainingItemCount, len(names))
+		}
+		// Writes between pages do not show in later pages.
+		if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("z%d", pages)}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		opts.Continue = l.Continue
+	}
+	if pages != 3 || fmt.Sprint(names) != "[p0 p1 p2 p3 p4 p5 p6]" {
+		t.Fatalf("pages %d names %v", pages, names)
+	}
+	for _, tc := range []struct {
+		label, field string
+		want         string
+	}{
+		{"i=1", "", "[p1 p3 p5]"},
+		{"i in (0)", "spec.nodeName=node0", "[p0 p6]"},
+		{"", "spec.nodeName!=node0,metadata.name!=p1", "[p2 p4 p5 z1 z2]"},
+		{"!i", "status.phase=Pending", "[z1 z2]"},
+	} {
+		l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: tc.label, FieldSelector: tc.field})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range l.Items {
+			got = append(got, p.Name)
+		}
+		sort.Strings(got)
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("label %q field %q: %v, want %s", tc.label, tc.field, got, tc.want)
+		}
+	}
+	if _, err := pods.List(ctx, metav1.ListOptions{FieldSelector: "spec.unknown=x"}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("unknown field: %v", err)
+	}
+	if _, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "a in ("}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("bad label selector: %v", err)
+	}
+	// All namespaces.
+	all, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(all.Items) != 9 {
+		t.Fatalf("all namespaces: %v %d", err, len(all.Items))
+	}
+	// Exact resourceVersion lists the past.
+	l, _ := pods.List(ctx, metav1.ListOptions{ResourceVersion: all.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err := pods.Delete(ctx, "p0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	past, err := pods.List(ctx, metav1.ListOptions{ResourceVersion: all.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	if err != nil || len(past.Items) != len(l.Items) || past.ResourceVersion != all.ResourceVersion {
+		t.Fatalf("exact list: %v %d", err, len(past.Items))
+	}
+}
+
+func TestSharedInformer(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	var mu sync.Mutex
+	state := map[string]string{}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			cm := obj.(*corev1.ConfigMap)
+			mu.Lock()
+			state[cm.Name] = cm.Data["v"]
+			mu.Unlock()
+		},
+		UpdateFunc: func(_, obj any) {
+			cm := obj.(*corev1.ConfigMap)
+			mu.Lock()
+			state[cm.Name] = cm.Data["v"]
+			mu.Unlock()
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			mu.Lock()
+			delete(state, obj.(*corev1.ConfigMap).Name)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := cs.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}, Data: map[string]string{"v": "0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+	cm, _ := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
+	cm.Data["v"] = "2"
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "before", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := fmt.Sprint(state)
+		mu.Unlock()
+		if got == "map[after:2]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("informer state %s", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if keys := inf.GetStore().ListKeys(); fmt.Sprint(keys) != "[default/after]" {
+		t.Fatalf("store keys %v", keys)
+	}
+}
+
+func TestEventsBothAPIs(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "e1"}, EventTime: metav1.NowMicro(), ReportingController: "kloop.dev/test", ReportingInstance: "i",
+		Action: "Sync", Reason: "Synced", Note: "all good", Type: "Normal",
+		Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+	}
+	if _, err := cs.EventsV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	core, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=p,reason=Synced"})
+	if err != nil || len(core.Items) != 1 || core.Items[0].Message != "all good" || core.Items[0].InvolvedObject.Kind != "Pod" {
+		t.Fatalf("core view: %v %+v", err, core)
+	}
+	back, err := cs.EventsV1().Events("default").Get(ctx, "e1", metav1.GetOptions{})
+	if err != nil || back.Note != "all good" || back.Regarding.Name != "p" {
+		t.Fatalf("events.k8s.io view: %v %+v", err, back)
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	groups, resources, err := cs.Discovery().ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range groups {
+		names = append(names, g.Name)
+	}
+	if fmt.Sprint(names) != "[ apps events.k8s.io coordination.k8s.io apiextensions.k8s.io]" {
+		t.Fatalf("groups %v", names)
+	}
+	found := map[string]bool{}
+	for _, rl := range resources {
+		for _, r := range rl.APIResources {
+			found[rl.GroupVersion+"/"+r.Name] = true
+		}
+	}
+	for _, want := range []string{"v1/pods", "v1/pods/status", "apps/v1/deployments/scale", "coordination.k8s.io/v1/leases", "apiextensions.k8s.io/v1/customresourcedefinitions"} {
+		if !found[want] {
+			t.Errorf("discovery misses %s", want)
+		}
+	}
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil || v.Major != "1" {
+		t.Fatalf("version: %v %+v", err, v)
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/healthz").DoRaw(context.Background())
+	if err != nil || string(raw) != "ok" {
+		t.Fatalf("healthz: %v %s", err, raw)
+	}
+}

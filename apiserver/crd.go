@@ -1,0 +1,280 @@
+package apiserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/apiext"
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+// crdCleanupFinalizer keeps a deleted CRD until its objects are gone.
+const crdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
+
+// crdServing is what a custom resource version's kind needs from its CRD.
+type crdServing struct {
+	crdName string
+	schema  *apiext.Structural // nil without a schema
+	columns *apiext.Columns
+	// terminating: the CRD is being deleted; creates are refused.
+	terminating bool
+}
+
+func (c *crdServing) defaultAndPrune(obj map[string]any) {
+	if c.schema != nil {
+		c.schema.Default(obj)
+		c.schema.Prune(obj)
+	}
+}
+
+func (c *crdServing) validate(obj map[string]any) field.ErrorList {
+	if c.schema == nil {
+		return nil
+	}
+	return c.schema.Validate(obj)
+}
+
+// decodeCRD decodes a CRD from its stored form.
+func decodeCRD(obj map[string]any) (*apiext.CustomResourceDefinition, error) {
+	crd := &apiext.CustomResourceDefinition{}
+	if err := fromMap(obj, crd); err != nil {
+		return nil, fmt.Errorf("decoding CustomResourceDefinition: %w", err)
+	}
+	return crd, nil
+}
+
+// crdKinds builds the kinds a CRD serves, one per served version.
+func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
+	names := crd.Spec.Names
+	storageVersion := ""
+	var fields []selectableField
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			storageVersion = v.Name
+		}
+		for _, f := range v.SelectableFields {
+			name := strings.TrimPrefix(f.JSONPath, ".")
+			if !slices.ContainsFunc(fields, func(x selectableField) bool { return x.name == name }) {
+				fields = append(fields, selectableField{name: name, path: strings.Split(name, ".")})
+			}
+		}
+	}
+	if storageVersion == "" {
+		return nil, fmt.Errorf("CustomResourceDefinition %s has no storage version", crd.Name)
+	}
+	var out []*kind
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		k := &kind{
+			gvr:             schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural},
+			kind:            names.Kind,
+			listKind:        names.ListKind,
+			singular:        names.Singular,
+			namespaced:      crd.Spec.Scope == apiext.NamespaceScoped,
+			shortNames:      names.ShortNames,
+			categories:      names.Categories,
+			verbs:           allVerbs,
+			storageResource: crd.Spec.Group + "/" + names.Plural,
+			storageVersion:  crd.Spec.Group + "/" + storageVersion,
+			generation:      true,
+			nameValidation:  apivalidation.NameIsDNSSubdomain,
+			fields:          fields,
+			crd:             &crdServing{crdName: crd.Name},
+		}
+		if k.listKind == "" {
+			k.listKind = k.kind + "List"
+		}
+		if k.singular == "" {
+			k.singular = strings.ToLower(k.kind)
+		}
+		if sr := v.Subresources; sr != nil {
+			k.status = sr.Status != nil
+			if sc := sr.Scale; sc != nil {
+				k.scale = &scaleInfo{specReplicas: jsonPath(sc.SpecReplicasPath), statusReplicas: jsonPath(sc.StatusReplicasPath), selectorString: true}
+				if sc.LabelSelectorPath != nil {
+					k.scale.selector = jsonPath(*sc.LabelSelectorPath)
+				}
+			}
+		}
+		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			st, err := apiext.NewStructural(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				return nil, fmt.Errorf("version %s: %w", v.Name, err)
+			}
+			k.crd.schema = st
+		}
+		cols, err := apiext.NewColumns(v.AdditionalPrinterColumns)
+		if err != nil {
+			return nil, fmt.Errorf("version %s: %w", v.Name, err)
+		}
+		k.crd.columns = cols
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// jsonPath splits a simple JSONPath such as .spec.replicas.
+func jsonPath(p string) []string {
+	return strings.Split(strings.TrimPrefix(p, "."), ".")
+}
+
+// crdKind configures the customresourcedefinitions kind: validation,
+// defaulting and the status kube-apiserver's controllers would set.
+func crdKind(k *kind) {
+	k.prepareCreate = func(obj map[string]any) {
+		delete(obj, "status")
+	}
+	k.validate = func(obj map[string]any) field.ErrorList {
+		crd, err := decodeCRD(obj)
+		if err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
+		}
+		apiext.SetDefaults(crd)
+		return apiext.ValidateCRD(crd)
+	}
+	k.validateUpdate = func(obj, old map[string]any) field.ErrorList {
+		crd, err := decodeCRD(obj)
+		if err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
+		}
+		prev, err := decodeCRD(old)
+		if err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
+		}
+		apiext.SetDefaults(crd)
+		return apiext.ValidateCRDUpdate(crd, prev)
+	}
+	k.normalize = func(obj map[string]any) (map[string]any, error) {
+		crd, err := decodeCRD(obj)
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		apiext.SetDefaults(crd)
+		return toMap(crd)
+	}
+}
+
+// admitCRD checks that a new CRD's names are free and sets the status the
+// CRD controllers of kube-apiserver would: the names are accepted and the
+// resource is established (it is served once the create returns).
+func (s *Server) admitCRD(obj map[string]any) error {
+	crd, err := decodeCRD(obj)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	for _, v := range crd.Spec.Versions {
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
+		if k := s.reg.get(gvr); k != nil && (k.crd == nil || k.crd.crdName != crd.Name) {
+			return apierrors.NewInvalid(schema.GroupKind{Group: apiext.GroupName, Kind: "CustomResourceDefinition"}, crd.Name,
+				field.ErrorList{field.Duplicate(field.NewPath("spec", "names", "plural"), crd.Spec.Names.Plural)})
+		}
+	}
+	if _, err := crdKinds(crd); err != nil {
+		return apierrors.NewInvalid(schema.GroupKind{Group: apiext.GroupName, Kind: "CustomResourceDefinition"}, crd.Name,
+			field.ErrorList{field.Invalid(field.NewPath("spec", "versions"), nil, err.Error())})
+	}
+	now := metav1.NewTime(s.opts.Now())
+	crd.Status = apiext.CustomResourceDefinitionStatus{
+		Conditions: []apiext.CustomResourceDefinitionCondition{
+			{Type: apiext.NamesAccepted, Status: apiext.ConditionTrue, LastTransitionTime: now, Reason: "NoConflicts", Message: "no conflicts found"},
+			{Type: apiext.Established, Status: apiext.ConditionTrue, LastTransitionTime: now, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"},
+		},
+		AcceptedNames: crd.Spec.Names,
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			crd.Status.StoredVersions = []string{v.Name}
+		}
+	}
+	st, err := toMap(crd.Status)
+	if err != nil {
+		return err
+	}
+	obj["status"] = st
+	return nil
+}
+
+// installCRD serves (or re-serves, after an update) the resources of a CRD.
+func (s *Server) installCRD(o *storage.Object) {
+	obj, err := decodeMap(o.Data)
+	if err != nil {
+		s.opts.Logger.Error("apiserver: decoding a stored CRD", "name", o.Name, "err", err)
+		return
+	}
+	crd, err := decodeCRD(obj)
+	if err != nil {
+		s.opts.Logger.Error("apiserver: decoding a stored CRD", "name", o.Name, "err", err)
+		return
+	}
+	kinds, err := crdKinds(crd)
+	if err != nil {
+		s.opts.Logger.Error("apiserver: serving a CRD", "name", o.Name, "err", err)
+		return
+	}
+	terminating := crd.DeletionTimestamp != nil
+	for _, k := range kinds {
+		k.crd.terminating = terminating
+	}
+	s.reg.replaceCRD(crd.Name, kinds)
+}
+
+// deleteCRDContent deletes every object of a terminating CRD, then finishes
+// the CRD's deletion if none is left (objects with finalizers may stay).
+func (s *Server) deleteCRDContent(crdName string) {
+	for _, k := range s.reg.crdKinds(crdName) {
+		res, err := s.store.List(k.storageResource, storage.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range res.Objects {
+			if _, _, err := s.delete(k, o.Namespace, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				s.opts.Logger.Error("apiserver: deleting a custom resource", "crd", crdName, "name", o.Name, "err", err)
+			}
+		}
+		break // all versions share the storage
+	}
+	s.finalizeCRD(crdName)
+}
+
+// finalizeCRD removes the cleanup finalizer of a terminating CRD whose objects
+// are all gone, which deletes it.
+func (s *Server) finalizeCRD(crdName string) {
+	ks := s.reg.crdKinds(crdName)
+	if len(ks) > 0 {
+		res, err := s.store.List(ks[0].storageResource, storage.ListOptions{Limit: 1})
+		if err != nil || len(res.Objects) > 0 {
+			return
+		}
+	}
+	crdK := s.reg.get(crdGVR)
+	_, err := s.update(crdK, requestInfo{gv: crdGVR.GroupVersion(), resource: crdGVR.Resource, name: crdName}, false, func(cur *storage.Object) (map[string]any, error) {
+		obj, err := decodeMap(cur.Data)
+		if err != nil {
+			return nil, err
+		}
+		m := meta(obj)
+		if m["deletionTimestamp"] == nil {
+			return obj, nil
+		}
+		fins, _ := m["finalizers"].([]any)
+		fins = slices.DeleteFunc(slices.Clone(fins), func(f any) bool { return f == crdCleanupFinalizer })
+		if len(fins) == 0 {
+			delete(m, "finalizers")
+		} else {
+			m["finalizers"] = fins
+		}
+		return obj, nil
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		s.opts.Logger.Error("apiserver: finalizing a CRD", "name", crdName, "err", err)
+	}
+}

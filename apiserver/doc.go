@@ -1,0 +1,38 @@
+// Package apiserver is kloop's embedded API server: an in-process server that
+// speaks the Kubernetes REST and watch protocol (JSON on the wire; protobuf
+// request bodies of built-in kinds are accepted), so that kubectl, client-go
+// and controller-runtime use it as they would a cluster. It starts in about a
+// millisecond and keeps everything in memory ([storage]).
+//
+// It serves namespaces, configmaps, secrets, events (core/v1 and
+// events.k8s.io/v1, one storage), serviceaccounts, pods, services,
+// deployments, replicasets, leases and customresourcedefinitions, and the
+// custom resources of every CRD as soon as the CRD's create returns.
+//
+// Layout, one file per concern:
+//
+//	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
+//	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
+//	registry.go   the served kinds; builtin.go declares the built-in ones
+//	resource.go   get and list (selectors.go: label and field selectors)
+//	write.go      create, update, delete with kube-apiserver's metadata rules
+//	patch.go      JSON, merge and strategic merge patch; scale.go the /scale subresource
+//	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
+//	table.go      Table output for kubectl get
+//	discovery.go  /version, /api, /apis, aggregated discovery
+//	crd.go        serving CustomResourceDefinitions; lifecycle.go namespace and CRD deletion
+//	events.go     conversion between the two Event APIs
+//
+// Semantics follow kube-apiserver: one global revision is every object's
+// resourceVersion; updates with a stale resourceVersion get 409 Conflict and
+// updates without one are unconditional; metadata.generation moves on spec
+// changes; the status subresource splits writes of spec and status;
+// finalizers hold deleted objects (deletionTimestamp) until they are
+// removed; errors are metav1.Status bodies with kube-apiserver's reasons and
+// codes. Not yet: server-side apply, garbage collection of owned objects,
+// admission webhooks, conversion webhooks.
+//
+// Every request needs the bearer token (401 otherwise); bodies over 3 MiB get
+// 413. With Options.TLS the server uses a self-signed certificate and can
+// write a kubeconfig that kubectl uses as is.
+package apiserver

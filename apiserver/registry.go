@@ -1,0 +1,242 @@
+package apiserver
+
+import (
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// kind describes one served resource at one group version: how it is named,
+// stored, validated, selected and printed. Built-in kinds are declared in
+// builtin.go; custom resources get theirs from their CRD (crd.go). A kind is
+// immutable once registered.
+type kind struct {
+	gvr              schema.GroupVersionResource
+	kind, listKind   string
+	singular         string
+	namespaced       bool
+	shortNames       []string
+	categories       []string
+	verbs            []string
+	storageResource  string // key of the store resource: "group/resource"
+	storageVersion   string // apiVersion of stored objects
+	status           bool   // has a /status subresource
+	scale            *scaleInfo
+	generation       bool // maintains metadata.generation
+	nameValidation   func(name string, prefix bool) []string
+	newTyped         func() any // built-ins: Go type for decoding and strategic merge patch
+	fields           []selectableField
+	columns          []column
+	prepareCreate    func(obj map[string]any) // resets and defaults on create
+	validate         func(obj map[string]any) field.ErrorList
+	validateUpdate   func(obj, old map[string]any) field.ErrorList
+	normalize        func(obj map[string]any) (map[string]any, error) // canonical form before validation
+	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
+	crd              *crdServing                                      // for custom resources
+	deleteCollection bool
+}
+
+func (k *kind) apiVersion() string { return k.gvr.GroupVersion().String() }
+
+func (k *kind) groupResource() schema.GroupResource { return k.gvr.GroupResource() }
+
+// sameStorageForm reports whether stored bytes can be served as they are.
+func (k *kind) sameStorageForm() bool { return k.convert == nil && k.apiVersion() == k.storageVersion }
+
+// conversion converts between the stored and the served form of an object.
+type conversion struct {
+	toStorage   func(obj map[string]any) (map[string]any, error)
+	fromStorage func(obj map[string]any) (map[string]any, error)
+}
+
+// scaleInfo locates the replica fields of a kind with a /scale subresource.
+type scaleInfo struct {
+	specReplicas   []string
+	statusReplicas []string
+	selector       []string // label selector (an object) or, for CRDs, a string path
+	selectorString bool     // the selector path holds a serialized selector (CRDs)
+}
+
+// selectableField is a field usable in field selectors.
+type selectableField struct {
+	name string
+	path []string
+}
+
+// column is one column of Table output.
+type column struct {
+	def   metav1.TableColumnDefinition
+	value func(obj map[string]any, now time.Time) any
+}
+
+// registry holds the served kinds. It is safe for concurrent use.
+type registry struct {
+	mu sync.RWMutex // guards kinds
+	// kinds by group, version and resource; CRDs add and remove entries.
+	kinds map[schema.GroupVersionResource]*kind
+}
+
+func newRegistry() *registry {
+	return &registry{kinds: map[schema.GroupVersionResource]*kind{}}
+}
+
+func (r *registry) add(ks ...*kind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range ks {
+		r.kinds[k.gvr] = k
+	}
+}
+
+// replaceCRD replaces the kinds served for a CRD (none to stop serving it).
+func (r *registry) replaceCRD(crdName string, kinds []*kind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for gvr, k := range r.kinds {
+		if k.crd != nil && k.crd.crdName == crdName {
+			delete(r.kinds, gvr)
+		}
+	}
+	for _, k := range kinds {
+		r.kinds[k.gvr] = k
+	}
+}
+
+// crdKinds returns the kinds served for a CRD.
+func (r *registry) crdKinds(crdName string) []*kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*kind
+	for _, k := range r.kinds {
+		if k.crd != nil && k.crd.crdName == crdName {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (r *registry) get(gvr schema.GroupVersionResource) *kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.kinds[gvr]
+}
+
+// all returns the kinds sorted by group, version and resource.
+func (r *registry) all() []*kind {
+	r.mu.RLock()
+	out := make([]*kind, 0, len(r.kinds))
+	for _, k := range r.kinds {
+		out = append(out, k)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].gvr, out[j].gvr
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Version != b.Version {
+			return versionLess(b.Version, a.Version) // preferred (highest) first
+		}
+		return a.Resource < b.Resource
+	})
+	return out
+}
+
+// groupVersions returns the served groups, in discovery order (the legacy
+// core group first, then built-in groups, then the others by name), each with
+// its versions, preferred first.
+func (r *registry) groupVersions() []groupVersions {
+	var out []groupVersions
+	for _, k := range r.all() {
+		g := k.gvr.Group
+		i := slices.IndexFunc(out, func(x groupVersions) bool { return x.group == g })
+		if i < 0 {
+			out = append(out, groupVersions{group: g})
+			i = len(out) - 1
+		}
+		if !slices.Contains(out[i].versions, k.gvr.Version) {
+			out[i].versions = append(out[i].versions, k.gvr.Version)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return groupRank(out[i].group) < groupRank(out[j].group) })
+	return out
+}
+
+type groupVersions struct {
+	group    string
+	versions []string // preferred first
+}
+
+var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io"}
+
+func groupRank(g string) int {
+	if i := slices.Index(builtinGroupOrder, g); i >= 0 {
+		return i
+	}
+	return len(builtinGroupOrder)
+}
+
+// versionLess orders Kubernetes versions: GA > beta > alpha, then by number,
+// then other strings alphabetically (kube's version priority).
+func versionLess(a, b string) bool {
+	ra, na, sa, oka := parseVersion(a)
+	rb, nb, sb, okb := parseVersion(b)
+	switch {
+	case oka && !okb:
+		return false
+	case !oka && okb:
+		return true
+	case !oka && !okb:
+		return a > b // alphabetical: earlier letters sort higher
+	}
+	if ra != rb {
+		return ra < rb
+	}
+	if na != nb {
+		return na < nb
+	}
+	return sa < sb
+}
+
+// parseVersion parses v<major>[(alpha|beta)<minor>]; rank is 2 for GA, 1 for beta, 0 for alpha.
+func parseVersion(v string) (rank, major, minor int, ok bool) {
+	if !strings.HasPrefix(v, "v") {
+		return 0, 0, 0, false
+	}
+	rest := v[1:]
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		major = major*10 + int(rest[i]-'0')
+		i++
+	}
+	if i == 0 || rest[0] == '0' {
+		return 0, 0, 0, false
+	}
+	rest = rest[i:]
+	switch {
+	case rest == "":
+		return 2, major, 0, true
+	case strings.HasPrefix(rest, "beta"):
+		rank, rest = 1, rest[4:]
+	case strings.HasPrefix(rest, "alpha"):
+		rank, rest = 0, rest[5:]
+	default:
+		return 0, 0, 0, false
+	}
+	if rest == "" {
+		return 0, 0, 0, false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return 0, 0, 0, false
+		}
+		minor = minor*10 + int(c-'0')
+	}
+	return rank, major, minor, true
+}

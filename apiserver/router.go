@@ -1,0 +1,123 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// requestInfo is what a resource path names, after kube-apiserver's
+// RequestInfoFactory: /api/v1/..., /apis/<group>/<version>/..., optionally
+// under namespaces/<ns>/, optionally after a legacy watch/ segment.
+type requestInfo struct {
+	gv          schema.GroupVersion
+	resource    string
+	namespace   string
+	name        string
+	subresource string
+	watchPath   bool // the path had the legacy /watch/ segment
+}
+
+// namespaceSubresources are the subresources of namespaces that look like
+// resources inside a namespace.
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
+
+// parseResourcePath parses a resource path. ok is false when the path is not
+// under /api or /apis or has no resource.
+func parseResourcePath(path string) (ri requestInfo, ok bool) {
+	parts := splitPath(path)
+	switch {
+	case len(parts) >= 3 && parts[0] == "api":
+		ri.gv = schema.GroupVersion{Version: parts[1]}
+		parts = parts[2:]
+	case len(parts) >= 4 && parts[0] == "apis":
+		ri.gv = schema.GroupVersion{Group: parts[1], Version: parts[2]}
+		parts = parts[3:]
+	default:
+		return ri, false
+	}
+	if parts[0] == "watch" {
+		ri.watchPath = true
+		parts = parts[1:]
+	}
+	if len(parts) == 0 {
+		return ri, false
+	}
+	if parts[0] == "namespaces" && len(parts) > 1 {
+		ri.namespace = parts[1]
+		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
+			parts = parts[2:]
+		} else { // the namespace object itself
+			ri.resource, ri.name, ri.namespace = "namespaces", parts[1], ""
+			if len(parts) > 2 {
+				ri.subresource = parts[2]
+			}
+			return ri, len(parts) <= 3
+		}
+	}
+	ri.resource = parts[0]
+	if len(parts) > 1 {
+		ri.name = parts[1]
+	}
+	if len(parts) > 2 {
+		ri.subresource = parts[2]
+	}
+	return ri, len(parts) <= 3
+}
+
+// splitPath splits a URL path into its non-empty segments.
+func splitPath(path string) []string {
+	path = strings.Trim(path, "/")
+	if path == "" {
+		return nil
+	}
+	return strings.Split(path, "/")
+}
+
+// routes serves everything behind authentication.
+func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/version" || path == "/version/":
+		s.serveVersion(w, r)
+	case path == "/healthz" || path == "/livez" || path == "/readyz" ||
+		strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/"):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write([]byte("ok"))
+	case path == "/api" || path == "/api/":
+		s.serveAPIVersions(w, r)
+	case path == "/apis" || path == "/apis/":
+		s.serveAPIGroupList(w, r)
+	case strings.HasPrefix(path, "/openapi/"):
+		s.serveOpenAPI(w, r)
+	default:
+		parts := splitPath(path)
+		switch {
+		case len(parts) == 2 && parts[0] == "api":
+			s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
+		case len(parts) == 2 && parts[0] == "apis":
+			s.serveAPIGroup(w, r, parts[1])
+		case len(parts) == 3 && parts[0] == "apis":
+			s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+		default:
+			ri, ok := parseResourcePath(path)
+			if !ok {
+				writeStatus(w, notFoundPath(path))
+				return
+			}
+			s.serveResource(w, r, ri)
+		}
+	}
+}
+
+// notFoundPath is kube-apiserver's answer to a path it does not serve.
+func notFoundPath(path string) *metav1.Status {
+	st := apierrors.NewNotFound(schema.GroupResource{}, "")
+	st.ErrStatus.Message = "the server could not find the requested resource"
+	st.ErrStatus.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found: " + path}}}
+	return &st.ErrStatus
+}

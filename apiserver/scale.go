@@ -1,0 +1,124 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+// scaleOf builds the autoscaling/v1 Scale view of a stored object.
+func scaleOf(k *kind, obj map[string]any) (*autoscalingv1.Scale, error) {
+	sc := &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"}}
+	sc.Name = str(obj, "metadata", "name")
+	sc.Namespace = str(obj, "metadata", "namespace")
+	sc.UID = types.UID(str(obj, "metadata", "uid"))
+	sc.ResourceVersion = str(obj, "metadata", "resourceVersion")
+	if t, err := parseTime(str(obj, "metadata", "creationTimestamp")); err == nil {
+		sc.CreationTimestamp = t
+	}
+	sc.Spec.Replicas = int32(integer(obj, k.scale.specReplicas...))
+	sc.Status.Replicas = int32(integer(obj, k.scale.statusReplicas...))
+	if len(k.scale.selector) > 0 {
+		if k.scale.selectorString {
+			sc.Status.Selector = str(obj, k.scale.selector...)
+		} else if sel, ok := get(obj, k.scale.selector...).(map[string]any); ok {
+			ls := &metav1.LabelSelector{}
+			if err := fromMap(sel, ls); err == nil {
+				if s, err := metav1.LabelSelectorAsSelector(ls); err == nil {
+					sc.Status.Selector = s.String()
+				}
+			}
+		}
+	}
+	return sc, nil
+}
+
+func parseTime(s string) (metav1.Time, error) {
+	var t metav1.Time
+	err := t.UnmarshalQueryParameter(s)
+	return t, err
+}
+
+func (s *Server) getScale(w http.ResponseWriter, k *kind, ns, name string) error {
+	o, err := s.store.Get(k.storageResource, ns, name)
+	if err != nil {
+		return err
+	}
+	obj, err := decodeMap(o.Data)
+	if err != nil {
+		return err
+	}
+	sc, err := scaleOf(k, obj)
+	if err != nil {
+		return err
+	}
+	writeObject(w, http.StatusOK, sc)
+	return nil
+}
+
+// updateScale serves PUT (pt nil) and PATCH of /scale: it sets the replicas
+// of the object.
+func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, body []byte, pt *types.PatchType, dry bool) error {
+	ri := requestInfo{gv: k.gvr.GroupVersion(), resource: k.gvr.Resource, namespace: ns, name: name, subresource: "scale"}
+	o, err := s.update(k, ri, dry, func(cur *storage.Object) (map[string]any, error) {
+		obj, err := decodeMap(cur.Data)
+		if err != nil {
+			return nil, err
+		}
+		in := body
+		if pt != nil {
+			cs, err := scaleOf(k, obj)
+			if err != nil {
+				return nil, err
+			}
+			doc, err := json.Marshal(cs)
+			if err != nil {
+				return nil, err
+			}
+			if in, err = applyPatch(*pt, doc, body, func() any { return &autoscalingv1.Scale{} }); err != nil {
+				return nil, err
+			}
+		}
+		var sc autoscalingv1.Scale
+		if err := json.Unmarshal(in, &sc); err != nil {
+			return nil, badRequest("the body of the request was in an unknown format: %v", err)
+		}
+		if sc.Kind != "" && sc.Kind != "Scale" {
+			return nil, badRequest("the kind in the data (%s) does not match the expected kind (Scale)", sc.Kind)
+		}
+		if sc.Name != "" && sc.Name != name {
+			return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", sc.Name, name)
+		}
+		if sc.Spec.Replicas < 0 {
+			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name,
+				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
+		}
+		setPath(obj, int64(sc.Spec.Replicas), k.scale.specReplicas...)
+		m := meta(obj)
+		if sc.ResourceVersion != "" {
+			m["resourceVersion"] = sc.ResourceVersion // a precondition, checked by update
+		}
+		return obj, nil
+	})
+	if err != nil {
+		return err
+	}
+	obj, err := decodeMap(o.Data)
+	if err != nil {
+		return err
+	}
+	sc, err := scaleOf(k, obj)
+	if err != nil {
+		return fmt.Errorf("scale of %s: %w", name, err)
+	}
+	writeObject(w, http.StatusOK, sc)
+	return nil
+}

@@ -1,0 +1,294 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+// Server is the embedded API server. Create it with [New], run it with
+// [Server.Start] or [Server.Serve]; once [Server.Ready] is closed,
+// [Server.URL], [Server.RESTConfig] and [Server.WriteKubeconfig] describe
+// how to reach it.
+type Server struct {
+	opts    Options
+	store   *storage.Store
+	reg     *registry
+	cert    *tls.Certificate // nil without TLS
+	caPEM   []byte           // the self-signed certificate, PEM
+	handler http.Handler
+	// protobuf decodes request bodies sent as protobuf.
+	protobuf protobufDecoder
+
+	inflight  atomic.Int64  // requests being served
+	ready     chan struct{} // closed once the server accepts connections
+	readyOnce sync.Once
+
+	mu      sync.Mutex // guards url and serving
+	url     string     // set before ready is closed
+	serving bool       // Serve was called
+}
+
+// New returns a server holding the built-in kinds and the namespaces every
+// cluster has (default, kube-system, kube-public, kube-node-lease). It does
+// not listen yet.
+func New(opts Options) (*Server, error) {
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	if opts.Token == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return nil, fmt.Errorf("apiserver: token: %w", err)
+		}
+		opts.Token = hex.EncodeToString(b)
+	}
+	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, Now: opts.Now, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{})}
+	s.reg.add(builtinKinds()...)
+	if opts.TLS {
+		if s.cert, s.caPEM, err = selfSignedCert(opts.Now()); err != nil {
+			return nil, fmt.Errorf("apiserver: TLS certificate: %w", err)
+		}
+	}
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}
+		if _, err := s.create(s.reg.get(namespaceGVR), obj, "", false); err != nil {
+			return nil, fmt.Errorf("apiserver: namespace %s: %w", name, err)
+		}
+	}
+	s.handler = http.HandlerFunc(s.serveHTTP)
+	return s, nil
+}
+
+// Token returns the bearer token clients must send.
+func (s *Server) Token() string { return s.opts.Token }
+
+// CAData returns the PEM certificate clients must trust with TLS, or nil.
+func (s *Server) CAData() []byte { return s.caPEM }
+
+// Ready is closed once the server accepts connections.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// URL returns the server's base URL, such as http://127.0.0.1:40123; empty
+// before Ready is closed.
+func (s *Server) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// Handler returns the server's HTTP handler (authentication included), to
+// serve it on a listener of your own or call it in process.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// RESTConfig returns a client configuration for the server; nil before Ready
+// is closed. The caller may modify it.
+func (s *Server) RESTConfig() *rest.Config {
+	u := s.URL()
+	if u == "" {
+		return nil
+	}
+	return &rest.Config{
+		Host:            u,
+		BearerToken:     s.opts.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.caPEM},
+		QPS:             -1, // no client-side rate limit against an in-process server
+	}
+}
+
+// Kubeconfig returns a kubeconfig file for the server, with a cluster, user and
+// context named "kloop"; kubectl uses it as is. It needs Options.TLS:
+// clientcmd (so kubectl) sends credentials only over TLS.
+func (s *Server) Kubeconfig() ([]byte, error) {
+	u := s.URL()
+	if u == "" {
+		return nil, errors.New("apiserver: the server is not ready")
+	}
+	if s.cert == nil {
+		return nil, errors.New("apiserver: a kubeconfig needs TLS (Options.TLS): kubectl and client-go's kubeconfig loader send the bearer token only over TLS")
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kloop"] = &clientcmdapi.Cluster{Server: u, CertificateAuthorityData: s.caPEM}
+	cfg.AuthInfos["kloop"] = &clientcmdapi.AuthInfo{Token: s.opts.Token}
+	cfg.Contexts["kloop"] = &clientcmdapi.Context{Cluster: "kloop", AuthInfo: "kloop", Namespace: "default"}
+	cfg.CurrentContext = "kloop"
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: kubeconfig: %w", err)
+	}
+	return b, nil
+}
+
+// WriteKubeconfig writes [Server.Kubeconfig] to path, readable by the owner only.
+func (s *Server) WriteKubeconfig(path string) error {
+	b, err := s.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, b, 0o600); err != nil {
+		return fmt.Errorf("apiserver: write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// Start listens on Options.Addr and serves until ctx is cancelled.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("apiserver: listen: %w", err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves on ln until ctx is cancelled, then closes ln, ends the open
+// watches and waits (at most 5 s) for the requests in flight. A server serves
+// once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.mu.Lock()
+	if s.serving {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return errors.New("apiserver: the server is already serving")
+	}
+	s.serving = true
+	scheme := "http"
+	if s.cert != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*s.cert}, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12})
+	}
+	s.url = scheme + "://" + ln.Addr().String()
+	s.mu.Unlock()
+
+	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:          nil,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.readyOnce.Do(func() { close(s.ready) })
+	s.opts.Logger.Info("apiserver serving", "url", s.url)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("apiserver: serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Stop accepting, end the watches (their contexts derive from
+	// reqCtx), let the other requests finish (at most 5 s), then close the
+	// connections. http.Server.Shutdown would also wait a second per HTTP/2
+	// connection for its GOAWAY.
+	cancelRequests()
+	_ = ln.Close()
+	<-errc
+	srv.SetKeepAlivesEnabled(false)
+	s.waitInflight(5 * time.Second)
+	if err := srv.Close(); err != nil {
+		return fmt.Errorf("apiserver: close: %w", err)
+	}
+	s.waitInflight(time.Minute) // handlers return once their connection is closed
+	return nil
+}
+
+// waitInflight waits, at most d, for the requests being served to end.
+func (s *Server) waitInflight(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for s.inflight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	if n := s.inflight.Load(); n > 0 {
+		s.opts.Logger.Warn("apiserver: requests still running at shutdown", "count", n)
+	}
+}
+
+// serveHTTP authenticates, bounds the body and routes.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			s.opts.Logger.Error("apiserver: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			writeError(w, fmt.Errorf("internal error: %v", v), schema.GroupResource{}, "")
+		}
+	}()
+	if !s.authenticated(r) {
+		writeStatus(w, &apierrors.NewUnauthorized("Unauthorized").ErrStatus)
+		return
+	}
+	if r.ContentLength > s.opts.MaxRequestBytes {
+		writeStatus(w, &apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.opts.MaxRequestBytes)).ErrStatus)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
+	s.routes(w, r)
+}
+
+func (s *Server) authenticated(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	token, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.opts.Token)) == 1
+}
+
+// selfSignedCert makes an ECDSA certificate for the loopback names, valid for a year.
+func selfSignedCert(now time.Time) (*tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "kloop-apiserver"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}

@@ -1,0 +1,132 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+// tableOptions are the Table parameters of a request.
+type tableOptions struct {
+	includeObject metav1.IncludeObjectPolicy
+	noHeaders     bool
+}
+
+// wantsTable reports whether the Accept header asks for a meta.k8s.io Table,
+// as kubectl get does.
+func wantsTable(r *http.Request) (tableOptions, bool) {
+	accept := r.Header.Get("Accept")
+	if !strings.Contains(accept, "as=Table") {
+		return tableOptions{}, false
+	}
+	ok := false
+	for _, mt := range strings.Split(accept, ",") {
+		params := map[string]string{}
+		for _, p := range strings.Split(mt, ";")[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			params[k] = v
+		}
+		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return tableOptions{}, false
+	}
+	t := tableOptions{includeObject: metav1.IncludeMetadata}
+	q := r.URL.Query()
+	switch p := metav1.IncludeObjectPolicy(q.Get("includeObject")); p {
+	case metav1.IncludeNone, metav1.IncludeObject, metav1.IncludeMetadata:
+		t.includeObject = p
+	}
+	return t, true
+}
+
+// table converts stored objects into a Table.
+func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t tableOptions) (*metav1.Table, error) {
+	now := s.opts.Now()
+	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: lm, Rows: []metav1.TableRow{}}
+	cols := k.tableColumns()
+	if !t.noHeaders {
+		tbl.ColumnDefinitions = make([]metav1.TableColumnDefinition, 0, len(cols)+1)
+		if k.crd == nil {
+			tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."})
+		}
+		for _, c := range cols {
+			tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, c.def)
+		}
+	}
+	for _, o := range objs {
+		obj, err := s.served(k, o)
+		if err != nil {
+			return nil, err
+		}
+		var row metav1.TableRow
+		if k.crd != nil {
+			row.Cells = k.crd.columns.Cells(obj, now)
+		} else {
+			row.Cells = make([]any, 0, len(cols)+1)
+			row.Cells = append(row.Cells, o.Name)
+			for _, c := range cols {
+				row.Cells = append(row.Cells, c.value(obj, now))
+			}
+		}
+		switch t.includeObject {
+		case metav1.IncludeObject:
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			row.Object = runtime.RawExtension{Raw: b}
+		case metav1.IncludeMetadata:
+			b, err := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+			if err != nil {
+				return nil, err
+			}
+			row.Object = runtime.RawExtension{Raw: b}
+		}
+		tbl.Rows = append(tbl.Rows, row)
+	}
+	return tbl, nil
+}
+
+// tableColumns returns the columns after Name: the kind's, with Age appended
+// when the kind does not place it. Custom resources use their CRD's columns.
+func (k *kind) tableColumns() []column {
+	if k.crd != nil {
+		out := make([]column, 0, len(k.crd.columns.Definitions()))
+		for _, d := range k.crd.columns.Definitions() {
+			out = append(out, column{def: d})
+		}
+		return out
+	}
+	for _, c := range k.columns {
+		if c.def.Name == "Age" {
+			return k.columns
+		}
+	}
+	return append(k.columns[:len(k.columns):len(k.columns)], ageColumn())
+}
+
+func (s *Server) writeTable(w http.ResponseWriter, k *kind, objs []*storage.Object, lm metav1.ListMeta, t tableOptions) error {
+	tbl, err := s.table(k, objs, lm, t)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(tbl)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", tableContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	return nil
+}

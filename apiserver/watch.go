@@ -1,0 +1,181 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+// watch serves a watch as a chunked stream of JSON watch events.
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) error {
+	pred, err := s.predicate(k, q)
+	if err != nil {
+		return err
+	}
+	rvParam, match, sendInitial := q.Get("resourceVersion"), q.Get("resourceVersionMatch"), q.Get("sendInitialEvents")
+	rv, err := parseRV(rvParam)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	bookmarks := boolParam(q, "allowWatchBookmarks")
+	opts := storage.WatchOptions{Namespace: ns, Predicate: pred}
+	if bookmarks {
+		opts.BookmarkInterval = s.opts.BookmarkInterval
+	}
+	switch {
+	case sendInitial != "":
+		initial, err := strconv.ParseBool(sendInitial)
+		if err != nil {
+			return badRequest("invalid sendInitialEvents %q", sendInitial)
+		}
+		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
+			return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "",
+				field.ErrorList{field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")})
+		}
+		if rv > s.store.Revision() {
+			return fmt.Errorf("%w: requested %d, current %d", storage.ErrTooLargeResourceVersion, rv, s.store.Revision())
+		}
+		if initial {
+			opts.SendInitialEvents, opts.InitialEventsEnd = true, bookmarks
+		} else {
+			opts.Revision = max(rv, s.store.Revision())
+			if rvParam != "" && rvParam != "0" {
+				opts.Revision = rv
+			}
+		}
+	case match != "":
+		return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "",
+			field.ErrorList{field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")})
+	case rvParam == "" || rvParam == "0":
+		opts.SendInitialEvents = true // legacy: the current state as ADDED events, then changes
+	default:
+		opts.Revision = rv
+	}
+	timeout := s.opts.WatchTimeout
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n < 0 {
+			return badRequest("invalid timeoutSeconds %q", t)
+		}
+		if n > 0 {
+			timeout = time.Duration(min(n, 1<<31)) * time.Second
+		}
+	}
+	table, isTable := wantsTable(r)
+	watcher, err := s.store.Watch(k.storageResource, opts)
+	expired := errors.Is(err, storage.ErrExpired)
+	if err != nil && !expired {
+		return err
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if isTable {
+		h.Set("Content-Type", tableContentType)
+	}
+	h.Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if expired {
+		// kube-apiserver's watch cache answers an expired revision with an
+		// ERROR event carrying 410 Expired, on a successful response.
+		st := statusFor(err, k.groupResource(), "")
+		st.Kind, st.APIVersion = "Status", "v1"
+		b, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawJSON(st)})
+		_, _ = w.Write(append(b, '\n'))
+		_ = rc.Flush()
+		return nil
+	}
+	_ = rc.Flush()
+
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	var buf bytes.Buffer
+	for {
+		ev, err := watcher.Next(ctx)
+		if err != nil {
+			if errors.Is(err, storage.ErrWatcherTooSlow) {
+				s.opts.Logger.Debug("apiserver: closing a slow watch", "resource", k.gvr.String(), "err", err)
+			}
+			return nil // end of the stream; the client re-watches from its last revision
+		}
+		frame, err := s.frame(&buf, k, ev, table, isTable)
+		if err != nil {
+			s.opts.Logger.Error("apiserver: encoding a watch event", "resource", k.gvr.String(), "err", err)
+			return nil
+		}
+		if _, err := w.Write(frame); err != nil {
+			return nil
+		}
+		if !watcher.Pending() {
+			if err := rc.Flush(); err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// frame returns the wire form of one event: the shared pre-encoded frame when
+// the stored form is the served form, else an encoding into buf.
+func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tableOptions, isTable bool) ([]byte, error) {
+	if ev.Type != storage.Bookmark && !isTable && k.sameStorageForm() {
+		return ev.Frame(), nil
+	}
+	buf.Reset()
+	buf.WriteString(`{"type":"`)
+	buf.WriteString(string(ev.Type))
+	buf.WriteString(`","object":`)
+	switch {
+	case ev.Type == storage.Bookmark:
+		m := map[string]any{"resourceVersion": formatRV(ev.Revision)}
+		if ev.InitialEventsEnd {
+			m["annotations"] = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+		}
+		b, err := json.Marshal(map[string]any{"kind": k.kind, "apiVersion": k.apiVersion(), "metadata": m})
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	case isTable:
+		t, err := s.table(k, []*storage.Object{ev.Object}, metav1.ListMeta{ResourceVersion: formatRV(ev.Revision)}, table)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	default:
+		b, err := s.output(k, ev.Object)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	}
+	buf.WriteString("}\n")
+	return buf.Bytes(), nil
+}
+
+// rawJSON encodes v for a RawExtension.
+func rawJSON(v any) (out runtime.RawExtension) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte("{}")
+	}
+	out.Raw = b
+	return out
+}
