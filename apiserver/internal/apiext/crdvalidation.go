@@ -540,7 +540,7 @@ func validateSchema(schema *JSONSchemaProps, statusEnabled bool, p *field.Path) 
 	if len(serrs) > 0 {
 		return s, serrs
 	}
-	return s, validateDefaults(s.root, sp, true, false)
+	return s, validateDefaults(s.root, sp)
 }
 
 // validateOpenAPI is kube-apiserver's ValidateCustomResourceDefinitionOpenAPISchema
@@ -959,7 +959,7 @@ func nestedCompleteness(v, s *node, sp, vp *field.Path) field.ErrorList {
 // validateDefaults checks every default along the skeleton: it must validate
 // against its own schema and be pruned (contain no unknown fields). Defaults
 // inside the root metadata are forbidden by validateOpenAPI already.
-func validateDefaults(n *node, p *field.Path, root, insideMeta bool) field.ErrorList {
+func validateDefaults(n *node, p *field.Path) field.ErrorList {
 	if n == nil {
 		return nil
 	}
@@ -981,7 +981,6 @@ func validateDefaults(n *node, p *field.Path, root, insideMeta bool) field.Error
 		if m, ok := n.def.(map[string]any); ok && !n.preserveUnknown {
 			pruned, _ := deepCopyJSON(m).(map[string]any)
 			c := *n
-			c.embedded = n.embedded
 			pr := &pruner{}
 			pr.prune(pruned, &c)
 			if len(pr.pruned) > 0 {
@@ -989,10 +988,10 @@ func validateDefaults(n *node, p *field.Path, root, insideMeta bool) field.Error
 			}
 		}
 	}
-	errs = append(errs, validateDefaults(n.items, p.Child("items"), false, insideMeta)...)
+	errs = append(errs, validateDefaults(n.items, p.Child("items"))...)
 	for _, k := range n.propNames {
-		errs = append(errs, validateDefaults(n.properties[k], p.Child("properties").Key(k), false, insideMeta)...)
+		errs = append(errs, validateDefaults(n.properties[k], p.Child("properties").Key(k))...)
 	}
-	errs = append(errs, validateDefaults(n.additional, p.Child("additionalProperties"), false, insideMeta)...)
+	errs = append(errs, validateDefaults(n.additional, p.Child("additionalProperties"))...)
 	return errs
 }

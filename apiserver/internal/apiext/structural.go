@@ -52,28 +52,27 @@ type node struct {
 	hasDefault bool
 	def        any
 
-	required      []string
-	hasEnum       bool
-	enum          []any
-	min, max      *float64
-	exclMin       bool
-	exclMax       bool
-	minLen        *int64
-	maxLen        *int64
-	minItems      *int64
-	maxItems      *int64
-	minProps      *int64
-	maxProps      *int64
-	uniqueItems   bool
-	multipleOf    *float64
-	patternSrc    string
-	pattern       *regexp.Regexp
-	allOf, anyOf  []*node
-	oneOf         []*node
-	not           *node
-	listType      string
-	listMapKeys   []string
-	hasValidation bool // any value validation on this node besides type
+	required     []string
+	hasEnum      bool
+	enum         []any
+	min, max     *float64
+	exclMin      bool
+	exclMax      bool
+	minLen       *int64
+	maxLen       *int64
+	minItems     *int64
+	maxItems     *int64
+	minProps     *int64
+	maxProps     *int64
+	uniqueItems  bool
+	multipleOf   *float64
+	patternSrc   string
+	pattern      *regexp.Regexp
+	allOf, anyOf []*node
+	oneOf        []*node
+	not          *node
+	listType     string
+	listMapKeys  []string
 }
 
 // NewStructural compiles s. It fails (with a wrapped, path-carrying error) on

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -116,7 +115,7 @@ func (o *Options) defaults() {
 		o.Version = "unversioned"
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
@@ -429,7 +428,7 @@ func (g *gen) resource(r *Resource, paths map[string]any) error {
 	if r.Namespaced {
 		if r.has("list") {
 			paths[root] = map[string]any{
-				"get":        op.build("get", "list", "list"+op.gvCamel+r.GVK.Kind+"ForAllNamespaces", "list or watch objects of kind "+r.GVK.Kind, listName, "", nil),
+				"get":        op.build("get", "list", "list"+op.gvCamel+r.GVK.Kind+"ForAllNamespaces", "list or watch objects of kind "+r.GVK.Kind, listName, ""),
 				"parameters": op.pathParams(false, false),
 			}
 		}
@@ -441,13 +440,13 @@ func (g *gen) resource(r *Resource, paths map[string]any) error {
 	}
 	coll := map[string]any{}
 	if r.has("list") {
-		coll["get"] = op.build("get", "list", "list"+op.gvCamel+ns+r.GVK.Kind, "list or watch objects of kind "+r.GVK.Kind, listName, "", nil)
+		coll["get"] = op.build("get", "list", "list"+op.gvCamel+ns+r.GVK.Kind, "list or watch objects of kind "+r.GVK.Kind, listName, "")
 	}
 	if r.has("create") {
-		coll["post"] = op.build("post", "post", "create"+op.gvCamel+ns+r.GVK.Kind, "create "+article(r.GVK.Kind)+r.GVK.Kind, kindName, kindName, nil)
+		coll["post"] = op.build("post", "post", "create"+op.gvCamel+ns+r.GVK.Kind, "create "+article(r.GVK.Kind)+r.GVK.Kind, kindName, kindName)
 	}
 	if r.has("deletecollection") {
-		coll["delete"] = op.build("delete", "deletecollection", "deletecollection"+op.gvCamel+ns+r.GVK.Kind, "delete collection of "+r.GVK.Kind, statusName, deleteOptsName, nil)
+		coll["delete"] = op.build("delete", "deletecollection", "deletecollection"+op.gvCamel+ns+r.GVK.Kind, "delete collection of "+r.GVK.Kind, statusName, deleteOptsName)
 	}
 	if len(coll) > 0 {
 		coll["parameters"] = op.pathParams(r.Namespaced, false)
@@ -455,16 +454,16 @@ func (g *gen) resource(r *Resource, paths map[string]any) error {
 	}
 	item := map[string]any{}
 	if r.has("get") {
-		item["get"] = op.build("get", "get", "read"+op.gvCamel+ns+r.GVK.Kind, "read the specified "+r.GVK.Kind, kindName, "", nil)
+		item["get"] = op.build("get", "get", "read"+op.gvCamel+ns+r.GVK.Kind, "read the specified "+r.GVK.Kind, kindName, "")
 	}
 	if r.has("update") {
-		item["put"] = op.build("put", "put", "replace"+op.gvCamel+ns+r.GVK.Kind, "replace the specified "+r.GVK.Kind, kindName, kindName, nil)
+		item["put"] = op.build("put", "put", "replace"+op.gvCamel+ns+r.GVK.Kind, "replace the specified "+r.GVK.Kind, kindName, kindName)
 	}
 	if r.has("patch") {
-		item["patch"] = op.build("patch", "patch", "patch"+op.gvCamel+ns+r.GVK.Kind, "partially update the specified "+r.GVK.Kind, kindName, patchName, nil)
+		item["patch"] = op.build("patch", "patch", "patch"+op.gvCamel+ns+r.GVK.Kind, "partially update the specified "+r.GVK.Kind, kindName, patchName)
 	}
 	if r.has("delete") {
-		item["delete"] = op.build("delete", "delete", "delete"+op.gvCamel+ns+r.GVK.Kind, "delete "+article(r.GVK.Kind)+r.GVK.Kind, statusName, deleteOptsName, nil)
+		item["delete"] = op.build("delete", "delete", "delete"+op.gvCamel+ns+r.GVK.Kind, "delete "+article(r.GVK.Kind)+r.GVK.Kind, statusName, deleteOptsName)
 	}
 	if len(item) > 0 {
 		item["parameters"] = op.pathParams(r.Namespaced, true)
@@ -477,9 +476,9 @@ func (g *gen) resource(r *Resource, paths map[string]any) error {
 		}
 		title := strings.ToUpper(sub[:1]) + sub[1:]
 		sp := map[string]any{
-			"get":        op.build("get", "get", "read"+op.gvCamel+ns+r.GVK.Kind+title, "read "+sub+" of the specified "+r.GVK.Kind, target, "", nil),
-			"put":        op.build("put", "put", "replace"+op.gvCamel+ns+r.GVK.Kind+title, "replace "+sub+" of the specified "+r.GVK.Kind, target, target, nil),
-			"patch":      op.build("patch", "patch", "patch"+op.gvCamel+ns+r.GVK.Kind+title, "partially update "+sub+" of the specified "+r.GVK.Kind, target, patchName, nil),
+			"get":        op.build("get", "get", "read"+op.gvCamel+ns+r.GVK.Kind+title, "read "+sub+" of the specified "+r.GVK.Kind, target, ""),
+			"put":        op.build("put", "put", "replace"+op.gvCamel+ns+r.GVK.Kind+title, "replace "+sub+" of the specified "+r.GVK.Kind, target, target),
+			"patch":      op.build("patch", "patch", "patch"+op.gvCamel+ns+r.GVK.Kind+title, "partially update "+sub+" of the specified "+r.GVK.Kind, target, patchName),
 			"parameters": op.pathParams(r.Namespaced, true),
 		}
 		paths[root+"/{name}/"+sub] = sp

@@ -90,7 +90,7 @@ var (
 
 // build returns one operation. response and body are definition names
 // ("" for none).
-func (o opBuilder) build(method, action, operationID, description, response, body string, _ []string) map[string]any {
+func (o opBuilder) build(method, action, operationID, description, response, body string) map[string]any {
 	gvk := o.r.GVK
 	op := map[string]any{
 		"description":                     description,
@@ -135,12 +135,6 @@ func (o opBuilder) build(method, action, operationID, description, response, bod
 			content := map[string]any{}
 			for _, mt := range consumes {
 				content[mt] = map[string]any{"schema": o.g.ref(body, "")}
-			}
-			if method == "patch" {
-				content = map[string]any{}
-				for _, mt := range consumes {
-					content[mt] = map[string]any{"schema": o.g.ref(body, "")}
-				}
 			}
 			op["requestBody"] = map[string]any{"content": content, "required": method != "delete"}
 		}
