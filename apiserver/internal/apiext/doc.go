@@ -15,7 +15,11 @@
 //
 // SetDefaults then ValidateCRD (or ValidateCRDUpdate) reproduce
 // kube-apiserver's defaulting and validation, including the structural-schema
-// rules, with its field paths and messages. IsEstablished reads the condition.
+// rules, with its field paths and messages. AcceptNames then claims the names
+// against the other CRDs of the group and sets the NamesAccepted and
+// Established conditions (kube-apiserver's naming and establishing
+// controllers, in one synchronous step); SetCondition, FindCondition and
+// IsEstablished handle conditions.
 //
 // # Custom objects
 //
@@ -25,7 +29,9 @@
 //  1. Prune(obj): drop unknown fields (returned for `unknown field` warnings
 //     or strict field validation);
 //  2. Default(obj): drop non-nullable nulls, apply defaults;
-//  3. Validate(obj): field.ErrorList for a 422 Invalid status.
+//  3. Validate(obj): field.ErrorList for a 422 Invalid status (schema
+//     value validations, list-type set/map uniqueness, TypeMeta/ObjectMeta
+//     of embedded resources; the root metadata is the server's to check).
 //
 // Not implemented: x-kubernetes-validations (CEL) rules are accepted, stored
 // and published in OpenAPI but never evaluated; validation ratcheting;
