@@ -1,3 +1,5 @@
+// +k8s:deepcopy-gen=package
+
 // Package apiext is kloop's own, HTTP-free implementation of what the embedded
 // API server needs to serve CustomResourceDefinitions. It depends only on
 // apimachinery, kube-openapi's strfmt and client-go's util/jsonpath; it never
@@ -43,6 +45,4 @@
 //
 // NewColumns evaluates additionalPrinterColumns (or the default Age column)
 // into Table cells the way kube-apiserver's CRD table convertor does.
-//
-// +k8s:deepcopy-gen=package
 package apiext

@@ -49,8 +49,6 @@ const (
 	WebhookConverter ConversionStrategyType = "Webhook"
 )
 
-// +genclient
-// +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // CustomResourceDefinition is apiextensions.k8s.io/v1 CustomResourceDefinition:

@@ -17,6 +17,12 @@
 //     /apis/<g>/<v>[/namespaces/{namespace}]/<plural>[/{name}], then the
 //     components.schemas entry whose x-kubernetes-group-version-kind list
 //     contains it, and follows $ref/allOf through the fields.
+//   - kubectl apply (client-side) computes strategic merge patches for kinds
+//     whose v3 PATCH accepts application/strategic-merge-patch+json
+//     (Resource.StrategicMergePatch), reading x-kubernetes-patch-strategy and
+//     x-kubernetes-patch-merge-key from the v3 schemas (taken from the Go
+//     struct tags); for other kinds it asks /openapi/v2 for the PATCH
+//     consumes list and sends a JSON merge patch.
 //   - client-go's discovery client fetches /openapi/v2 as protobuf
 //     (kubectl's client-side validation fallback and strategic-merge
 //     patch metadata); kube-openapi's util/proto parses it and
