@@ -30,14 +30,24 @@
 //
 // # Performance
 //
-// Objects live in a map of entries plus a dense slice, so List copies a slice
-// instead of iterating a map. Index buckets point at entries: an Update that
-// does not change an object's index values (always the case for the namespace
-// index, whose value is part of the key) touches no index and allocates
-// nothing. Lookups build their key on the stack. Custom index funcs run
-// before the write lock is taken, and Replace builds the new content before
-// taking the lock, so readers wait only for the swap.
+// Objects live in a map of entries plus dense slices (all objects, and the
+// objects of each namespace), so List and ByIndex on the namespace index copy
+// a slice instead of iterating a map or chasing pointers. Custom index
+// buckets point at entries: an Update that does not change an object's index
+// values (always the case for the namespace index, whose value is part of the
+// key) touches no index. Lookups build their key on the stack. Custom index
+// funcs run before the write lock is taken, into a stack buffer, and Replace
+// builds the new content under the read lock, so readers wait only for the
+// swap. Allocations per operation (deterministic, from the benchmarks):
 //
-// Benchmarks: `go test -run='^$' -bench=. -benchmem ./cache/` (Add, Update,
-// Get, ByIndex, List and Replace at 10,000 and 100,000 Pods).
+//	Update (existing key)      0 allocs   (client-go's indexer: 3, 56 B)
+//	Update with a custom index 1 alloc    (what the IndexFunc returns; client-go: 5, 88 B)
+//	Get / GetByKey             0 allocs   (client-go's GetByKey after building the key: 1)
+//	Add (new key)              2 allocs   (the entry and its key string)
+//	List, ByIndex              1 alloc    (the result slice, 8 B per object; client-go: 16 B)
+//
+// Index overhead beyond the objects themselves: about 160 B per object
+// (client-go: about 130 B); it is the objects that dominate a cache's memory.
+// Timings, the comparison with client-go and the commands are in README.md in
+// this directory.
 package cache

@@ -267,18 +267,21 @@ func (ix *Indexer[T]) LoadAndDelete(key string) (old T, deleted bool, err error)
 // Replace atomically swaps the whole content for objs (the result of a
 // relist) and records resourceVersion as LastSyncResourceVersion. When two
 // objects share a key the later one wins. The new content and its indexes
-// are built before the lock is taken, so readers are blocked only for the
-// swap. If an object is invalid or an index func fails, nothing changes.
+// are built under the read lock (reusing the key strings of objects already
+// stored), so readers are blocked only for the swap. If an object is invalid
+// or an index func fails, nothing changes.
 func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 	spec := ix.spec.Load()
-	st, err := ix.build(spec, objs)
+	ix.mu.RLock() // only to borrow existing key strings; writers wait for the swap anyway
+	st, err := ix.build(spec, objs, ix.st.items)
+	ix.mu.RUnlock()
 	if err != nil {
 		return err
 	}
 	var reports []error
 	ix.mu.Lock()
 	if cur := ix.spec.Load(); cur != spec {
-		if st, err = ix.build(cur, objs); err != nil {
+		if st, err = ix.build(cur, objs, ix.st.items); err != nil {
 			ix.mu.Unlock()
 			return err
 		}
@@ -299,7 +302,9 @@ func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 	return nil
 }
 
-func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T) (state[T], error) {
+// build makes the state for objs. Keys of objects already in prev (the
+// current items, read under mu) are reused instead of allocated again.
+func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T, prev map[string]*entry[T]) (state[T], error) {
 	st := newState[T](spec, ix.nsIndex, len(objs))
 	var buf [keyBufSize]byte
 	for _, obj := range objs {
@@ -311,8 +316,13 @@ func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T) (state[T], error) {
 		if err != nil {
 			return state[T]{}, fmt.Errorf("cache: replace %s: %w", Key(obj), err)
 		}
-		if e := st.items[string(appendKey(buf[:0], obj.GetNamespace(), obj.GetName()))]; e != nil {
+		k := appendKey(buf[:0], obj.GetNamespace(), obj.GetName())
+		if e := st.items[string(k)]; e != nil {
 			st.replace(e, obj, vals)
+			continue
+		}
+		if e := prev[string(k)]; e != nil {
+			st.insert(e.key, obj, vals)
 			continue
 		}
 		st.insert(Key(obj), obj, vals)
