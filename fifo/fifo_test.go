@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -299,42 +300,76 @@ func TestPopErrorsAndCancel(t *testing.T) {
 	}
 }
 
-func TestPopBlocksUntilPushOrCloseOrCancel(t *testing.T) {
-	f, err := New(Options[obj]{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	go func() {
-		err := f.Pop(context.Background(), func(b []Delta[obj]) error {
-			got <- renderBatch(b)
-			return nil
-		})
+// TestPopBlocks checks, inside a synctest bubble (no sleeps), that Pop
+// blocks while the FIFO is empty and wakes for a push, a cancel and a Close,
+// and that a second Pop waits while a first one is processing.
+func TestPopBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, err := New(Options[obj]{})
 		if err != nil {
-			got <- err.Error()
+			t.Fatal(err)
 		}
-	}()
-	time.Sleep(10 * time.Millisecond) // let Pop block (not needed for correctness)
-	if err := f.Update(mk("a/x", "1")); err != nil {
-		t.Fatal(err)
-	}
-	if g := <-got; g != "Updated a/x@1" {
-		t.Fatalf("blocked Pop got %s", g)
-	}
+		got := make(chan string, 2)
+		pop := func(ctx context.Context) {
+			err := f.Pop(ctx, func(b []Delta[obj]) error {
+				got <- renderBatch(b)
+				return nil
+			})
+			if err != nil {
+				got <- err.Error()
+			}
+		}
+		expect := func(want string) {
+			t.Helper()
+			synctest.Wait()
+			select {
+			case g := <-got:
+				if g != want {
+					t.Fatalf("got %q, want %q", g, want)
+				}
+			default:
+				if want != "" {
+					t.Fatalf("nothing yet, want %q", want)
+				}
+			}
+		}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	errc := make(chan error, 2)
-	go func() { errc <- f.Pop(ctx, func([]Delta[obj]) error { return nil }) }()
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled Pop = %v", err)
-	}
+		go pop(context.Background())
+		expect("") // blocked on an empty FIFO
+		must(t, f.Update(mk("a/x", "1")))
+		expect("Updated a/x@1")
 
-	go func() { errc <- f.Pop(context.Background(), func([]Delta[obj]) error { return nil }) }()
-	f.Close()
-	if err := <-errc; !errors.Is(err, ErrClosed) {
-		t.Fatalf("Pop after Close = %v", err)
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		go pop(ctx)
+		expect("")
+		cancel()
+		expect("context canceled")
+
+		// A Pop waits while another is processing, then takes the next unit.
+		release := make(chan struct{})
+		must(t, f.Add(mk("a/x", "2")))
+		must(t, f.Add(mk("a/x", "3")))
+		go func() {
+			_ = f.Pop(context.Background(), func(b []Delta[obj]) error {
+				<-release
+				got <- renderBatch(b)
+				return nil
+			})
+		}()
+		synctest.Wait()
+		go pop(context.Background())
+		expect("")
+		close(release)
+		synctest.Wait()
+		if a, b := <-got, <-got; a != "Added a/x@2" || b != "Added a/x@3" {
+			t.Fatalf("got %q then %q", a, b)
+		}
+
+		go pop(context.Background())
+		expect("")
+		f.Close()
+		expect("fifo: closed")
+	})
 }
 
 func TestTransform(t *testing.T) {
