@@ -27,6 +27,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+func apiservertestOptions() apiservertest.Options { return apiservertest.Options{} }
+
 func newClients(t *testing.T, opts apiservertest.Options) (*apiservertest.Server, kubernetes.Interface) {
 	t.Helper()
 	srv := apiservertest.NewServer(t, opts)

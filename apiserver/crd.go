@@ -22,7 +22,9 @@ const crdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 type crdServing struct {
 	crdName string
 	schema  *apiext.Structural // nil without a schema
-	columns *apiext.Columns
+	// schemaProps is the version's openAPIV3Schema, for OpenAPI documents.
+	schemaProps *apiext.JSONSchemaProps
+	columns     *apiext.Columns
 	// terminating: the CRD is being deleted; creates are refused.
 	terminating bool
 }
@@ -110,7 +112,7 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			if err != nil {
 				return nil, fmt.Errorf("version %s: %w", v.Name, err)
 			}
-			k.crd.schema = st
+			k.crd.schema, k.crd.schemaProps = st, v.Schema.OpenAPIV3Schema
 		}
 		cols, err := apiext.NewColumns(v.AdditionalPrinterColumns)
 		if err != nil {

@@ -77,9 +77,18 @@ type column struct {
 
 // registry holds the served kinds. It is safe for concurrent use.
 type registry struct {
-	mu sync.RWMutex // guards kinds
+	mu sync.RWMutex // guards kinds and gen
 	// kinds by group, version and resource; CRDs add and remove entries.
 	kinds map[schema.GroupVersionResource]*kind
+	// gen counts changes of kinds (starting at 1 once kinds are added).
+	gen uint64
+}
+
+// generation returns a number that changes whenever the served kinds change.
+func (r *registry) generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gen
 }
 
 func newRegistry() *registry {
@@ -92,6 +101,7 @@ func (r *registry) add(ks ...*kind) {
 	for _, k := range ks {
 		r.kinds[k.gvr] = k
 	}
+	r.gen++
 }
 
 // replaceCRD replaces the kinds served for a CRD (none to stop serving it).
@@ -106,6 +116,7 @@ func (r *registry) replaceCRD(crdName string, kinds []*kind) {
 	for _, k := range kinds {
 		r.kinds[k.gvr] = k
 	}
+	r.gen++
 }
 
 // crdKinds returns the kinds served for a CRD.

@@ -43,6 +43,7 @@ type Server struct {
 	handler http.Handler
 	// protobuf decodes request bodies sent as protobuf.
 	protobuf protobufDecoder
+	openapi  *openAPI
 
 	inflight  atomic.Int64  // requests being served
 	ready     chan struct{} // closed once the server accepts connections
@@ -74,6 +75,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{})}
 	s.reg.add(builtinKinds()...)
+	if s.openapi, err = newOpenAPI(); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	if opts.TLS {
 		if s.cert, s.caPEM, err = selfSignedCert(opts.Now()); err != nil {
 			return nil, fmt.Errorf("apiserver: TLS certificate: %w", err)
@@ -185,7 +189,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		scheme = "https"
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*s.cert}, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12})
 	}
-	s.url = scheme + "://" + ln.Addr().String()
+	s.url = scheme + "://" + clientAddr(ln.Addr())
 	s.mu.Unlock()
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
@@ -220,6 +224,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.waitInflight(time.Minute) // handlers return once their connection is closed
 	return nil
+}
+
+// clientAddr is the address clients dial for a listener: the loopback
+// address when it listens on all addresses.
+func clientAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("127.0.0.1", fmt.Sprint(tcp.Port))
 }
 
 // waitInflight waits, at most d, for the requests being served to end.

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a bytes.Buffer safe for the command and the test.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestDispatch(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{nil, 2, "Commands:"},
+		{[]string{"help"}, 0, "apiserver"},
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+		{[]string{"apiserver", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"apiserver", "extra"}, 2, "unexpected arguments"},
+		{[]string{"apiserver", "--tls=false", "--kubeconfig-out", "x"}, 2, "needs --tls"},
+		{[]string{"apiserver", "--addr", "nonsense"}, 1, "Addr"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var out, errOut syncBuffer
+			code := run(context.Background(), tc.args, &out, &errOut)
+			if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
+				t.Fatalf("code %d (want %d), output %q, want it to contain %q", code, tc.code, out.String()+errOut.String(), tc.out)
+			}
+		})
+	}
+}
+
+func TestAPIServerCommand(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"apiserver", "--kubeconfig-out", path, "--token", "t0ken"}, &out, &errOut)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "kubeconfig written") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no kubeconfig; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(out.String(), "listening on https://127.0.0.1:") {
+		t.Fatalf("stdout %q", out.String())
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig: %v %v", err, fi)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BearerToken != "t0ken" {
+		t.Fatalf("token %q", cfg.BearerToken)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // as SIGINT does through signal.NotifyContext
+	if code := <-done; code != 0 {
+		t.Fatalf("exit code %d, stderr %q", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "stopped") {
+		t.Fatalf("stdout %q", out.String())
+	}
+}
+
+// TestSignalShutdown runs the real main in a child process (this test
+// binary, re-executed) and stops it with SIGINT.
+func TestSignalShutdown(t *testing.T) {
+	if os.Getenv("KLOOP_TEST_MAIN") == "1" {
+		os.Args = append([]string{"kloop"}, strings.Fields(os.Getenv("KLOOP_TEST_ARGS"))...)
+		main()
+		return
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalShutdown$")
+	cmd.Env = append(os.Environ(), "KLOOP_TEST_MAIN=1", "KLOOP_TEST_ARGS=apiserver --kubeconfig-out "+path)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "kubeconfig written") {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("child did not start: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGINT: %v, output %q", err, out.String())
+	}
+	if !strings.Contains(out.String(), "kloop apiserver stopped") {
+		t.Fatalf("output %q", out.String())
+	}
+}
