@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -527,20 +528,65 @@ func validateSchema(schema *JSONSchemaProps, statusEnabled bool, p *field.Path) 
 	if schema.Nullable {
 		errs = append(errs, field.Forbidden(p.Child("openAPIV3Schema.nullable"), "nullable cannot be true at the root"))
 	}
+	// As kube-apiserver: structural errors, then default errors, then the
+	// OpenAPI restrictions; errors compiling the schema only when nothing
+	// else was found (they repeat the OpenAPI ones).
+	var compiled *Structural
+	var initErrs field.ErrorList
+	if perrs := patternErrors(schema, sp); len(perrs) > 0 {
+		errs = append(errs, perrs...)
+	} else if st, err := NewStructural(schema); err != nil {
+		initErrs = field.ErrorList{field.Invalid(sp, "", err.Error())}
+	} else {
+		compiled = st
+		serrs := validateStructural(st.root, levelRoot, sp)
+		sort.Slice(serrs, func(i, j int) bool { return serrs[i].Error() < serrs[j].Error() })
+		if len(serrs) > 0 {
+			errs = append(errs, serrs...)
+		} else {
+			errs = append(errs, validateDefaults(st.root, sp)...)
+		}
+	}
 	errs = append(errs, validateOpenAPI(schema, sp, true, false, "")...)
-	if len(errs) > 0 {
-		return nil, errs
+	if len(errs) == 0 {
+		errs = initErrs
 	}
-	s, err := NewStructural(schema)
-	if err != nil {
-		return nil, field.ErrorList{field.Invalid(sp, "", err.Error())}
+	return compiled, errs
+}
+
+// patternErrors reports every pattern that is not a valid Go regular
+// expression, with kube-apiserver's message.
+func patternErrors(s *JSONSchemaProps, p *field.Path) field.ErrorList {
+	if s == nil {
+		return nil
 	}
-	serrs := validateStructural(s.root, levelRoot, sp)
-	sort.Slice(serrs, func(i, j int) bool { return serrs[i].Error() < serrs[j].Error() })
-	if len(serrs) > 0 {
-		return s, serrs
+	var errs field.ErrorList
+	if s.Pattern != "" {
+		if _, err := regexp.Compile(s.Pattern); err != nil {
+			errs = append(errs, field.Invalid(p.Child("pattern"), s.Pattern, fmt.Sprintf("must be a valid regular expression, but isn't: %v", err)))
+		}
 	}
-	return s, validateDefaults(s.root, sp)
+	for _, k := range sortedKeys(s.Properties) {
+		ps := s.Properties[k]
+		errs = append(errs, patternErrors(&ps, p.Child("properties").Key(k))...)
+	}
+	if s.Items != nil {
+		errs = append(errs, patternErrors(s.Items.Schema, p.Child("items"))...)
+	}
+	if s.AdditionalProperties != nil {
+		errs = append(errs, patternErrors(s.AdditionalProperties.Schema, p.Child("additionalProperties"))...)
+	}
+	for i := range s.AllOf {
+		errs = append(errs, patternErrors(&s.AllOf[i], p.Child("allOf").Index(i))...)
+	}
+	for i := range s.AnyOf {
+		errs = append(errs, patternErrors(&s.AnyOf[i], p.Child("anyOf").Index(i))...)
+	}
+	for i := range s.OneOf {
+		errs = append(errs, patternErrors(&s.OneOf[i], p.Child("oneOf").Index(i))...)
+	}
+	errs = append(errs, patternErrors(s.Not, p.Child("not"))...)
+	return errs
 }
 
 // validateOpenAPI is kube-apiserver's ValidateCustomResourceDefinitionOpenAPISchema

@@ -166,7 +166,16 @@ func TestValidateCRD(t *testing.T) {
 		}, []string{`properties[a].items.properties[k].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property`}},
 		{"bad pattern", func(t *testing.T, c *CustomResourceDefinition) {
 			c.Spec.Versions[1].Schema.OpenAPIV3Schema = schemaFromYAML(t, `{type: object, properties: {a: {type: string, pattern: "(?!x)"}}}`)
-		}, []string{`spec.versions[1].schema.openAPIV3Schema: Invalid value: "": apiext: compiling schema: openAPIV3Schema.properties[a].pattern: must be a valid regular expression`}},
+		}, []string{"spec.versions[1].schema.openAPIV3Schema.properties[a].pattern: Invalid value: \"(?!x)\": must be a valid regular expression, but isn't: error parsing regexp: invalid or unsupported Perl syntax: `(?!`"}},
+		{"structural and openapi errors together", func(t *testing.T, c *CustomResourceDefinition) {
+			c.Spec.Versions[1].Schema.OpenAPIV3Schema = schemaFromYAML(t, `{type: object, properties: {a: {properties: {b: {type: string}}}, u: {type: array, items: {type: string}, uniqueItems: true}}}`)
+		}, []string{
+			`properties[a].type: Required value: must not be empty for specified object fields`,
+			`properties[u].uniqueItems: Forbidden: uniqueItems cannot be set to true`,
+		}},
+		{"unsupported keyword reported once", func(t *testing.T, c *CustomResourceDefinition) {
+			c.Spec.Versions[1].Schema.OpenAPIV3Schema = schemaFromYAML(t, `{type: object, properties: {a: {type: object, patternProperties: {x: {type: string}}}}}`)
+		}, []string{`spec.versions[1].schema.openAPIV3Schema.properties[a].patternProperties: Forbidden: patternProperties is not supported`}},
 		{"status subresource root restrictions", func(t *testing.T, c *CustomResourceDefinition) {
 			c.Spec.Versions[0].Schema.OpenAPIV3Schema.AnyOf = []JSONSchemaProps{{Required: []string{"spec"}}}
 		}, []string{`spec.versions[0].schema.openAPIV3Schema: Invalid value: "": only [Description Type`}},
@@ -200,6 +209,7 @@ func TestValidateCRD(t *testing.T) {
 			if all == nil {
 				t.Fatalf("no errors, want %q", tt.want)
 			}
+
 			for _, w := range tt.want {
 				found := false
 				for _, e := range errs {
@@ -254,5 +264,16 @@ func TestValidateCRDUpdate(t *testing.T) {
 				t.Fatalf("got %v, want %q", agg, tt.want)
 			}
 		})
+	}
+}
+
+// An unsupported keyword is reported once (by the OpenAPI checks), not again
+// as a schema compilation error, as in kube-apiserver.
+func TestValidateCRDNoDuplicateErrors(t *testing.T) {
+	crd := validCRD(t)
+	crd.Spec.Versions[1].Schema.OpenAPIV3Schema = schemaFromYAML(t, `{type: object, properties: {a: {type: object, $ref: "#/x"}}}`)
+	errs := ValidateCRD(crd)
+	if len(errs) != 1 || errs[0].Error() != `spec.versions[1].schema.openAPIV3Schema.properties[a].$ref: Forbidden: $ref is not supported` {
+		t.Fatalf("errors: %v", errs.ToAggregate())
 	}
 }
