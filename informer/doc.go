@@ -1,0 +1,45 @@
+// Package informer is the stage of kloop's pipeline that wires the others
+// together and fans changes out to event handlers:
+//
+//	API server → reflector → fifo → cache → event handlers → workqueue → Reconcile
+//
+// An [Informer] runs a reflector (list, then watch) that pushes every change
+// into an in-order FIFO; one goroutine pops the FIFO, applies each delta to
+// the cache, and THEN queues a notification for every handler, so a handler
+// that reads the cache sees at least the state of its event. A relist is
+// applied as one atomic cache Replace; objects that disappeared during the
+// gap are reported as [Deleted] tombstones with FinalStateUnknown and the
+// last state the cache held.
+//
+// # Handlers
+//
+// Each [Handler] added with AddHandler has its own unbounded, ordered buffer
+// drained by its own goroutine (started by Run): a slow handler delays only
+// itself, never the watch, the cache or the other handlers. A handler added
+// after the start first gets an OnAdd (initialList true) for every cached
+// object. [Registration.HasSynced] is per handler: true once that handler
+// has returned from every notification of the initial list. Resyncs are per
+// handler too (HandlerOptions.ResyncPeriod; 10 h ± 10 % by default, NoResync
+// turns them off): OnUpdate(obj, obj) for every cached object, queued in
+// order with the handler's other notifications. A handler that panics is
+// logged and keeps receiving later notifications.
+//
+// Handlers should only compute keys and add them to a work queue. Objects
+// passed to handlers and returned by Get, List and ByIndex are the cached
+// ones, shared by everybody: never mutate them (DeepCopy first).
+//
+// # Lean by default
+//
+// Before an object is queued and cached, the informer drops
+// metadata.managedFields (Options.KeepManagedFields opts out) and replaces
+// strings that repeat across objects — namespace, label keys and values,
+// annotation keys and short values, finalizers, owner references' apiVersion,
+// kind and name — with one canonical copy (Options.DisableInterning opts
+// out); Options.Transform runs after that.
+//
+// # Use
+//
+// New takes any reflector.ListerWatcher, so an informer can be fed by a
+// test double or by reflector.NewRESTListerWatcher directly; Run blocks
+// until its context is cancelled and starts no goroutine before.
+package informer

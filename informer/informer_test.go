@@ -1,0 +1,488 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func newPodInformer(t *testing.T, srv *fakeServer, opts Options[*corev1.Pod]) *Informer[*corev1.Pod] {
+	t.Helper()
+	if opts.Reflector.InitialBackoff == 0 {
+		opts.Reflector = quickReflector
+	}
+	opts.DetectMutations = true
+	opts.OnMutation = func(err error) { t.Error(err) }
+	inf, err := New[*corev1.Pod](srv, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inf
+}
+
+func timeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func waitSynced(t *testing.T, ctx context.Context, reg *Registration) {
+	t.Helper()
+	for !reg.HasSynced() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("handler never synced")
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func TestSyncThenEvents(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	rec := newRecorder()
+	reg, err := inf.AddHandler(rec, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.HasSynced() || inf.HasSynced() {
+		t.Fatal("synced before Run")
+	}
+	start(t, inf)
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitSynced(t, ctx, reg)
+	<-srv.watchOpened
+
+	srv.create(pod("c"))
+	srv.update(pod("a", "app", "web"))
+	srv.remove(pod("b"))
+	got := rec.waitFor(t, ctx, 5)
+	want := []string{
+		"add a@1 initial=true",
+		"add b@2 initial=true",
+		"add c@3 initial=false",
+		"update a@1->4",
+		"delete default/b@5 unknown=false",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
+	if err := inf.Check(); err != nil {
+		t.Fatal(err)
+	}
+	assertCacheEquals(t, inf, srv)
+	if a, ok := inf.Get("default", "a"); !ok || a.Labels["app"] != "web" {
+		t.Fatalf("Get a = %v, %t", a, ok)
+	}
+	if got := len(inf.ListNamespace("default")); got != 2 {
+		t.Fatalf("ListNamespace = %d objects, want 2", got)
+	}
+	if inf.LastSyncResourceVersion() != "5" {
+		t.Fatalf("LastSyncResourceVersion = %q", inf.LastSyncResourceVersion())
+	}
+}
+
+func assertCacheEquals(t *testing.T, inf *Informer[*corev1.Pod], srv *fakeServer) {
+	t.Helper()
+	got := map[string]string{}
+	for _, p := range inf.List() {
+		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	want := srv.state()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("cache %v, server %v", got, want)
+	}
+}
+
+// Every handler call must find the cache already holding (at least) the
+// state of its event.
+func TestCacheUpdatedBeforeNotification(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	var checked atomic.Int32
+	rec := newRecorder()
+	rec.check = func(ev string, p *corev1.Pod) {
+		checked.Add(1)
+		cached, ok := inf.Get(p.Namespace, p.Name)
+		if ev[:6] == "delete" {
+			if ok {
+				t.Errorf("%s: object still cached", ev)
+			}
+			return
+		}
+		if !ok {
+			t.Errorf("%s: not in the cache", ev)
+			return
+		}
+		c, _ := strconv.Atoi(cached.ResourceVersion)
+		e, _ := strconv.Atoi(p.ResourceVersion)
+		if c < e {
+			t.Errorf("%s: cache has resourceVersion %d, older than the event's", ev, c)
+		}
+	}
+	if _, err := inf.AddHandler(rec, HandlerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	<-srv.watchOpened
+	// No object is deleted before all adds and updates are seen, so an add
+	// or update must find its object cached at least as new as the event.
+	for i := range 50 {
+		srv.create(pod(fmt.Sprint("p", i)))
+		srv.update(pod(fmt.Sprint("p", i), "v", "2"))
+	}
+	rec.waitFor(t, ctx, 2+50*2)
+	for i := range 50 {
+		srv.remove(pod(fmt.Sprint("p", i)))
+	}
+	rec.waitFor(t, ctx, 2+50*3)
+	if checked.Load() != 152 {
+		t.Fatalf("checked %d calls", checked.Load())
+	}
+}
+
+// A watch that breaks with 410 Gone while objects were deleted, changed and
+// created: the relist yields tombstones with FinalStateUnknown carrying the
+// last cached state, updates and adds, and the cache equals the server.
+func TestRelistTombstones(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"), pod("c"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	rec := newRecorder()
+	reg, err := inf.AddHandler(rec, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitSynced(t, ctx, reg)
+	<-srv.watchOpened
+	srv.update(pod("a", "x", "1")) // rv 4, seen
+	rec.waitFor(t, ctx, 4)
+
+	// The gap: nothing of this reaches the watch.
+	srv.change("DELETED", pod("b"), false)           // rv 5
+	srv.change("MODIFIED", pod("c", "y", "1"), false) // rv 6
+	srv.change("ADDED", pod("d"), false)              // rv 7
+	srv.gone()
+
+	got := rec.waitFor(t, ctx, 8)
+	want := []string{
+		"add a@1 initial=true",
+		"add b@2 initial=true",
+		"add c@3 initial=true",
+		"update a@1->4",
+		"update a@4->4",
+		"update c@3->6",
+		"add d@7 initial=false",
+		"delete default/b@2 unknown=true",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events:\n got %q\nwant %q", got, want)
+	}
+	assertCacheEquals(t, inf, srv)
+	srv.mu.Lock()
+	lists := srv.lists
+	srv.mu.Unlock()
+	if lists != 2 {
+		t.Fatalf("%d lists, want 2", lists)
+	}
+}
+
+// Ten fast handlers get every event while a slow one is stuck; the slow one
+// then gets them all, in order.
+func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer()
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	release := make(chan struct{})
+	slow := newRecorder()
+	var once sync.Once
+	slow.check = func(string, *corev1.Pod) { once.Do(func() { <-release }) }
+	if _, err := inf.AddHandler(slow, HandlerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fast := make([]*recorder, 10)
+	for i := range fast {
+		fast[i] = newRecorder()
+		if _, err := inf.AddHandler(fast[i], HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start(t, inf)
+	<-srv.watchOpened
+	const n = 1000
+	for i := range n {
+		srv.create(pod(fmt.Sprint("p", i)))
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("add p%d@%d initial=false", i, i+1))
+	}
+	for _, r := range fast {
+		if got := r.waitFor(t, ctx, n); !slices.Equal(got, want) {
+			t.Fatalf("fast handler got %d events, out of order or wrong", len(got))
+		}
+	}
+	if got := len(slow.snapshot()); got != 0 {
+		t.Fatalf("slow handler got %d events while stuck", got)
+	}
+	close(release)
+	if got := slow.waitFor(t, ctx, n); !slices.Equal(got, want) {
+		t.Fatal("slow handler's events wrong or out of order")
+	}
+}
+
+func TestLateHandlerGetsSyntheticAdds(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	start(t, inf)
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.watchOpened
+	srv.create(pod("c"))
+	for inf.Len() != 3 {
+		time.Sleep(time.Millisecond)
+	}
+	late := newRecorder()
+	reg, err := inf.AddHandler(late, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSynced(t, ctx, reg)
+	got := late.snapshot()
+	slices.Sort(got)
+	want := []string{"add a@1 initial=true", "add b@2 initial=true", "add c@3 initial=true"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("synthetic adds %q, want %q", got, want)
+	}
+	srv.remove(pod("a"))
+	if got := late.waitFor(t, ctx, 4); got[3] != "delete default/a@4 unknown=false" {
+		t.Fatalf("after the synthetic adds: %q", got[3])
+	}
+}
+
+func TestRemoveHandler(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	kept, gone := newRecorder(), newRecorder()
+	if _, err := inf.AddHandler(kept, HandlerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := inf.AddHandler(gone, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitSynced(t, ctx, reg)
+	gone.waitFor(t, ctx, 1)
+	if err := inf.RemoveHandler(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.RemoveHandler(reg); !errors.Is(err, ErrNotRegistered) {
+		t.Fatalf("second RemoveHandler: %v", err)
+	}
+	<-srv.watchOpened
+	srv.create(pod("b"))
+	kept.waitFor(t, ctx, 2)
+	if got := gone.snapshot(); len(got) != 1 {
+		t.Fatalf("removed handler got %q", got)
+	}
+}
+
+// Resyncs reach only the handlers that asked, as updates with old == new,
+// every period ± 10 %.
+func TestResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newFakeServer(pod("a"), pod("b"))
+		inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+		every, never, dflt := newRecorder(), newRecorder(), newRecorder()
+		var sameObj atomic.Bool
+		sameObj.Store(true)
+		if _, err := inf.AddHandler(HandlerFuncs[*corev1.Pod]{
+			AddFunc: every.OnAdd,
+			UpdateFunc: func(old, p *corev1.Pod) {
+				if old != p {
+					sameObj.Store(false)
+				}
+				every.OnUpdate(old, p)
+			},
+		}, HandlerOptions{ResyncPeriod: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inf.AddHandler(never, HandlerOptions{ResyncPeriod: NoResync}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := inf.AddHandler(dflt, HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- inf.Run(ctx) }()
+		synctest.Wait()
+		if got := len(every.snapshot()); got != 2 {
+			t.Fatalf("%d events before the first resync", got)
+		}
+		time.Sleep(54 * time.Second) // < 0.9 min
+		synctest.Wait()
+		if got := len(every.snapshot()); got != 2 {
+			t.Fatalf("resynced before 0.9×period: %q", every.snapshot())
+		}
+		time.Sleep(12 * time.Second) // > 1.1 min
+		synctest.Wait()
+		got := every.snapshot()
+		if len(got) != 4 || !slices.Contains(got, "update a@1->1") || !slices.Contains(got, "update b@2->2") {
+			t.Fatalf("after one period: %q", got)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if n := len(every.snapshot()); n < 6 || n > 8 {
+			t.Fatalf("after three periods %d events", n)
+		}
+		if !sameObj.Load() {
+			t.Fatal("resync update with old != new")
+		}
+		if got := len(never.snapshot()); got != 2 {
+			t.Fatalf("NoResync handler got %d events", got)
+		}
+		if got := len(dflt.snapshot()); got != 2 {
+			t.Fatalf("default (10 h) handler got %d events after 3 min", got)
+		}
+		time.Sleep(11 * time.Hour)
+		synctest.Wait()
+		if got := len(dflt.snapshot()); got != 4 {
+			t.Fatalf("default handler got %d events after 11 h", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestDefaultTransform(t *testing.T) {
+	withMF := func(name string) *corev1.Pod {
+		// Distinct copies of each string, as a JSON decoder makes them.
+		p := pod(name, strings.Clone("app.kubernetes.io/name"), strings.Clone("web"), strings.Clone("tier"), strings.Clone("frontend"))
+		p.Namespace = strings.Clone(p.Namespace)
+		p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: strings.Clone("apps/v1"), Kind: strings.Clone("ReplicaSet"), Name: "web-1", UID: "u"}}
+		return p
+	}
+	for _, tc := range []struct {
+		name         string
+		opts         Options[*corev1.Pod]
+		wantMF       bool
+		wantInterned bool
+	}{
+		{"default", Options[*corev1.Pod]{}, false, true},
+		{"keep managed fields", Options[*corev1.Pod]{KeepManagedFields: true}, true, true},
+		{"no interning", Options[*corev1.Pod]{DisableInterning: true}, false, false},
+		{"user transform after", Options[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+			p.Spec = corev1.PodSpec{}
+			p.Annotations = map[string]string{"transformed": "yes"}
+			return p, nil
+		}}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := timeout(t)
+			srv := newFakeServer(withMF("a"), withMF("b"))
+			inf := newPodInformer(t, srv, tc.opts)
+			start(t, inf)
+			if err := inf.WaitForCacheSync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := inf.Get("default", "a")
+			b, _ := inf.Get("default", "b")
+			if got := a.ManagedFields != nil; got != tc.wantMF {
+				t.Fatalf("managedFields kept = %t", got)
+			}
+			same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+			interned := same(a.Labels["tier"], b.Labels["tier"]) &&
+				same(a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind) &&
+				same(a.Namespace, b.Namespace)
+			if interned != tc.wantInterned {
+				t.Fatalf("strings shared = %t", interned)
+			}
+			if tc.opts.Transform != nil && a.Annotations["transformed"] != "yes" {
+				t.Fatal("user transform not applied")
+			}
+		})
+	}
+}
+
+func TestLifecycleErrors(t *testing.T) {
+	srv := newFakeServer(pod("a"))
+	if _, err := New[*corev1.Pod](nil, Options[*corev1.Pod]{}); err == nil {
+		t.Fatal("nil ListerWatcher accepted")
+	}
+	if _, err := New[*corev1.Pod](srv, Options[*corev1.Pod]{OnMutation: func(error) {}}); err == nil {
+		t.Fatal("OnMutation without DetectMutations accepted")
+	}
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	if _, err := inf.AddHandler(nil, HandlerOptions{}); err == nil {
+		t.Fatal("nil handler accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- inf.Run(ctx) }()
+	if err := inf.WaitForCacheSync(timeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.Run(ctx); !errors.Is(err, ErrAlreadyRunning) {
+		t.Fatalf("second Run: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.AddHandler(newRecorder(), HandlerOptions{}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("AddHandler after stop: %v", err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	if err := newPodInformer(t, newFakeServer(), Options[*corev1.Pod]{}).WaitForCacheSync(ctx2); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WaitForCacheSync on a cancelled ctx: %v", err)
+	}
+}
+
+// A panicking handler is logged and keeps receiving later notifications;
+// the others are unaffected.
+func TestPanickingHandler(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	rec := newRecorder()
+	rec.check = func(ev string, p *corev1.Pod) {
+		if p.Name == "a" {
+			panic("boom")
+		}
+	}
+	reg, err := inf.AddHandler(rec, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitSynced(t, ctx, reg)
+	if got := rec.waitFor(t, ctx, 1); !slices.Equal(got, []string{"add b@2 initial=true"}) {
+		t.Fatalf("events %q", got)
+	}
+}

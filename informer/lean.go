@@ -1,0 +1,99 @@
+package informer
+
+import (
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxInternedValue is the longest annotation value that is interned: short
+// values ("true", a hash, a controller name) repeat across objects, long
+// ones (last-applied-configuration) rarely do.
+const maxInternedValue = 64
+
+// intern returns the canonical copy of s. The copies live in Go's unique
+// package, which frees a string once no cached object references it, so an
+// informer's strings never pin memory after their objects are gone.
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// StripManagedFields drops metadata.managedFields: the default transform of
+// every informer (opt out with Options.KeepManagedFields).
+func StripManagedFields[T Object](obj T) (T, error) {
+	obj.SetManagedFields(nil)
+	return obj, nil
+}
+
+// InternMetadata replaces the strings of obj's metadata that repeat across
+// objects by canonical copies: namespace, generateName, label keys and
+// values, annotation keys (and values up to 64 bytes), finalizers, and the
+// apiVersion, kind and name of owner references. It is part of the default
+// transform (opt out with Options.DisableInterning).
+func InternMetadata[T Object](obj T) (T, error) {
+	internMeta(obj)
+	return obj, nil
+}
+
+func internMeta(obj metav1.Object) {
+	if ns := obj.GetNamespace(); ns != "" {
+		obj.SetNamespace(intern(ns))
+	}
+	if g := obj.GetGenerateName(); g != "" {
+		obj.SetGenerateName(intern(g))
+	}
+	if m := obj.GetLabels(); len(m) > 0 {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[intern(k)] = intern(v)
+		}
+		obj.SetLabels(out)
+	}
+	if m := obj.GetAnnotations(); len(m) > 0 {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			if len(v) <= maxInternedValue {
+				v = intern(v)
+			}
+			out[intern(k)] = v
+		}
+		obj.SetAnnotations(out)
+	}
+	if fs := obj.GetFinalizers(); len(fs) > 0 {
+		for i, f := range fs {
+			fs[i] = intern(f)
+		}
+		obj.SetFinalizers(fs)
+	}
+	if refs := obj.GetOwnerReferences(); len(refs) > 0 {
+		for i := range refs {
+			refs[i].APIVersion = intern(refs[i].APIVersion)
+			refs[i].Kind = intern(refs[i].Kind)
+			refs[i].Name = intern(refs[i].Name)
+		}
+		obj.SetOwnerReferences(refs)
+	}
+}
+
+// leanTransform returns the transform the FIFO applies: managedFields
+// stripped (unless keep), metadata interned (unless noIntern), then user's.
+func leanTransform(keep, noIntern bool, user func(Object) (Object, error)) func(Object) (Object, error) {
+	if keep && noIntern && user == nil {
+		return nil
+	}
+	return func(obj Object) (Object, error) {
+		if !keep {
+			obj.SetManagedFields(nil)
+		}
+		if !noIntern {
+			internMeta(obj)
+		}
+		if user != nil {
+			return user(obj)
+		}
+		return obj, nil
+	}
+}

@@ -1,0 +1,222 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// noteType is the kind of a notification.
+type noteType uint8
+
+const (
+	noteAdd noteType = iota + 1
+	noteUpdate
+	noteDelete
+)
+
+// notification is one call to make on a handler, kept by value in the
+// listener's ring.
+type notification struct {
+	typ noteType
+	// initial: an add of the initial list (noteAdd only).
+	initial bool
+	// unknown: FinalStateUnknown (noteDelete only).
+	unknown bool
+	// key is set for deletions only.
+	key string
+	old Object // noteUpdate only
+	obj Object // may be nil for a deletion whose last state is unknown
+}
+
+// Ring sizes of a listener's buffer: it starts at minRing, doubles when full,
+// and halves when a ring bigger than keepRing is at most an eighth full, so
+// that memory goes back after a burst.
+const (
+	minRing  = 16
+	keepRing = 1024
+)
+
+// listener is one registered handler: an unbounded ordered buffer of
+// notifications drained by its own goroutine.
+type listener struct {
+	inf     *shared
+	deliver func(n *notification)
+	resync  time.Duration // ≤ 0: no resync
+	logger  *slog.Logger
+
+	wake chan struct{} // cap 1: something was queued, or the listener was removed
+
+	// mu guards ring, head, count, enq, removed and started.
+	mu          sync.Mutex
+	ring        []notification // length 0 or a power of two
+	head, count int
+	// enq counts the notifications ever queued.
+	enq uint64
+	// removed: RemoveHandler was called; the goroutine exits and nothing more
+	// is queued.
+	removed bool
+	// started: the goroutine has been started.
+	started bool
+
+	// delivered counts the notifications whose handler call has returned;
+	// written by the listener goroutine only.
+	delivered atomic.Uint64
+	// syncAt is the value of enq at the end of the initial list, -1 until
+	// it is known. Set once.
+	syncAt atomic.Int64
+	// synced latches delivered >= syncAt.
+	synced atomic.Bool
+}
+
+func newListener(inf *shared, deliver func(*notification), resync time.Duration) *listener {
+	l := &listener{inf: inf, deliver: deliver, resync: resync, logger: inf.logger, wake: make(chan struct{}, 1)}
+	l.syncAt.Store(-1)
+	return l
+}
+
+// pushLocked queues notes; l.mu is held.
+func (l *listener) pushLocked(notes []notification) {
+	if l.removed || len(notes) == 0 {
+		return
+	}
+	for len(l.ring)-l.count < len(notes) {
+		l.resizeLocked(max(minRing, 2*len(l.ring)))
+	}
+	mask := len(l.ring) - 1
+	for i := range notes {
+		l.ring[(l.head+l.count)&mask] = notes[i]
+		l.count++
+	}
+	l.enq += uint64(len(notes))
+}
+
+// push queues notes and wakes the goroutine.
+func (l *listener) push(notes []notification) {
+	l.mu.Lock()
+	l.pushLocked(notes)
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *listener) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *listener) resizeLocked(size int) {
+	ring := make([]notification, size)
+	mask := len(l.ring) - 1
+	for i := range l.count {
+		ring[i] = l.ring[(l.head+i)&mask]
+	}
+	l.ring, l.head = ring, 0
+}
+
+func (l *listener) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count
+}
+
+// markSyncAt records that the initial list ends after the at-th
+// notification.
+func (l *listener) markSyncAt(at uint64) {
+	if !l.syncAt.CompareAndSwap(-1, int64(at)) {
+		return
+	}
+	l.checkSynced()
+}
+
+func (l *listener) checkSynced() {
+	if at := l.syncAt.Load(); at >= 0 && l.delivered.Load() >= uint64(at) {
+		l.synced.Store(true)
+	}
+}
+
+// remove stops the listener: pending notifications are dropped.
+func (l *listener) remove() {
+	l.mu.Lock()
+	l.removed = true
+	clear(l.ring)
+	l.ring, l.head, l.count = nil, 0, 0
+	l.mu.Unlock()
+	l.signal()
+}
+
+// jitter returns a resync wait in [0.9, 1.1]×d.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}
+
+// run delivers notifications until ctx is done or the listener is removed.
+func (l *listener) run(ctx context.Context) {
+	var resync <-chan time.Time
+	var timer *time.Timer
+	if l.resync > 0 {
+		timer = time.NewTimer(jitter(l.resync))
+		defer timer.Stop()
+		resync = timer.C
+	}
+	doResync := func() {
+		l.inf.resyncListener(l)
+		timer.Reset(jitter(l.resync))
+	}
+	for {
+		l.mu.Lock()
+		for l.count == 0 && !l.removed {
+			l.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.wake:
+			case <-resync:
+				doResync()
+			}
+			l.mu.Lock()
+		}
+		if l.removed {
+			l.mu.Unlock()
+			return
+		}
+		n := l.ring[l.head]
+		l.ring[l.head] = notification{}
+		l.head = (l.head + 1) & (len(l.ring) - 1)
+		l.count--
+		if len(l.ring) > keepRing && l.count <= len(l.ring)/8 {
+			l.resizeLocked(len(l.ring) / 2)
+		}
+		l.mu.Unlock()
+
+		l.call(&n)
+		l.delivered.Add(1)
+		if !l.synced.Load() {
+			l.checkSynced()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-resync:
+			doResync()
+		default:
+		}
+	}
+}
+
+// call runs the handler; a panicking handler is logged and skipped, so that
+// one bad object does not stop the handler's later notifications.
+func (l *listener) call(n *notification) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.logger.Error("informer: handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	l.deliver(n)
+}
