@@ -1,0 +1,191 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+)
+
+// kubectl runs kubectl against a server and returns its combined output.
+type kubectl struct {
+	t    *testing.T
+	bin  string
+	args []string // --kubeconfig, --cache-dir
+	home string
+}
+
+func newKubectl(t *testing.T, srv *apiservertest.Server) *kubectl {
+	bin, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("SKIPPING the kubectl test: kubectl (v1.32) is not on PATH on this machine; install it to run this test")
+	}
+	dir := t.TempDir()
+	return &kubectl{t: t, bin: bin, home: dir, args: []string{"--kubeconfig", srv.Kubeconfig(), "--cache-dir", filepath.Join(dir, "cache")}}
+}
+
+func (k *kubectl) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, k.bin, append(append([]string{}, k.args...), args...)...)
+	c.Env = append(os.Environ(), "HOME="+k.home, "KUBECTL_INTERACTIVE_DELETE=false")
+	return c
+}
+
+// run runs kubectl, failing the test on error; stdin is optional.
+func (k *kubectl) run(stdin string, args ...string) string {
+	k.t.Helper()
+	out, err := k.try(stdin, args...)
+	if err != nil {
+		k.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (k *kubectl) try(stdin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := k.cmd(ctx, args...)
+	if stdin != "" {
+		c.Stdin = strings.NewReader(stdin)
+	}
+	start := time.Now()
+	out, err := c.CombinedOutput()
+	k.t.Logf("kubectl %s (%s)", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	return string(out), err
+}
+
+const widgetCR = `
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w1
+spec:
+  color: red
+  replicas: 2
+`
+
+func TestKubectl(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	k := newKubectl(t, srv)
+
+	if out := k.run("", "version", "-o", "json"); !strings.Contains(out, `"serverVersion"`) {
+		t.Fatalf("version: %s", out)
+	}
+	k.run("", "create", "namespace", "demo")
+	if out := k.run(widgetCRD, "apply", "-f", "-"); !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created") {
+		t.Fatalf("apply CRD: %s", out)
+	}
+
+	// Watch widgets from the start, in the background.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var watchOut syncBuffer
+	w := k.cmd(ctx, "get", "widgets", "-n", "demo", "--watch", "--output-watch-events")
+	w.Stdout, w.Stderr = &watchOut, &watchOut
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = w.Wait() })
+	defer wg.Wait()
+	defer cancel()
+
+	if out := k.run(widgetCR, "apply", "-n", "demo", "-f", "-"); !strings.Contains(out, "widget.example.com/w1 created") {
+		t.Fatalf("apply CR: %s", out)
+	}
+	// Applying again changes nothing.
+	if out := k.run(widgetCR, "apply", "-n", "demo", "-f", "-"); !strings.Contains(out, "unchanged") {
+		t.Fatalf("second apply: %s", out)
+	}
+	out := k.run("", "get", "widgets", "-n", "demo")
+	if !regexp.MustCompile(`(?m)^NAME\s+COLOR\s+REPLICAS\s+AGE\n+w1\s+red\s+2\s+\d+s`).MatchString(out) {
+		t.Fatalf("get with printer columns:\n%s", out)
+	}
+	out = k.run("", "get", "widget", "w1", "-n", "demo", "-o", "yaml")
+	for _, want := range []string{"apiVersion: example.com/v1", "kind: Widget", "uid:", "resourceVersion:", "color: red", "generation: 1"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("get -o yaml misses %q:\n%s", want, out)
+		}
+	}
+	k.run("", "patch", "widget", "w1", "-n", "demo", "--type=merge", "-p", `{"spec":{"color":"blue"}}`)
+	k.run("", "label", "widget", "w1", "-n", "demo", "tier=gold")
+	if out := k.run("", "scale", "widget", "w1", "-n", "demo", "--replicas=5"); !strings.Contains(out, "scaled") {
+		t.Fatalf("scale: %s", out)
+	}
+	out = k.run("", "get", "widgets", "-n", "demo", "-l", "tier=gold", "-o", "jsonpath={.items[0].spec.color}/{.items[0].spec.replicas}/{.items[0].metadata.generation}")
+	if out != "blue/5/3" {
+		t.Fatalf("after patch, label, scale: %q", out)
+	}
+	// Invalid objects are refused with the server's message.
+	if out, err := k.try(strings.Replace(widgetCR, "color: red", "color: pink", 1), "apply", "-n", "demo", "-f", "-"); err == nil || !strings.Contains(out, "Unsupported value") {
+		t.Fatalf("invalid apply: %v %s", err, out)
+	}
+	// A finalizer holds the deleted object, Terminating, until it is removed.
+	k.run("", "patch", "widget", "w1", "-n", "demo", "--type=merge", "-p", `{"metadata":{"finalizers":["example.com/hold"]}}`)
+	k.run("", "delete", "widget", "w1", "-n", "demo", "--wait=false")
+	if out := k.run("", "get", "widget", "w1", "-n", "demo", "-o", "jsonpath={.metadata.deletionTimestamp}"); out == "" {
+		t.Fatal("no deletionTimestamp after delete")
+	}
+	k.run("", "patch", "widget", "w1", "-n", "demo", "--type=json", "-p", `[{"op":"remove","path":"/metadata/finalizers"}]`)
+	if out, err := k.try("", "get", "widget", "w1", "-n", "demo"); err == nil || !strings.Contains(out, "NotFound") {
+		t.Fatalf("object should be gone: %s", out)
+	}
+	// The watch saw it all.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(watchOut.String(), "DELETED") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := watchOut.String()
+	for _, want := range []string{"ADDED", "MODIFIED", "DELETED", "w1"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("get -w output misses %s:\n%s", want, got)
+		}
+	}
+	// Built-in kinds: kubectl create, get, describe-free paths.
+	k.run("", "create", "deployment", "web", "-n", "demo", "--image=nginx", "--replicas=2")
+	out = k.run("", "get", "deploy", "-n", "demo")
+	if !regexp.MustCompile(`(?m)^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+`).MatchString(out) {
+		t.Fatalf("get deployments:\n%s", out)
+	}
+	k.run("", "scale", "deployment", "web", "-n", "demo", "--replicas=3")
+	k.run("", "set", "image", "deployment/web", "-n", "demo", "nginx=nginx:2")
+	if out := k.run("", "get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.spec.replicas}/{.spec.template.spec.containers[0].image}"); out != "3/nginx:2" {
+		t.Fatalf("deployment after scale and set image: %q", out)
+	}
+	k.run("", "create", "configmap", "cfg", "-n", "demo", "--from-literal=a=b")
+	if out := k.run("", "get", "all", "-n", "demo"); !strings.Contains(out, "deployment.apps/web") {
+		t.Fatalf("get all:\n%s", out)
+	}
+	if out := k.run("", "api-resources"); !strings.Contains(out, "widgets") && !strings.Contains(out, "deployments") {
+		t.Fatalf("api-resources:\n%s", out)
+	}
+	k.run("", "delete", "namespace", "demo")
+	if out, err := k.try("", "get", "namespace", "demo"); err == nil {
+		t.Fatalf("namespace still there: %s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
