@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
 	kproto "k8s.io/kube-openapi/pkg/util/proto"
@@ -56,6 +57,12 @@ func testResources(t testing.TB) []Resource {
 		{GVK: configMapGVK, Plural: "configmaps", Namespaced: true, Type: reflect.TypeFor[corev1.ConfigMap](), StrategicMergePatch: true},
 		{GVK: deployGVK, Plural: "deployments", Namespaced: true, Type: reflect.TypeFor[appsv1.Deployment](), ListType: reflect.TypeFor[appsv1.DeploymentList](), Subresources: []string{"status", "scale"}, StrategicMergePatch: true},
 		{GVK: leaseGVK, Plural: "leases", Namespaced: true, Type: reflect.TypeFor[coordinationv1.Lease](), ListType: reflect.TypeFor[coordinationv1.LeaseList](), StrategicMergePatch: true},
+		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, Plural: "secrets", Namespaced: true, Type: reflect.TypeFor[corev1.Secret](), ListType: reflect.TypeFor[corev1.SecretList](), StrategicMergePatch: true},
+		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Event"}, Plural: "events", Namespaced: true, Type: reflect.TypeFor[corev1.Event](), ListType: reflect.TypeFor[corev1.EventList](), StrategicMergePatch: true},
+		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}, Plural: "serviceaccounts", Namespaced: true, Type: reflect.TypeFor[corev1.ServiceAccount](), StrategicMergePatch: true},
+		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Service"}, Plural: "services", Namespaced: true, Type: reflect.TypeFor[corev1.Service](), ListType: reflect.TypeFor[corev1.ServiceList](), Subresources: []string{"status"}, StrategicMergePatch: true},
+		{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, Plural: "replicasets", Namespaced: true, Type: reflect.TypeFor[appsv1.ReplicaSet](), Subresources: []string{"status", "scale"}, StrategicMergePatch: true},
+		{GVK: schema.GroupVersionKind{Group: "events.k8s.io", Version: "v1", Kind: "Event"}, Plural: "events", Namespaced: true, Type: reflect.TypeFor[eventsv1.Event](), ListType: reflect.TypeFor[eventsv1.EventList](), StrategicMergePatch: true},
 		{GVK: crdGVK, Plural: "customresourcedefinitions", Type: reflect.TypeFor[apiext.CustomResourceDefinition](), ListType: reflect.TypeFor[apiext.CustomResourceDefinitionList](), Subresources: []string{"status"}},
 	}
 	return append(rs, ResourcesForCRD(cronCRD(t))...)
@@ -200,6 +207,7 @@ func TestV3DocumentsParse(t *testing.T) {
 		"apis/apps/v1":                               {deployGVK},
 		"apis/apiextensions.k8s.io/v1":               {crdGVK},
 		"apis/coordination.k8s.io/v1":                {leaseGVK},
+		"apis/events.k8s.io/v1":                      {{Group: "events.k8s.io", Version: "v1", Kind: "Event"}},
 		"apis/batch.tutorial.kubebuilder.io/v1":      {cronGVK},
 		"apis/batch.tutorial.kubebuilder.io/v1beta1": {cronBetaGVK},
 	}

@@ -67,7 +67,7 @@ func TestClientGoReadsDocuments(t *testing.T) {
 	}
 	root := openapi3.NewRoot(oc)
 	gvs, err := root.GroupVersions()
-	if err != nil || len(gvs) != 6 {
+	if err != nil || len(gvs) != 7 {
 		t.Fatalf("GroupVersions %v, %v", gvs, err)
 	}
 	for _, gv := range []schema.GroupVersion{cronGVK.GroupVersion(), podGVK.GroupVersion(), deployGVK.GroupVersion()} {

@@ -136,6 +136,8 @@ func TestKubectlExplain(t *testing.T) {
 		{[]string{"explain", "pods.spec.containers.ports"}, []string{"KIND:       Pod", "containerPort\t<integer> -required-"}},
 		{[]string{"explain", "deployments.spec.strategy.rollingUpdate.maxSurge"}, []string{"GROUP:      apps", "FIELD: maxSurge <IntOrString>"}},
 		{[]string{"explain", "customresourcedefinitions.spec.versions"}, []string{"KIND:       CustomResourceDefinition"}},
+		{[]string{"explain", "events.eventTime", "--api-version=events.k8s.io/v1"}, []string{"GROUP:      events.k8s.io", "FIELD: eventTime <string>", "eventTime is the time when this Event was first observed"}},
+		{[]string{"explain", "secrets.data"}, []string{"FIELD: data <map[string]string>"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
