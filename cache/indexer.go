@@ -183,15 +183,15 @@ func (ix *Indexer[T]) upsert(op string, obj T) (old T, replaced bool, err error)
 		return old, false, fmt.Errorf("cache: %s: %w", op, err)
 	}
 	spec := ix.spec.Load()
-	var valsBuf [valsBuf][]string
-	vals, err := spec.values(obj, valsBuf[:0])
+	var vb [valsBuf][]string // index values without a heap allocation
+	vals, err := spec.values(obj, vb[:0])
 	if err != nil {
 		return old, false, fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
 	}
 	var reports []error
 	ix.mu.Lock()
 	if cur := ix.spec.Load(); cur != spec { // AddIndexers ran meanwhile
-		if vals, err = cur.values(obj, valsBuf[:0]); err != nil {
+		if vals, err = cur.values(obj, vb[:0]); err != nil {
 			ix.mu.Unlock()
 			return old, false, fmt.Errorf("cache: %s %s: %w", op, Key(obj), err)
 		}
@@ -289,6 +289,7 @@ func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 	old := ix.st
 	ix.st = st
 	ix.lastSyncRV = resourceVersion
+	ix.logger.Debug("cache: replaced", "objects", len(st.all), "previous", len(old.all), "resourceVersion", resourceVersion)
 	if ix.det != nil {
 		for _, e := range old.all {
 			reports = ix.det.retire(e, reports)
@@ -386,6 +387,7 @@ func (ix *Indexer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
 		}
 	}
 	ix.spec.Store(spec)
+	ix.logger.Debug("cache: indexes added", "indexes", names, "objects", len(ix.st.all))
 	return nil
 }
 
