@@ -277,3 +277,19 @@ func TestValidateCRDNoDuplicateErrors(t *testing.T) {
 		t.Fatalf("errors: %v", errs.ToAggregate())
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	crd := validCRD(t)
+	got := Warnings(crd)
+	want := []string{"spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations: CEL validation rules are stored but not enforced by kloop"}
+	if len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = JSONSchemaProps{Type: "object"}
+	if got := Warnings(crd); len(got) != 0 {
+		t.Fatalf("warnings %q", got)
+	}
+	if Warnings(nil) != nil {
+		t.Fatal("nil CRD")
+	}
+}
