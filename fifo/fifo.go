@@ -423,9 +423,10 @@ func (f *FIFO[T]) pendingLocked() (map[string]Delta[T], []string) {
 // not process fails; Pop returns process's error as is.
 //
 // batch is only valid during the call: process must neither keep nor modify
-// it (the FIFO reuses the slice and reads it while process runs). Only one
-// Pop runs at a time; concurrent calls wait their turn, so a single
-// consumer goroutine is the normal use.
+// it (the FIFO reuses the slice and reads it while process runs). process
+// may push (Add, Replace, Resync…) but must not call Pop: only one Pop runs
+// at a time, and concurrent calls wait their turn, so a single consumer
+// goroutine is the normal use.
 //
 // Pop returns ctx.Err() when ctx is done, and an error wrapping ErrClosed
 // once the FIFO is closed (queued deltas are then dropped).
@@ -533,7 +534,8 @@ func (f *FIFO[T]) Len() int {
 // deltas queued up to and including the first Replace batch have all been
 // popped and their process func has returned; or, if Add, Update or Delete
 // came before any Replace (the consumer populated the FIFO by hand), as soon
-// as that first push happened. Once true it stays true. These are client-go's
+// as that first push happened. A process func that returned an error still
+// counts as processed. Once true it stays true. These are client-go's
 // FIFO semantics (populated, initialPopulationCount).
 func (f *FIFO[T]) HasSynced() bool {
 	f.mu.Lock()

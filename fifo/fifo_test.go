@@ -410,6 +410,26 @@ func TestTransform(t *testing.T) {
 	}
 }
 
+// TestSyncedDespiteProcessError: like client-go, a failed process func
+// still consumes the initial batch.
+func TestSyncedDespiteProcessError(t *testing.T) {
+	f, err := New(Options[obj]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.Replace([]obj{mk("a/x", "1")}, "1"))
+	if f.HasSynced() {
+		t.Fatal("synced before the batch was popped")
+	}
+	boom := errors.New("boom")
+	if err := f.Pop(context.Background(), func([]Delta[obj]) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Pop = %v", err)
+	}
+	if !f.HasSynced() {
+		t.Fatal("not synced after the initial batch was processed with an error")
+	}
+}
+
 func TestOptionsValidate(t *testing.T) {
 	var typedNil *store
 	if _, err := New(Options[obj]{KnownObjects: typedNil}); err == nil {
