@@ -1,0 +1,422 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"kloop.dev/kloop/handler"
+	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/workqueue"
+)
+
+// LowPriority is the work queue priority of the keys of the initial list and
+// of resyncs, as controller-runtime's handler.LowPriority: live changes
+// (priority 0) are reconciled first.
+const LowPriority = -100
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrentReconciles = 1
+	DefaultCacheSyncTimeout        = 2 * time.Minute
+)
+
+// ErrReconcileTimeout is the cause (context.Cause) of a reconcile context
+// cancelled because the reconcile ran longer than Options.ReconcileTimeout.
+var ErrReconcileTimeout = errors.New("reconcile timeout")
+
+// ErrPanic is wrapped by the error a recovered panic of Reconcile turns into.
+var ErrPanic = errors.New("reconcile panicked")
+
+// Options configures a Controller. The zero value is ready to use.
+type Options struct {
+	// MaxConcurrentReconciles is the number of workers. A key is never
+	// reconciled by two workers at once, whatever this number. Default 1.
+	MaxConcurrentReconciles int
+
+	// RateLimiter decides the backoff of keys whose reconcile failed.
+	// Default: workqueue.DefaultRateLimiter (per key 5 ms doubling to
+	// 1000 s, and 10 qps with a burst of 100 overall), on Clock.
+	RateLimiter workqueue.RateLimiter[reconcile.Request]
+
+	// CacheSyncTimeout bounds the wait, in Start, for every source to have
+	// synced; Start returns an error when it expires. Default 2 minutes.
+	CacheSyncTimeout time.Duration
+
+	// RecoverPanic turns a panic in Reconcile into an error (logged with
+	// its stack, counted, the key requeued with backoff). When false the
+	// panic is counted and propagates, crashing the process. Default true.
+	RecoverPanic *bool
+
+	// ReconcileTimeout, when positive, bounds each reconcile: its context
+	// is cancelled with the cause ErrReconcileTimeout once it expires. The
+	// controller still waits for Reconcile to return. It uses the runtime's
+	// timers, not Clock (testing/synctest makes them deterministic).
+	// Default 0: no timeout.
+	ReconcileTimeout time.Duration
+
+	// Logger receives the controller's logs; each reconcile gets it with
+	// the attributes controller, namespace, name and reconcileID, in its
+	// context (reconcile.LoggerFrom). Default: discard.
+	Logger *slog.Logger
+
+	// Metrics reads the controller's statistics (reconcile totals, errors,
+	// panics, reconcile time, workers). Default: none.
+	Metrics MetricsProvider
+
+	// QueueMetrics reads the statistics of the controller's work queue,
+	// registered under the controller's name (kloop.dev/kloop/metrics'
+	// Workqueue gives controller-runtime's workqueue_* metrics). Default: none.
+	QueueMetrics workqueue.MetricsProvider
+
+	// Clock is the source of time for the queue, the default rate limiter,
+	// the cache-sync timeout and the reconcile time. Default:
+	// workqueue.RealClock.
+	Clock workqueue.Clock
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.CacheSyncTimeout == 0 {
+		o.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	if o.RecoverPanic == nil {
+		t := true
+		o.RecoverPanic = &t
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = workqueue.RealClock{}
+	}
+	if o.RateLimiter == nil {
+		o.RateLimiter = workqueue.DefaultRateLimiter[reconcile.Request](o.Clock)
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, fmt.Errorf("MaxConcurrentReconciles %d is negative", o.MaxConcurrentReconciles))
+	}
+	if o.CacheSyncTimeout < 0 {
+		errs = append(errs, fmt.Errorf("CacheSyncTimeout %s is negative", o.CacheSyncTimeout))
+	}
+	if o.ReconcileTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ReconcileTimeout %s is negative", o.ReconcileTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Controller runs a Reconciler for the keys its sources enqueue: it owns a
+// work queue of reconcile.Requests, MaxConcurrentReconciles workers, and the
+// handling of each Result (see the package documentation).
+type Controller struct {
+	name  string
+	do    reconcile.Reconciler
+	opts  Options // defaults filled
+	queue *workqueue.Queue[reconcile.Request]
+	log   *slog.Logger // opts.Logger with the controller attribute
+	quiet bool         // opts.Logger discards: skip building per-reconcile loggers
+
+	normal, low enqueuer // what sources and handlers see of queue
+
+	timeoutCause error // the cause of a ReconcileTimeout, naming the controller
+
+	// stopping is set before the queue shuts down: keys still handed out
+	// are then released without a reconcile.
+	stopping atomic.Bool
+
+	stats stats
+
+	// mu guards sources and started.
+	mu      sync.Mutex
+	sources []Source
+	started bool
+}
+
+// New returns a controller named name (used in logs and metrics; give each
+// controller of a process its own) that calls r. It starts nothing: add
+// sources with Watch, then call Start.
+func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error) {
+	if name == "" {
+		return nil, errors.New("controller: New needs a name")
+	}
+	if r == nil {
+		return nil, fmt.Errorf("controller %q: New needs a Reconciler", name)
+	}
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("controller %q: invalid options: %w", name, err)
+	}
+	q, err := workqueue.New(workqueue.Options[reconcile.Request]{
+		Name:        name,
+		RateLimiter: opts.RateLimiter,
+		Metrics:     opts.QueueMetrics,
+		Clock:       opts.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("controller %q: %w", name, err)
+	}
+	c := &Controller{
+		name:  name,
+		do:    r,
+		opts:  opts,
+		queue: q,
+		log:   opts.Logger.With("controller", name),
+		quiet: opts.Logger.Handler() == slog.DiscardHandler,
+		normal: enqueuer{
+			q: q,
+		},
+		low: enqueuer{q: q, prio: LowPriority},
+		timeoutCause: fmt.Errorf("%w: controller %q: reconcile exceeded ReconcileTimeout %s",
+			ErrReconcileTimeout, name, opts.ReconcileTimeout),
+	}
+	if opts.Metrics != nil {
+		opts.Metrics.Register(name, c.readStats)
+	}
+	return c, nil
+}
+
+// Name returns the controller's name.
+func (c *Controller) Name() string { return c.name }
+
+func (c *Controller) readStats(s *Stats) { c.stats.read(s, c.opts.MaxConcurrentReconciles) }
+
+// Watch adds a source of events. Sources are started by Start, which waits
+// for all of them to have synced before the first reconcile; Watch after
+// Start returns an error.
+func (c *Controller) Watch(src Source) error {
+	if src == nil {
+		return fmt.Errorf("controller %q: Watch needs a Source", c.name)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return fmt.Errorf("controller %q: Watch after Start", c.name)
+	}
+	c.sources = append(c.sources, src)
+	return nil
+}
+
+// Start runs the controller until ctx is cancelled: it starts every source,
+// waits until all have synced (at most CacheSyncTimeout, else it returns an
+// error), then runs the workers. When ctx is cancelled it stops the sources,
+// lets the reconciles in flight finish (their context is cancelled too; keys
+// still waiting are dropped, the next start lists them again), and returns
+// nil. If a source fails, Start stops the same way and returns its error.
+// A controller starts once.
+func (c *Controller) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return fmt.Errorf("controller %q: started twice", c.name)
+	}
+	c.started = true
+	sources := c.sources
+	c.mu.Unlock()
+
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	var sourcesWG, workersWG sync.WaitGroup
+	// stop shuts everything down in order: sources first (no new keys), then
+	// the queue, waiting for the reconciles in flight, then the workers.
+	stop := func() error {
+		cancel(nil)
+		sourcesWG.Wait()
+		c.stopping.Store(true)
+		c.queue.ShutDownWithDrain()
+		workersWG.Wait()
+		if parent.Err() != nil {
+			return nil
+		}
+		if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
+
+	c.log.Info("starting controller", "sources", len(sources), "workers", c.opts.MaxConcurrentReconciles)
+	for _, src := range sources {
+		sourcesWG.Go(func() {
+			if err := src.Start(ctx, c.normal, c.low); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("controller %q: source %v: %w", c.name, src, err))
+			}
+		})
+	}
+
+	if err := c.waitForSync(ctx, sources); err != nil {
+		if stopErr := stop(); stopErr != nil {
+			return stopErr // a source failed, which is why the wait ended
+		}
+		if parent.Err() != nil {
+			return nil // cancelled while waiting: not an error
+		}
+		c.log.Error("sources did not sync", "err", err)
+		return err
+	}
+
+	c.log.Info("sources synced, starting workers", "workers", c.opts.MaxConcurrentReconciles)
+	for range c.opts.MaxConcurrentReconciles {
+		workersWG.Go(func() { c.work(ctx) })
+	}
+	<-ctx.Done()
+	c.log.Info("stopping controller, waiting for reconciles in flight")
+	err := stop()
+	c.log.Info("controller stopped")
+	return err
+}
+
+// waitForSync polls the sources' HasSynced, 1 ms doubling to 100 ms apart,
+// until all have synced, ctx is done or CacheSyncTimeout expired.
+func (c *Controller) waitForSync(ctx context.Context, sources []Source) error {
+	expired := make(chan struct{})
+	deadline := c.opts.Clock.AfterFunc(c.opts.CacheSyncTimeout, func() { close(expired) })
+	defer deadline.Stop()
+	interval := time.Millisecond
+	for {
+		synced := true
+		for _, s := range sources {
+			if !s.HasSynced() {
+				synced = false
+				break
+			}
+		}
+		if synced {
+			return nil
+		}
+		tick := make(chan struct{})
+		t := c.opts.Clock.AfterFunc(interval, func() { close(tick) })
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-expired:
+			t.Stop()
+			return fmt.Errorf("controller %q: sources not synced after CacheSyncTimeout %s: %w",
+				c.name, c.opts.CacheSyncTimeout, context.DeadlineExceeded)
+		case <-tick:
+		}
+		interval = min(2*interval, 100*time.Millisecond)
+	}
+}
+
+// work is one worker: it takes keys until the queue shuts down. The queue
+// never hands a key to two workers at once.
+func (c *Controller) work(ctx context.Context) {
+	for {
+		req, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		if c.stopping.Load() {
+			c.queue.Done(req) // shutting down: leave it for the next start
+			continue
+		}
+		c.stats.active.Add(1)
+		c.reconcileHandler(ctx, req)
+		c.stats.active.Add(-1)
+		c.queue.Done(req)
+	}
+}
+
+// reconcileHandler reconciles req once and applies the Result rules.
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request) {
+	start := c.opts.Clock.Now()
+	id := string(uuid.NewUUID())
+	log := c.log
+	if !c.quiet {
+		log = log.With("namespace", req.Namespace, "name", req.Name, "reconcileID", id)
+	}
+	ctx = reconcile.NewContext(ctx, id, log)
+
+	res, err := c.reconcile(ctx, req)
+	switch {
+	case err != nil:
+		c.stats.errors.Add(1)
+		if reconcile.IsTerminal(err) {
+			c.stats.terminal.Add(1)
+			c.queue.Forget(req)
+			log.Error("reconcile failed with a terminal error, not requeued", "err", err)
+		} else {
+			c.queue.AddRateLimited(req)
+			log.Error("reconcile failed, requeued with backoff", "err", err)
+		}
+		if !res.IsZero() {
+			log.Warn("Reconcile returned a Result and a non-nil error: the Result is ignored when the error is non-nil",
+				"requeueAfter", res.RequeueAfter)
+		}
+	case res.RequeueAfter > 0:
+		c.stats.requeueAfter.Add(1)
+		c.queue.Forget(req)
+		c.queue.AddAfter(req, res.RequeueAfter)
+		log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter)
+	default:
+		c.stats.success.Add(1)
+		c.queue.Forget(req)
+		log.Debug("reconciled")
+	}
+	c.stats.observe(c.opts.Clock.Since(start))
+}
+
+// reconcile calls the Reconciler with the timeout and the panic recovery.
+func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.stats.panics.Add(1)
+			if !*c.opts.RecoverPanic {
+				panic(r)
+			}
+			reconcile.LoggerFrom(ctx).Error("reconcile panicked", "panic", r, "stack", string(debug.Stack()))
+			if e, ok := r.(error); ok {
+				err = fmt.Errorf("%w: %w", ErrPanic, e)
+			} else {
+				err = fmt.Errorf("%w: %v", ErrPanic, r)
+			}
+			res = reconcile.Result{}
+		}
+	}()
+	if d := c.opts.ReconcileTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, d, c.timeoutCause)
+		defer cancel()
+		defer func() {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == c.timeoutCause {
+				c.stats.timeouts.Add(1)
+			}
+		}()
+	}
+	return c.do.Reconcile(ctx, req)
+}
+
+// enqueuer is the handler.Enqueuer of one priority.
+type enqueuer struct {
+	q    *workqueue.Queue[reconcile.Request]
+	prio int
+}
+
+var _ handler.Enqueuer = enqueuer{}
+
+func (e enqueuer) Add(req reconcile.Request) {
+	if e.prio == 0 {
+		e.q.Add(req)
+		return
+	}
+	e.q.AddWithOptions(req, workqueue.AddOptions{Priority: e.prio})
+}
+
+func (e enqueuer) AddAfter(req reconcile.Request, d time.Duration) {
+	e.q.AddWithOptions(req, workqueue.AddOptions{Priority: e.prio, After: d})
+}

@@ -1,0 +1,72 @@
+// Package controller runs a reconcile.Reconciler: it owns a work queue of
+// reconcile.Requests (kloop.dev/kloop/workqueue), starts its sources, waits
+// for them to sync, and runs MaxConcurrentReconciles workers that take keys
+// and call Reconcile.
+//
+//	c, err := controller.New("widget", r, controller.Options{MaxConcurrentReconciles: 4})
+//	src, err := controller.NewChannelSource(events, handler.EnqueueRequestForObject{}, controller.ChannelOptions{})
+//	err = c.Watch(src)
+//	err = c.Start(ctx) // blocks until ctx is cancelled
+//
+// # The Result rules
+//
+// Exactly as controller-runtime (pkg/internal/controller), with kloop's
+// Result that has only RequeueAfter:
+//
+//	Result{}, nil               Forget (the backoff resets); the key leaves the queue
+//	Result{RequeueAfter: d}, nil Forget, then AddAfter(d)
+//	_, err                      AddRateLimited (backoff); the Result is ignored, and a
+//	                            warning is logged when it was set
+//	_, reconcile.Terminal(err)  logged and counted, Forget, not requeued
+//	panic                       counted; recovered into an error wrapping ErrPanic and
+//	                            handled as one (Options.RecoverPanic, default true)
+//
+// One difference from controller-runtime: a terminal error also resets the
+// key's backoff (Forget), since it will not be retried.
+//
+// Each reconcile gets a reconcile ID (a random UUID) and a logger with the
+// attributes controller, namespace, name and reconcileID in its context (read
+// them with reconcile.IDFrom and reconcile.LoggerFrom). With ReconcileTimeout
+// set, its context is cancelled once the timeout expires, with a cause that
+// wraps ErrReconcileTimeout.
+//
+// # Sources, sync and priorities
+//
+// A Source delivers events through two handler.Enqueuers onto the same
+// queue: live changes at priority 0, and the objects of the initial list and
+// resyncs at LowPriority (-100), as controller-runtime's priority queue, so
+// that a restart with a large list does not delay live changes. Handlers never
+// see the queue. Start starts every source (Source.Start blocks until its
+// context is cancelled; the controller owns and joins those goroutines) and
+// reconciles nothing until every source's HasSynced is true; if that takes
+// longer than CacheSyncTimeout (default 2 minutes) Start returns an error.
+// ChannelSource feeds events from a Go channel; the informer adapter comes with
+// the informer stage.
+//
+// # Concurrency and shutdown
+//
+// The queue hands a key to one worker at a time, so a key is never reconciled
+// twice at once, while different keys run in parallel up to
+// MaxConcurrentReconciles. A key added while it is reconciled is reconciled
+// once more afterwards; keys added many times while waiting are reconciled
+// once.
+//
+// When the context of Start is cancelled, the controller stops its sources,
+// shuts the queue down with drain (the reconciles in flight finish; their
+// context is cancelled, as in controller-runtime; keys still waiting are
+// dropped and will come back with the next initial list), waits for its
+// workers and returns nil. A failing source stops the controller the same
+// way, and Start returns the source's error.
+//
+// # Metrics
+//
+// Pull style, for speed: the controller keeps its statistics as atomic
+// counters (Stats) and a MetricsProvider reads them at scrape time, as the
+// work queue does with workqueue.Stats. A reconcile costs a few atomic adds
+// and no metric library call. Stats maps one-to-one onto controller-runtime's
+// metrics (controller_runtime_reconcile_total{result=success|error|requeue_after},
+// _reconcile_errors_total, _terminal_reconcile_errors_total,
+// _reconcile_panics_total, _reconcile_timeouts_total, _reconcile_time_seconds
+// with its buckets, _max_concurrent_reconciles, _active_workers). The queue's
+// own statistics go to Options.QueueMetrics under the controller's name.
+package controller

@@ -1,0 +1,90 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"kloop.dev/kloop/handler"
+	"kloop.dev/kloop/handler/predicate"
+)
+
+// Source delivers events to a controller's queue: it maps them to requests
+// (usually with a handler.EventHandler through handler.Dispatch) and adds
+// them to q, or to low for the objects of the initial list and for resyncs.
+// Both enqueuers feed the same queue; low adds at LowPriority.
+//
+// The informer adapter (one shared informer, a handler and predicates) and
+// ChannelSource implement it; a test may implement it directly.
+type Source interface {
+	// Start delivers events until ctx is cancelled, then returns nil. It
+	// returns early with an error when the source fails (the controller
+	// then stops with that error), or with nil when it has nothing more
+	// to deliver. Start is called once, by Controller.Start.
+	Start(ctx context.Context, q, low handler.Enqueuer) error
+	// HasSynced reports whether the source has delivered its initial
+	// state (for an informer: the initial list, through its handlers). The
+	// controller reconciles nothing before every source has synced.
+	HasSynced() bool
+}
+
+// ChannelOptions configures a ChannelSource. The zero value is ready to use.
+type ChannelOptions struct {
+	// Predicates filter the events: an event reaches the handler only if
+	// every predicate passes it. Default: none, every event passes.
+	Predicates []predicate.Predicate
+}
+
+// ChannelSource delivers the events received on a Go channel, as
+// controller-runtime's source.Channel: the way to trigger reconciles from
+// outside the API (a webhook, an external system, a timer). It carries any
+// handler.Event, not only generic ones; a CreateEvent with IsInInitialList
+// is queued at low priority. It has no initial state, so it has always
+// synced. It starts once: one controller consumes it.
+type ChannelSource struct {
+	ch      <-chan handler.Event
+	h       handler.EventHandler
+	preds   []predicate.Predicate
+	started atomic.Bool
+}
+
+var _ Source = (*ChannelSource)(nil)
+
+// NewChannelSource returns a source of the events on ch, mapped by h.
+func NewChannelSource(ch <-chan handler.Event, h handler.EventHandler, opts ChannelOptions) (*ChannelSource, error) {
+	if ch == nil {
+		return nil, errors.New("controller: NewChannelSource needs a channel")
+	}
+	if h == nil {
+		return nil, errors.New("controller: NewChannelSource needs an EventHandler")
+	}
+	return &ChannelSource{ch: ch, h: h, preds: opts.Predicates}, nil
+}
+
+// Start delivers the events of the channel until ctx is cancelled or the
+// channel is closed.
+func (s *ChannelSource) Start(ctx context.Context, q, low handler.Enqueuer) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("controller: ChannelSource started twice")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-s.ch:
+			if !ok {
+				return nil
+			}
+			if e != nil && predicate.Allow(e, s.preds...) {
+				handler.Dispatch(ctx, s.h, e, q, low)
+			}
+		}
+	}
+}
+
+// HasSynced returns true: a channel has no initial state to deliver.
+func (s *ChannelSource) HasSynced() bool { return true }
+
+// String names the source in logs and errors.
+func (s *ChannelSource) String() string { return fmt.Sprintf("channel source %p", s) }
