@@ -94,7 +94,7 @@ func fieldsV1(cs []corev1.Container, withMeta bool) []byte {
 		containers[`k:{"name":"`+c.Name+`"}`] = map[string]any{
 			".": map[string]any{}, "f:args": map[string]any{}, "f:env": env, "f:image": map[string]any{}, "f:imagePullPolicy": map[string]any{},
 			"f:livenessProbe": map[string]any{".": map[string]any{}, "f:failureThreshold": map[string]any{}, "f:httpGet": map[string]any{".": map[string]any{}, "f:path": map[string]any{}, "f:port": map[string]any{}, "f:scheme": map[string]any{}}},
-			"f:name": map[string]any{}, "f:resources": map[string]any{".": map[string]any{}, "f:limits": map[string]any{}, "f:requests": map[string]any{}},
+			"f:name":          map[string]any{}, "f:resources": map[string]any{".": map[string]any{}, "f:limits": map[string]any{}, "f:requests": map[string]any{}},
 		}
 	}
 	m := map[string]any{"f:spec": map[string]any{"f:containers": containers, "f:dnsPolicy": map[string]any{}, "f:restartPolicy": map[string]any{}}}
