@@ -80,3 +80,33 @@ func ExampleSplitKey() {
 	// "" "node-7"
 	// true
 }
+
+// An informer applies a delta and learns in the same step what to notify.
+func ExampleIndexer_Swap() {
+	pods, err := cache.New(cache.Options[*corev1.Pod]{})
+	if err != nil {
+		panic(err)
+	}
+	apply := func(p *corev1.Pod) {
+		old, replaced, err := pods.Swap(p)
+		switch {
+		case err != nil:
+			fmt.Println("error:", err)
+		case replaced:
+			fmt.Printf("OnUpdate %s: %s -> %s\n", cache.Key(p), old.ResourceVersion, p.ResourceVersion)
+		default:
+			fmt.Printf("OnAdd %s\n", cache.Key(p))
+		}
+	}
+	apply(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", ResourceVersion: "1"}})
+	apply(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1", ResourceVersion: "2"}})
+	apply(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop"}})
+	if old, ok, _ := pods.LoadAndDelete("shop/web-1"); ok {
+		fmt.Printf("OnDelete %s at %s\n", cache.Key(old), old.ResourceVersion)
+	}
+	// Output:
+	// OnAdd shop/web-1
+	// OnUpdate shop/web-1: 1 -> 2
+	// error: cache: swap: invalid object: empty name
+	// OnDelete shop/web-1 at 2
+}
