@@ -24,7 +24,8 @@ type Object interface {
 
 // IndexFunc computes the values under which an object is indexed. It may
 // return no value (the object is then in no bucket of that index) or several;
-// duplicates are ignored. It must be deterministic and must not modify obj.
+// duplicates are ignored. It must be deterministic, must not modify obj, and
+// must not call the Indexer (it may run under the Indexer's lock).
 type IndexFunc[T Object] func(obj T) ([]string, error)
 
 // NamespaceIndex is the name of the index by namespace that every [Indexer]
