@@ -37,7 +37,25 @@
 // kind and name — with one canonical copy (Options.DisableInterning opts
 // out); Options.Transform runs after that.
 //
-// # Use
+// # Factory
+//
+// A [Factory] shares informers: exactly one informer — one watch, one cache
+// — per representation (typed, unstructured, metadata-only), resource and
+// scope (namespace, label selector, field selector), however many callers
+// ask. Typed informers map a Go type to its resource through a
+// runtime.Scheme (Go type → kind) and a [Mapper] (kind → resource); by
+// default the Scheme knows k8s.io/api's types and the Mapper asks the
+// server's discovery, once per group version. Users add their CRD types to
+// the Scheme, or register their resources with meta.DefaultRESTMapper to
+// avoid discovery.
+//
+//	f, _ := informer.NewFactory(cfg, informer.FactoryOptions{})
+//	pods, _ := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: "default"})
+//	reg, _ := pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{...}, informer.HandlerOptions{})
+//	go f.Start(ctx)
+//	_ = f.WaitForCacheSync(ctx)
+//
+// # Without the Factory
 //
 // New takes any reflector.ListerWatcher, so an informer can be fed by a
 // test double or by reflector.NewRESTListerWatcher directly; Run blocks

@@ -176,7 +176,7 @@ func TestRelistTombstones(t *testing.T) {
 	rec.waitFor(t, ctx, 4)
 
 	// The gap: nothing of this reaches the watch.
-	srv.change("DELETED", pod("b"), false)           // rv 5
+	srv.change("DELETED", pod("b"), false)            // rv 5
 	srv.change("MODIFIED", pod("c", "y", "1"), false) // rv 6
 	srv.change("ADDED", pod("d"), false)              // rv 7
 	srv.gone()

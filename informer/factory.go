@@ -1,0 +1,453 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/reflector"
+)
+
+// Scope restricts an informer to part of a resource. The zero value is the
+// whole resource.
+type Scope struct {
+	// Namespace restricts a namespaced resource to one namespace. Default
+	// "": all namespaces. Must be "" for a cluster-scoped resource.
+	Namespace string
+	// LabelSelector restricts to matching objects ("app=web,tier!=db").
+	// Default "": all.
+	LabelSelector string
+	// FieldSelector restricts by fields the server can select on
+	// ("spec.nodeName=n1"). Default "": all.
+	FieldSelector string
+}
+
+// FactoryOptions configures a [Factory]. The zero value works.
+type FactoryOptions struct {
+	// Scheme maps Go types to kinds for typed informers. Default: a new
+	// scheme with every type of k8s.io/api (client-go's clientset scheme).
+	// Add your CRD types to it (scheme.AddKnownTypes or your AddToScheme).
+	Scheme *runtime.Scheme
+	// Mapper maps kinds to resources. Default: NewDiscoveryMapper over the
+	// factory's config. meta.DefaultRESTMapper works without discovery.
+	Mapper Mapper
+	// HTTPClient carries every list and watch of the factory's informers
+	// (one connection pool). Default: rest.HTTPClientFor(cfg).
+	HTTPClient *http.Client
+	// Logger receives diagnostics. Default: a logger that discards.
+	Logger *slog.Logger
+
+	// ResyncPeriod, KeepManagedFields, DisableInterning and Transform are
+	// given to every informer: see Options. Defaults: 10 h, false, false,
+	// none.
+	ResyncPeriod      time.Duration
+	KeepManagedFields bool
+	DisableInterning  bool
+	Transform         func(obj Object) (Object, error)
+	// Reflector configures every informer's list and watch. Default: the
+	// zero reflector.Options.
+	Reflector reflector.Options
+}
+
+// Errors returned (wrapped) by the Factory.
+var (
+	// ErrTypeMismatch: a typed view asked for a Go type other than the one
+	// the shared informer decodes into.
+	ErrTypeMismatch = errors.New("informer: type mismatch")
+)
+
+// form is how an informer decodes objects.
+type form uint8
+
+const (
+	typedForm form = iota
+	unstructuredForm
+	metadataForm
+)
+
+// informerKey identifies a shared informer: exactly one per key.
+type informerKey struct {
+	form      form
+	gvr       schema.GroupVersionResource
+	namespace string
+	labels    string
+	fields    string
+}
+
+type factoryEntry struct {
+	s       *shared
+	goType  reflect.Type // of the decoded objects
+	gvk     schema.GroupVersionKind
+	running bool
+}
+
+// Factory shares informers: one informer, one watch and one cache per
+// (typed / unstructured / metadata-only, resource, namespace, label
+// selector, field selector), however many callers ask. Informers asked for
+// before Start run when Start runs; informers asked for after Start run at
+// once.
+type Factory struct {
+	cfg    *rest.Config
+	opts   FactoryOptions
+	client *http.Client
+	logger *slog.Logger
+
+	started chan struct{} // closed by Start
+
+	// mu guards informers, order, ctx and stopped.
+	mu        sync.Mutex
+	informers map[informerKey]*factoryEntry
+	order     []*factoryEntry
+	ctx       context.Context // Start's, nil before Start
+	stopped   bool
+	wg        sync.WaitGroup // informer Runs
+}
+
+// NewFactory returns a Factory for the server of cfg. Nothing runs until
+// Start.
+func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
+	if cfg == nil {
+		return nil, errors.New("informer: nil rest.Config")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
+			return nil, fmt.Errorf("informer: default scheme: %w", err)
+		}
+	}
+	if opts.HTTPClient == nil {
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("informer: HTTP client for config: %w", err)
+		}
+		opts.HTTPClient = c
+	}
+	if opts.Mapper == nil {
+		m, err := NewDiscoveryMapper(cfg, opts.HTTPClient)
+		if err != nil {
+			return nil, err
+		}
+		opts.Mapper = m
+	}
+	if opts.Mapper != nil && isNil(opts.Mapper) {
+		return nil, errors.New("informer: FactoryOptions.Mapper is a typed nil")
+	}
+	return &Factory{
+		cfg:       rest.CopyConfig(cfg),
+		opts:      opts,
+		client:    opts.HTTPClient,
+		logger:    opts.Logger,
+		started:   make(chan struct{}),
+		informers: map[informerKey]*factoryEntry{},
+	}, nil
+}
+
+// Scheme returns the factory's scheme (Go type → kind).
+func (f *Factory) Scheme() *runtime.Scheme { return f.opts.Scheme }
+
+// Mapper returns the factory's mapper (kind → resource).
+func (f *Factory) Mapper() Mapper { return f.opts.Mapper }
+
+// Config returns a copy of the factory's rest.Config.
+func (f *Factory) Config() *rest.Config { return rest.CopyConfig(f.cfg) }
+
+// HTTPClient returns the HTTP client the factory's informers use.
+func (f *Factory) HTTPClient() *http.Client { return f.client }
+
+// InformerFor returns the shared informer of the Go type T (a pointer to a
+// k8s.io/api struct or a CRD struct registered in the factory's Scheme)
+// within scope, creating it on first use. For *unstructured.Unstructured and
+// *metav1.PartialObjectMetadata use Factory.Unstructured and
+// Factory.Metadata, which take the kind.
+func InformerFor[T Object](f *Factory, scope Scope) (*Informer[T], error) {
+	var zero T
+	t := reflect.TypeFor[T]()
+	switch any(zero).(type) {
+	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+		return nil, fmt.Errorf("informer: InformerFor[%v] needs a kind: use Factory.Unstructured or Factory.Metadata", t)
+	}
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("informer: InformerFor[%v]: T must be a pointer to a struct", t)
+	}
+	gvk, err := f.GVKForType(t)
+	if err != nil {
+		return nil, err
+	}
+	e, err := f.entry(typedForm, gvk, t, scope)
+	if err != nil {
+		return nil, err
+	}
+	return &Informer[T]{s: e.s}, nil
+}
+
+// Unstructured returns the shared informer of kind gvk as
+// *unstructured.Unstructured within scope, creating it on first use.
+func (f *Factory) Unstructured(gvk schema.GroupVersionKind, scope Scope) (*Informer[*unstructured.Unstructured], error) {
+	e, err := f.entry(unstructuredForm, gvk, reflect.TypeFor[*unstructured.Unstructured](), scope)
+	if err != nil {
+		return nil, err
+	}
+	return &Informer[*unstructured.Unstructured]{s: e.s}, nil
+}
+
+// Metadata returns the shared metadata-only informer of kind gvk within
+// scope, creating it on first use: the server sends only each object's
+// metadata (Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1),
+// the cheapest way to watch a kind whose content a controller never reads.
+func (f *Factory) Metadata(gvk schema.GroupVersionKind, scope Scope) (*Informer[*metav1.PartialObjectMetadata], error) {
+	e, err := f.entry(metadataForm, gvk, reflect.TypeFor[*metav1.PartialObjectMetadata](), scope)
+	if err != nil {
+		return nil, err
+	}
+	return &Informer[*metav1.PartialObjectMetadata]{s: e.s}, nil
+}
+
+// ForObject returns the shared informer for objects like obj, as an
+// untyped view: typed for a Go struct of the Scheme, unstructured for an
+// *unstructured.Unstructured and metadata-only for a
+// *metav1.PartialObjectMetadata (both must have their apiVersion and kind
+// set). It is what the cached client uses.
+func (f *Factory) ForObject(obj runtime.Object, scope Scope) (*Informer[Object], error) {
+	if obj == nil || isNil(obj) {
+		return nil, errors.New("informer: nil object")
+	}
+	var e *factoryEntry
+	var err error
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		e, err = f.entry(unstructuredForm, o.GroupVersionKind(), reflect.TypeOf(o), scope)
+	case *metav1.PartialObjectMetadata:
+		e, err = f.entry(metadataForm, o.GroupVersionKind(), reflect.TypeOf(o), scope)
+	default:
+		t := reflect.TypeOf(obj)
+		var gvk schema.GroupVersionKind
+		if gvk, err = f.GVKForType(t); err == nil {
+			e, err = f.entry(typedForm, gvk, t, scope)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Informer[Object]{s: e.s}, nil
+}
+
+// GVKForType returns the kind of the Go type t (a pointer to a struct) in
+// the factory's Scheme.
+func (f *Factory) GVKForType(t reflect.Type) (schema.GroupVersionKind, error) {
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return schema.GroupVersionKind{}, fmt.Errorf("informer: %v is not a pointer to a struct", t)
+	}
+	obj, ok := reflect.New(t.Elem()).Interface().(runtime.Object)
+	if !ok {
+		return schema.GroupVersionKind{}, fmt.Errorf("informer: %v is not a runtime.Object", t)
+	}
+	gvks, _, err := f.opts.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("informer: %v is not in the factory's Scheme (add it with AddKnownTypes): %w", t, err)
+	}
+	if len(gvks) != 1 {
+		return schema.GroupVersionKind{}, fmt.Errorf("informer: %v is registered as %d kinds %v; want one", t, len(gvks), gvks)
+	}
+	return gvks[0], nil
+}
+
+// RESTMapping returns the resource and scope of gvk.
+func (f *Factory) RESTMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("informer: incomplete kind %q (apiVersion and kind are required)", gvk.String())
+	}
+	m, err := f.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("informer: mapping %s: %w", gvk, err)
+	}
+	return m, nil
+}
+
+// entry returns the informer of key (form, gvk's resource, scope), creating
+// it if needed.
+func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Type, scope Scope) (*factoryEntry, error) {
+	mapping, err := f.RESTMapping(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if scope.Namespace != "" && mapping.Scope.Name() == meta.RESTScopeNameRoot {
+		return nil, fmt.Errorf("informer: %s is cluster-scoped: Scope.Namespace must be empty, not %q", mapping.Resource, scope.Namespace)
+	}
+	ls, err := labels.Parse(scope.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("informer: invalid label selector %q: %w", scope.LabelSelector, err)
+	}
+	fs, err := fields.ParseSelector(scope.FieldSelector)
+	if err != nil {
+		return nil, fmt.Errorf("informer: invalid field selector %q: %w", scope.FieldSelector, err)
+	}
+	key := informerKey{form: fm, gvr: mapping.Resource, namespace: scope.Namespace, labels: ls.String(), fields: fs.String()}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.informers[key]; e != nil {
+		if e.goType != goType {
+			return nil, fmt.Errorf("%w: the informer of %s decodes into %v, not %v", ErrTypeMismatch, mapping.Resource, e.goType, goType)
+		}
+		return e, nil
+	}
+	if f.stopped {
+		return nil, fmt.Errorf("informer: factory: %w", ErrStopped)
+	}
+	elem := goType.Elem()
+	newObj := func() Object {
+		o := reflect.New(elem).Interface().(Object)
+		return o
+	}
+	if fm == metadataForm {
+		newObj = func() Object { return &metav1.PartialObjectMetadata{} }
+	}
+	lw, err := reflector.NewRESTListerWatcher[Object](f.cfg, mapping.Resource, scope.Namespace, reflector.RESTOptions[Object]{
+		LabelSelector: key.labels,
+		FieldSelector: key.fields,
+		New:           newObj,
+		HTTPClient:    f.client,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("informer: %w", err)
+	}
+	name := mapping.Resource.String()
+	if scope != (Scope{}) {
+		name = fmt.Sprintf("%s(%s|%s|%s)", name, scope.Namespace, key.labels, key.fields)
+	}
+	transform := f.opts.Transform
+	if fm == unstructuredForm || fm == metadataForm {
+		// Objects decoded from a list lack kind and apiVersion in some
+		// forms; set the kind so that every cached object carries it.
+		user := transform
+		transform = func(o Object) (Object, error) {
+			if o.GetObjectKind().GroupVersionKind().Empty() || fm == metadataForm {
+				o.GetObjectKind().SetGroupVersionKind(gvk)
+			}
+			if user != nil {
+				return user(o)
+			}
+			return o, nil
+		}
+	}
+	s, err := newShared(lw, sharedOptions{
+		name:      name,
+		logger:    f.logger,
+		transform: leanTransform(f.opts.KeepManagedFields, f.opts.DisableInterning, transform),
+		resync:    resyncDefault(f.opts.ResyncPeriod),
+		reflector: withName(f.opts.Reflector, name, f.logger),
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &factoryEntry{s: s, goType: goType, gvk: gvk}
+	f.informers[key] = e
+	f.order = append(f.order, e)
+	if f.ctx != nil {
+		f.runLocked(e)
+	}
+	f.logger.Debug("informer: created", "informer", name)
+	return e, nil
+}
+
+func resyncDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultResyncPeriod
+	}
+	return d
+}
+
+func withName(o reflector.Options, name string, logger *slog.Logger) reflector.Options {
+	if o.Name == "" {
+		o.Name = name
+	}
+	if o.Logger == nil {
+		o.Logger = logger
+	}
+	return o
+}
+
+// runLocked starts e; f.mu is held and f.ctx set.
+func (f *Factory) runLocked(e *factoryEntry) {
+	if e.running {
+		return
+	}
+	e.running = true
+	f.wg.Add(1)
+	ctx := f.ctx
+	go func() {
+		defer f.wg.Done()
+		if err := e.s.run(ctx); err != nil {
+			f.logger.Error("informer: run", "err", err)
+		}
+	}()
+}
+
+// Start runs every informer of the factory — those created so far and those
+// created later — until ctx is cancelled, then waits for them to stop and
+// returns nil. It is an error to call it twice.
+func (f *Factory) Start(ctx context.Context) error {
+	f.mu.Lock()
+	if f.ctx != nil || f.stopped {
+		f.mu.Unlock()
+		return errors.New("informer: Factory.Start called more than once")
+	}
+	f.ctx = ctx
+	for _, e := range f.order {
+		f.runLocked(e)
+	}
+	close(f.started)
+	f.mu.Unlock()
+	<-ctx.Done()
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.wg.Wait()
+	return nil
+}
+
+// WaitForStart blocks until Start has been called or ctx is done.
+func (f *Factory) WaitForStart(ctx context.Context) error {
+	select {
+	case <-f.started:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("informer: waiting for Factory.Start: %w", ctx.Err())
+	}
+}
+
+// WaitForCacheSync blocks until every informer created so far has its
+// initial list in its cache, or ctx is done (it then returns ctx's error,
+// wrapped). It waits for Start first.
+func (f *Factory) WaitForCacheSync(ctx context.Context) error {
+	if err := f.WaitForStart(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	entries := append([]*factoryEntry(nil), f.order...)
+	f.mu.Unlock()
+	for _, e := range entries {
+		if err := e.s.waitForSync(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

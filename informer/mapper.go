@@ -1,0 +1,196 @@
+package informer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// Mapper maps a kind to its resource and scope. meta.DefaultRESTMapper
+// (filled by hand, no server needed) and the Factory's default discovery
+// mapper implement it.
+type Mapper interface {
+	// RESTMapping returns the mapping of gk in the first of versions that
+	// the server serves (the group's preferred version if none is given).
+	// An unknown kind is an error for which meta.IsNoMatchError is true.
+	RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error)
+}
+
+// NewDiscoveryMapper returns a Mapper that reads the server's discovery
+// documents (/api/v1, /apis/<group>/<version>) as needed, one request per
+// group version, and caches them. A kind missing from a cached document
+// (a CRD created since) makes it read that document again. client is the
+// HTTP client to use (nil: rest.HTTPClientFor(cfg)).
+func NewDiscoveryMapper(cfg *rest.Config, client *http.Client) (Mapper, error) {
+	if cfg == nil {
+		return nil, errors.New("informer: nil rest.Config")
+	}
+	if client == nil {
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("informer: HTTP client for config: %w", err)
+		}
+		client = c
+	}
+	base, err := serverURL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &discoveryMapper{client: client, base: base, userAgent: userAgent(cfg), byGV: map[schema.GroupVersion]map[string]*meta.RESTMapping{}}, nil
+}
+
+// serverURL returns cfg's server URL with its path prefix, if any.
+func serverURL(cfg *rest.Config) (*url.URL, error) {
+	host := cfg.Host
+	if host == "" {
+		host = "localhost"
+	}
+	tls := len(cfg.CAFile) != 0 || len(cfg.CAData) != 0 || len(cfg.CertFile) != 0 || len(cfg.CertData) != 0 || cfg.Insecure
+	u, _, err := rest.DefaultServerURL(host, "", schema.GroupVersion{}, tls)
+	if err != nil {
+		return nil, fmt.Errorf("informer: server URL: %w", err)
+	}
+	return u, nil
+}
+
+func userAgent(cfg *rest.Config) string {
+	if cfg.UserAgent != "" {
+		return cfg.UserAgent
+	}
+	return rest.DefaultKubernetesUserAgent()
+}
+
+type discoveryMapper struct {
+	client    *http.Client
+	base      *url.URL
+	userAgent string
+
+	// mu guards byGV; it is held during discovery requests so that
+	// concurrent misses cause one request.
+	mu   sync.Mutex
+	byGV map[schema.GroupVersion]map[string]*meta.RESTMapping // by kind
+	// preferred caches each group's preferred version.
+	preferred map[string]string
+}
+
+func (m *discoveryMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ctx := context.Background()
+	if len(versions) == 0 || (len(versions) == 1 && versions[0] == "") {
+		v, err := m.preferredLocked(ctx, gk.Group)
+		if err != nil {
+			return nil, err
+		}
+		versions = []string{v}
+	}
+	for _, v := range versions {
+		gv := schema.GroupVersion{Group: gk.Group, Version: v}
+		if mp := m.byGV[gv][gk.Kind]; mp != nil {
+			return mp, nil
+		}
+		kinds, err := m.fetchLocked(ctx, gv)
+		if err != nil {
+			return nil, err
+		}
+		if mp := kinds[gk.Kind]; mp != nil {
+			return mp, nil
+		}
+	}
+	return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+}
+
+func (m *discoveryMapper) preferredLocked(ctx context.Context, group string) (string, error) {
+	if group == "" {
+		return "v1", nil
+	}
+	if v, ok := m.preferred[group]; ok {
+		return v, nil
+	}
+	var g metav1.APIGroup
+	found, err := m.get(ctx, path.Join("/apis", group), &g)
+	if err != nil {
+		return "", err
+	}
+	if !found || g.PreferredVersion.Version == "" {
+		return "", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: group}}
+	}
+	if m.preferred == nil {
+		m.preferred = map[string]string{}
+	}
+	m.preferred[group] = g.PreferredVersion.Version
+	return g.PreferredVersion.Version, nil
+}
+
+// fetchLocked reads the discovery document of gv; a group version the
+// server does not serve gives an empty (cached) map.
+func (m *discoveryMapper) fetchLocked(ctx context.Context, gv schema.GroupVersion) (map[string]*meta.RESTMapping, error) {
+	p := path.Join("/apis", gv.Group, gv.Version)
+	if gv.Group == "" {
+		p = path.Join("/api", gv.Version)
+	}
+	var list metav1.APIResourceList
+	found, err := m.get(ctx, p, &list)
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string]*meta.RESTMapping{}
+	if found {
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || r.Kind == "" {
+				continue // a subresource
+			}
+			scope := meta.RESTScopeRoot
+			if r.Namespaced {
+				scope = meta.RESTScopeNamespace
+			}
+			kinds[r.Kind] = &meta.RESTMapping{
+				Resource:         gv.WithResource(r.Name),
+				GroupVersionKind: gv.WithKind(r.Kind),
+				Scope:            scope,
+			}
+		}
+	}
+	m.byGV[gv] = kinds
+	return kinds, nil
+}
+
+// get decodes the JSON document at p into out; found is false on 404.
+func (m *discoveryMapper) get(ctx context.Context, p string, out any) (found bool, err error) {
+	u := *m.base
+	u.Path = path.Join(u.Path, p)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false, fmt.Errorf("informer: discovery %s: %w", p, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", m.userAgent)
+	resp, err := m.client.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("informer: discovery %s: %w", p, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return false, nil
+	case resp.StatusCode != http.StatusOK:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return false, fmt.Errorf("informer: discovery %s: %s: %s", p, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return false, fmt.Errorf("informer: discovery %s: %w", p, err)
+	}
+	return true, nil
+}
