@@ -67,6 +67,12 @@ properties:
       all: {type: string, allOf: [{minLength: 2}, {maxLength: 3}]}
       flag: {type: boolean}
       template: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}
+      id: {type: string, format: uuid}
+      blob: {type: string, format: byte}
+      mail: {type: string, format: email}
+      custom: {type: string, format: my-own-format}
+      matrix: {type: array, items: {type: array, items: {type: integer, maximum: 5}}}
+      groups: {type: object, additionalProperties: {type: array, items: {type: string, pattern: '^g'}}}
 `
 
 func TestValidate(t *testing.T) {
@@ -146,6 +152,19 @@ func TestValidate(t *testing.T) {
 				`spec.template.metadata.labels: Invalid value: "a b": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
 			}},
 		{"embedded resource valid", `{"spec":{"name":"ab","template":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{}}}}`, nil},
+		{"format uuid", `{"spec":{"name":"ab","id":"not-a-uuid"}}`,
+			[]string{`spec.id: Invalid value: "not-a-uuid": spec.id in body must be of type uuid: "not-a-uuid"`}},
+		{"format byte", `{"spec":{"name":"ab","blob":"!!"}}`,
+			[]string{`spec.blob: Invalid value: "!!": spec.blob in body must be of type byte: "!!"`}},
+		{"formats valid", `{"spec":{"name":"ab","id":"9b2e1b2c-1f0d-4a1e-8c7e-2f1d4b6a9e10","blob":"aGk=","mail":"a@b.c","custom":"anything"}}`, nil},
+		{"required in array items", `{"spec":{"name":"ab","ports":[{"port":1},{"name":"x"}]}}`,
+			[]string{`spec.ports[1].port: Required value`}},
+		{"nested arrays", `{"spec":{"name":"ab","matrix":[[1,2],[3,9]]}}`,
+			[]string{`spec.matrix[1][1]: Invalid value: 9: spec.matrix[1][1] in body should be less than or equal to 5`}},
+		{"additionalProperties arrays", `{"spec":{"name":"ab","groups":{"a":["gx","hy"]}}}`,
+			[]string{`spec.groups.a[1]: Invalid value: "hy": spec.groups.a[1] in body should match '^g'`}},
+		{"several errors sorted by field", `{"spec":{"replicas":"x","color":"blue"}}`,
+			[]string{`spec.color: Unsupported value: "blue": supported values: "red", "green"`, `spec.name: Required value`, `spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`}},
 		{"object type", `{"spec":"x"}`,
 			[]string{`spec: Invalid value: "string": spec in body must be of type object: "string"`}},
 	}
