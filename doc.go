@@ -4,8 +4,17 @@
 //
 // The pipeline, one package per stage (the map grows as stages land):
 //
-//	workqueue  deduplicating, fair, rate-limited, delaying, prioritised queue of keys
-//	metrics    Prometheus exposition of the stages' statistics, controller-runtime's names
+//	apiserver    embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/)
+//	reflector    lists, then watches from the list's resourceVersion; relists on 410 Gone
+//	fifo         delivers every delta in order; a relist as one atomic batch
+//	cache        thread-safe indexer keyed namespace/name, with indexes
+//	workqueue    deduplicating, fair, rate-limited, delaying, prioritised queue of keys
+//	metrics      Prometheus exposition of the stages' statistics, controller-runtime's names
+//
+// Commands and examples:
+//
+//	cmd/kloop            kloop apiserver: the embedded API server for kubectl and client-go
+//	examples/workqueue   a runnable tour of the work queue
 //
 // Separate module:
 //
