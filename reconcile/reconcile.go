@@ -72,18 +72,27 @@ func (t *terminalError) Is(target error) bool { return target == ErrTerminal }
 // ctxKey is the context key of a reconcile's scope.
 type ctxKey struct{}
 
-// scope is what one reconcile carries in its context; one allocation holds
-// both values.
+// scope is the context of one reconcile: its parent plus the reconcile ID and
+// logger, in one allocation (context.WithValue and a value would be two).
 type scope struct {
+	context.Context
 	id     string
 	logger *slog.Logger
+}
+
+// Value returns the scope itself for ctxKey, and asks the parent otherwise.
+func (s *scope) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return s
+	}
+	return s.Context.Value(key)
 }
 
 // NewContext returns a context carrying a reconcile ID and a logger. The
 // controller calls it for each reconcile; tests of a Reconciler may call it
 // too. A nil logger is stored as one that discards.
 func NewContext(ctx context.Context, id string, logger *slog.Logger) context.Context {
-	return context.WithValue(ctx, ctxKey{}, &scope{id: id, logger: logger})
+	return &scope{Context: ctx, id: id, logger: logger}
 }
 
 // IDFrom returns the reconcile ID in ctx, or "" outside a reconcile.

@@ -130,3 +130,26 @@ func TestFunc(t *testing.T) {
 		t.Fatalf("Reconcile = %v, %v; got %v", res, err, got)
 	}
 }
+
+func TestContextIsAContext(t *testing.T) {
+	type other struct{}
+	parent, cancel := context.WithCancelCause(context.WithValue(context.Background(), other{}, "v"))
+	ctx := NewContext(parent, "id", nil)
+	if ctx.Value(other{}) != "v" {
+		t.Fatal("parent values lost")
+	}
+	// Cancellation propagates through it, to contexts derived from it too.
+	child, stop := context.WithTimeout(ctx, time.Hour)
+	defer stop()
+	cause := errors.New("shutting down")
+	cancel(cause)
+	<-child.Done()
+	if !errors.Is(context.Cause(child), cause) || !errors.Is(ctx.Err(), context.Canceled) {
+		t.Fatalf("cause %v, err %v", context.Cause(child), ctx.Err())
+	}
+	// A nested scope shadows the outer one.
+	inner := NewContext(ctx, "inner", nil)
+	if IDFrom(inner) != "inner" || IDFrom(ctx) != "id" {
+		t.Fatal("nested scopes")
+	}
+}
