@@ -3,10 +3,12 @@ package openapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -253,5 +255,51 @@ func TestVerbsLimitOperations(t *testing.T) {
 	}
 	if _, ok := doc.Paths["/api/v1/pods"]["get"]; !ok {
 		t.Fatal("all-namespaces list missing")
+	}
+}
+
+// TestConcurrentSetAndServe: readers never see a half-built state while
+// CRDs come and go (run with -race).
+func TestConcurrentSetAndServe(t *testing.T) {
+	b := newBuilder(t)
+	base := testResources(t)
+	widget := Resource{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Plural: "widgets"}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(done)
+		for i := range 20 {
+			rs := base
+			if i%2 == 0 {
+				rs = append(append([]Resource{}, base...), widget)
+			}
+			if err := b.Set(rs); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	for _, path := range []string{"/openapi/v2", "/openapi/v3", "/openapi/v3/apis/apps/v1"} {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				rec := httptest.NewRecorder()
+				b.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+				if rec.Code != http.StatusOK || !json.Valid(rec.Body.Bytes()) {
+					errs <- fmt.Errorf("%s: %d", path, rec.Code)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
