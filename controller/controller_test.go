@@ -756,11 +756,56 @@ func TestChannelSource(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
-		if err := src.Start(context.Background(), nil, nil); err == nil {
+		if err := src.Start(context.Background(), c.normal, nil); err == nil {
 			t.Fatal("second Start accepted")
+		}
+		if err := src.Start(context.Background(), nil, nil); err == nil {
+			t.Fatal("Start without an Enqueuer accepted")
 		}
 		if !src.HasSynced() || !strings.HasPrefix(src.String(), "channel source 0x") {
 			t.Fatal("HasSynced/String")
+		}
+	})
+}
+
+func TestNoReconcileUntilEverySourceSynced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{}
+		c, err := New("widget", r, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, slow := &fakeSource{}, &fakeSource{}
+		fast.start = func(_ context.Context, q, _ handler.Enqueuer) error {
+			q.Add(req("from-fast"))
+			fast.synced.Store(true)
+			return nil
+		}
+		slow.start = func(_ context.Context, q, low handler.Enqueuer) error {
+			low.Add(req("from-slow"))
+			time.Sleep(30 * time.Second) // a long initial list
+			slow.synced.Store(true)
+			return nil
+		}
+		for _, s := range []Source{fast, slow} {
+			if err := c.Watch(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel, errc := run(c)
+		time.Sleep(30*time.Second - time.Nanosecond)
+		synctest.Wait()
+		if n := r.count(); n != 0 {
+			t.Fatalf("reconciled %d keys before every source synced", n)
+		}
+		time.Sleep(200 * time.Millisecond) // the sync poll runs at most every 100 ms
+		synctest.Wait()
+		if got := r.got(); !slices.Equal(got, []string{"ns/from-fast", "ns/from-slow"}) {
+			t.Fatalf("reconciles %q", got)
+		}
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

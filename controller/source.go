@@ -65,6 +65,9 @@ func NewChannelSource(ch <-chan handler.Event, h handler.EventHandler, opts Chan
 // Start delivers the events of the channel until ctx is cancelled or the
 // channel is closed.
 func (s *ChannelSource) Start(ctx context.Context, q, low handler.Enqueuer) error {
+	if q == nil {
+		return errors.New("controller: ChannelSource.Start needs an Enqueuer")
+	}
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("controller: ChannelSource started twice")
 	}
