@@ -52,3 +52,23 @@ func BenchmarkSetUnchanged(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkV2Proto measures building the v2 document and its protobuf form
+// (what the first kubectl request after a CRD change pays).
+func BenchmarkV2Proto(b *testing.B) {
+	base := testResources(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		bl, err := New(Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := bl.Set(base); err != nil {
+			b.Fatal(err)
+		}
+		pb, _, err := bl.V2Proto()
+		if err != nil || len(pb) == 0 {
+			b.Fatal(err)
+		}
+	}
+}
