@@ -231,8 +231,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer cancel(nil)
 
 	var sourcesWG, workersWG sync.WaitGroup
+	var failMu sync.Mutex // guards failure
+	var failure error     // the first source error; read after sourcesWG.Wait
 	// stop shuts everything down in order: sources first (no new keys), then
-	// the queue, waiting for the reconciles in flight, then the workers.
+	// the queue, waiting for the reconciles in flight, then the workers. It
+	// returns the error of a failed source, unless the parent was cancelled.
 	stop := func() error {
 		cancel(nil)
 		sourcesWG.Wait()
@@ -242,18 +245,23 @@ func (c *Controller) Start(ctx context.Context) error {
 		if parent.Err() != nil {
 			return nil
 		}
-		if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			return err
-		}
-		return nil
+		return failure
 	}
 
 	c.log.Info("starting controller", "sources", len(sources), "workers", c.opts.MaxConcurrentReconciles)
 	for _, src := range sources {
 		sourcesWG.Go(func() {
-			if err := src.Start(ctx, c.normal, c.low); err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("controller %q: source %v: %w", c.name, src, err))
+			err := src.Start(ctx, c.normal, c.low)
+			if err == nil || ctx.Err() != nil {
+				return
 			}
+			err = fmt.Errorf("controller %q: source %v: %w", c.name, src, err)
+			failMu.Lock()
+			if failure == nil {
+				failure = err
+			}
+			failMu.Unlock()
+			cancel(err)
 		})
 	}
 

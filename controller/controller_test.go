@@ -524,7 +524,7 @@ func TestCacheSync(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := &recorder{}
 			tc := newTest(t, r, Options{})
-			failure := errors.New("watch forbidden")
+			failure := fmt.Errorf("watch forbidden: %w", context.Canceled) // its own cancellation, not ours
 			src := &fakeSource{}
 			src.synced.Store(true)
 			src.start = func(_ context.Context, q, _ handler.Enqueuer) error {
