@@ -251,3 +251,74 @@ func TestEmbeddedServer(t *testing.T) {
 		})
 	}
 }
+
+// bookmarkStore records bookmarks.
+type bookmarkStore struct {
+	*mapStore
+	mu   sync.Mutex // guards last
+	last string
+}
+
+func (s *bookmarkStore) Bookmark(rv string) error {
+	s.mu.Lock()
+	s.last = rv
+	s.mu.Unlock()
+	return s.apply(func() {})
+}
+
+// On a quiet watch, bookmarks carry the position past changes to other
+// kinds, so that a restarted watch does not start from an old revision.
+func TestEmbeddedServerBookmarkProgress(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{BookmarkInterval: 20 * time.Millisecond})
+	cfg := srv.Config()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := dyn.Resource(configMapsGVR).Namespace("default").Create(ctx, cm("cm", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "default", RESTOptions[*corev1.ConfigMap]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &bookmarkStore{mapStore: newMapStore()}
+	r, err := New[*corev1.ConfigMap](lw, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	st.waitEqual(t, map[string]string{"cm": "1"})
+
+	// Changes to another kind only.
+	secret := &unstructured.Unstructured{}
+	secret.SetAPIVersion("v1")
+	secret.SetKind("Secret")
+	secret.SetName("s")
+	secret.SetNamespace("default")
+	created, err := dyn.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace("default").Create(ctx, secret, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := created.GetResourceVersion()
+	timeout := time.After(10 * time.Second)
+	for r.LastSyncResourceVersion() != want {
+		select {
+		case <-st.changed:
+		case <-timeout:
+			t.Fatalf("position %q, want %q from a bookmark", r.LastSyncResourceVersion(), want)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.last != want {
+		t.Errorf("store's last bookmark %q, want %q", st.last, want)
+	}
+}
