@@ -424,6 +424,13 @@ func (f *Factory) Start(ctx context.Context) error {
 	return nil
 }
 
+// NumInformers returns the number of informers the factory holds.
+func (f *Factory) NumInformers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.order)
+}
+
 // WaitForStart blocks until Start has been called or ctx is done.
 func (f *Factory) WaitForStart(ctx context.Context) error {
 	select {

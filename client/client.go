@@ -1,0 +1,763 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/informer"
+)
+
+// Object is a Kubernetes object: a pointer to a k8s.io/api or CRD struct,
+// *unstructured.Unstructured or *metav1.PartialObjectMetadata.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// ObjectList is a list of Kubernetes objects (*corev1.PodList,
+// *unstructured.UnstructuredList, *metav1.PartialObjectMetadataList…).
+type ObjectList interface {
+	metav1.ListInterface
+	runtime.Object
+}
+
+// ObjectKey names an object: namespace ("" for cluster-scoped) and name.
+type ObjectKey = types.NamespacedName
+
+// KeyOf returns obj's key.
+func KeyOf(obj metav1.Object) ObjectKey {
+	return ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// Reader reads objects.
+type Reader interface {
+	// Get fills obj with the object named key. A missing object is an
+	// error for which apierrors.IsNotFound is true.
+	Get(ctx context.Context, key ObjectKey, obj Object) error
+	// List fills list with the objects matching opts.
+	List(ctx context.Context, list ObjectList, opts ...ListOption) error
+}
+
+// Options configures a [Client]. The zero value works: every read goes to
+// the API server.
+type Options struct {
+	// Factory serves reads from its informers' caches: the first Get or
+	// List of a kind starts an informer for the whole kind (all
+	// namespaces) and waits for its sync (and for Factory.Start). Default
+	// nil: reads go to the API server.
+	Factory *informer.Factory
+	// Uncached lists kinds (by example object, such as &corev1.Secret{})
+	// always read from the API server even with a Factory. Default: none.
+	Uncached []Object
+	// Scheme maps Go types to kinds. Default: the Factory's, else a scheme
+	// with every type of k8s.io/api.
+	Scheme *runtime.Scheme
+	// Mapper maps kinds to resources. Default: the Factory's, else
+	// informer.NewDiscoveryMapper.
+	Mapper informer.Mapper
+	// HTTPClient sends requests. Default: the Factory's, else
+	// rest.HTTPClientFor(cfg).
+	HTTPClient *http.Client
+	// FieldOwner is the field manager of writes that do not name one.
+	// Default "": the server derives one from the user agent.
+	FieldOwner string
+	// Logger receives diagnostics. Default: a logger that discards.
+	Logger *slog.Logger
+}
+
+// Client reads objects from the informer cache (or the API server) and
+// writes them to the API server. It is safe for concurrent use.
+type Client struct {
+	factory    *informer.Factory
+	scheme     *runtime.Scheme
+	mapper     informer.Mapper
+	http       *http.Client
+	base       *url.URL
+	userAgent  string
+	fieldOwner string
+	logger     *slog.Logger
+	uncached   map[schema.GroupVersionKind]bool
+}
+
+// New returns a Client for the server of cfg.
+func New(cfg *rest.Config, opts Options) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("client: nil rest.Config")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if f := opts.Factory; f != nil {
+		if opts.Scheme == nil {
+			opts.Scheme = f.Scheme()
+		}
+		if opts.Mapper == nil {
+			opts.Mapper = f.Mapper()
+		}
+		if opts.HTTPClient == nil {
+			opts.HTTPClient = f.HTTPClient()
+		}
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
+			return nil, fmt.Errorf("client: default scheme: %w", err)
+		}
+	}
+	if opts.HTTPClient == nil {
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("client: HTTP client for config: %w", err)
+		}
+		opts.HTTPClient = c
+	}
+	if opts.Mapper == nil {
+		m, err := informer.NewDiscoveryMapper(cfg, opts.HTTPClient)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		opts.Mapper = m
+	}
+	host := cfg.Host
+	if host == "" {
+		host = "localhost"
+	}
+	tls := len(cfg.CAFile) != 0 || len(cfg.CAData) != 0 || len(cfg.CertFile) != 0 || len(cfg.CertData) != 0 || cfg.Insecure
+	base, _, err := rest.DefaultServerURL(host, "", schema.GroupVersion{}, tls)
+	if err != nil {
+		return nil, fmt.Errorf("client: server URL: %w", err)
+	}
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = rest.DefaultKubernetesUserAgent()
+	}
+	c := &Client{
+		factory:    opts.Factory,
+		scheme:     opts.Scheme,
+		mapper:     opts.Mapper,
+		http:       opts.HTTPClient,
+		base:       base,
+		userAgent:  ua,
+		fieldOwner: opts.FieldOwner,
+		logger:     opts.Logger,
+		uncached:   map[schema.GroupVersionKind]bool{},
+	}
+	for _, o := range opts.Uncached {
+		gvk, err := c.gvkFor(o)
+		if err != nil {
+			return nil, fmt.Errorf("client: Options.Uncached: %w", err)
+		}
+		c.uncached[gvk] = true
+	}
+	return c, nil
+}
+
+// Scheme returns the client's scheme.
+func (c *Client) Scheme() *runtime.Scheme { return c.scheme }
+
+// Uncached returns a Reader that always reads from the API server: for a
+// read that must see the latest write (at the cost of a request).
+func (c *Client) Uncached() Reader { return apiReader{c} }
+
+// gvkFor returns obj's kind: the apiVersion and kind it carries for
+// unstructured and metadata-only objects, the Scheme's for typed ones.
+func (c *Client) gvkFor(obj runtime.Object) (schema.GroupVersionKind, error) {
+	if obj == nil {
+		return schema.GroupVersionKind{}, errors.New("client: nil object")
+	}
+	switch obj.(type) {
+	case *unstructured.Unstructured, *unstructured.UnstructuredList,
+		*metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		if gvk.Kind == "" || gvk.Version == "" {
+			return gvk, fmt.Errorf("client: %T without apiVersion and kind", obj)
+		}
+		return gvk, nil
+	}
+	gvks, _, err := c.scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("client: %T is not in the client's Scheme: %w", obj, err)
+	}
+	if len(gvks) != 1 {
+		return schema.GroupVersionKind{}, fmt.Errorf("client: %T is registered as %d kinds %v; want one", obj, len(gvks), gvks)
+	}
+	return gvks[0], nil
+}
+
+func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("client: mapping %s: %w", gvk, err)
+	}
+	return m, nil
+}
+
+// cached reports whether reads of gvk are served from the cache.
+func (c *Client) cached(gvk schema.GroupVersionKind) bool {
+	return c.factory != nil && !c.uncached[gvk]
+}
+
+// Get fills obj with the object named key: a deep copy of the cached
+// object (the caller may modify it) when the kind is cached, else the
+// server's answer.
+func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
+	gvk, err := c.gvkFor(obj)
+	if err != nil {
+		return err
+	}
+	if !c.cached(gvk) {
+		return apiReader{c}.Get(ctx, key, obj)
+	}
+	inf, err := c.informerFor(ctx, obj)
+	if err != nil {
+		return err
+	}
+	cached, ok := inf.Get(key.Namespace, key.Name)
+	if !ok {
+		m, err := c.mapping(gvk)
+		if err != nil {
+			return err
+		}
+		return apierrors.NewNotFound(m.Resource.GroupResource(), key.Name)
+	}
+	if err := copyInto(obj, cached.DeepCopyObject()); err != nil {
+		return err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}
+
+// informerFor returns the synced informer of obj's kind, starting it on
+// first use.
+func (c *Client) informerFor(ctx context.Context, obj runtime.Object) (*informer.Informer[informer.Object], error) {
+	inf, err := c.factory.ForObject(obj, informer.Scope{})
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if err := c.factory.WaitForStart(ctx); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return inf, nil
+}
+
+// copyInto sets *dst = *src for two pointers to the same struct type.
+func copyInto(dst, src runtime.Object) error {
+	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
+	if dv.Type() != sv.Type() || dv.Kind() != reflect.Pointer || dv.IsNil() {
+		return fmt.Errorf("client: cannot copy %T into %T", src, dst)
+	}
+	dv.Elem().Set(sv.Elem())
+	return nil
+}
+
+// itemOf returns an empty item of list and the item's kind.
+func (c *Client) itemOf(list ObjectList) (Object, schema.GroupVersionKind, error) {
+	gvk, err := c.gvkFor(list)
+	if err != nil {
+		return nil, gvk, err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	switch list.(type) {
+	case *unstructured.UnstructuredList:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u, gvk, nil
+	case *metav1.PartialObjectMetadataList:
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m, gvk, nil
+	}
+	o, err := c.scheme.New(gvk)
+	if err != nil {
+		return nil, gvk, fmt.Errorf("client: item of %T: %w", list, err)
+	}
+	item, ok := o.(Object)
+	if !ok {
+		return nil, gvk, fmt.Errorf("client: item of %T (%T) has no metadata", list, o)
+	}
+	return item, gvk, nil
+}
+
+// List fills list with the matching objects, sorted by namespace and name:
+// deep copies of cached objects when the kind is cached, else the server's
+// answer.
+func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) error {
+	item, gvk, err := c.itemOf(list)
+	if err != nil {
+		return err
+	}
+	if !c.cached(gvk) {
+		return apiReader{c}.List(ctx, list, opts...)
+	}
+	var o ListOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.Continue != "" {
+		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue); use Uncached()")
+	}
+	inf, err := c.informerFor(ctx, item)
+	if err != nil {
+		return err
+	}
+	objs, err := selectCached(inf, o)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(objs, func(a, b informer.Object) int {
+		if n := strings.Compare(a.GetNamespace(), b.GetNamespace()); n != 0 {
+			return n
+		}
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+	if o.Limit > 0 && int64(len(objs)) > o.Limit {
+		objs = objs[:o.Limit]
+	}
+	out := make([]runtime.Object, len(objs))
+	for i, obj := range objs {
+		cp := obj.DeepCopyObject()
+		cp.GetObjectKind().SetGroupVersionKind(gvk)
+		out[i] = cp
+	}
+	if err := meta.SetList(list, out); err != nil {
+		return fmt.Errorf("client: filling %T: %w", list, err)
+	}
+	list.SetResourceVersion(inf.LastSyncResourceVersion())
+	list.SetContinue("")
+	return nil
+}
+
+// selectCached returns the cached objects matching o (shared: not copied).
+func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]informer.Object, error) {
+	var objs []informer.Object
+	var name string
+	ns := o.Namespace
+	var indexed []struct{ field, value string }
+	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+		for _, r := range o.FieldSelector.Requirements() {
+			if r.Operator != "=" && r.Operator != "==" {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("client: a cached List selects fields with = only, not %q", r.Operator))
+			}
+			switch r.Field {
+			case "metadata.name":
+				name = r.Value
+			case "metadata.namespace":
+				if ns != "" && ns != r.Value {
+					return nil, nil
+				}
+				ns = r.Value
+			default:
+				if !inf.HasIndex("field:" + r.Field) {
+					return nil, apierrors.NewBadRequest(fmt.Sprintf("client: field %q is not indexed in the cache (add an index named %q, or use Uncached())", r.Field, "field:"+r.Field))
+				}
+				indexed = append(indexed, struct{ field, value string }{r.Field, r.Value})
+			}
+		}
+	}
+	switch {
+	case len(indexed) > 0:
+		var err error
+		if objs, err = inf.ByIndex("field:"+indexed[0].field, indexed[0].value); err != nil {
+			return nil, err
+		}
+	case name != "" && ns != "":
+		if obj, ok := inf.Get(ns, name); ok {
+			objs = []informer.Object{obj}
+		}
+	case ns != "":
+		objs = inf.ListNamespace(ns)
+	default:
+		objs = inf.List()
+	}
+	out := objs[:0]
+	for _, obj := range objs {
+		if ns != "" && obj.GetNamespace() != ns || name != "" && obj.GetName() != name {
+			continue
+		}
+		if o.LabelSelector != nil && !o.LabelSelector.Empty() && !o.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		if len(indexed) > 1 && !matchesIndexes(inf, obj, indexed[1:]) {
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+func matchesIndexes(inf *informer.Informer[informer.Object], obj informer.Object, reqs []struct{ field, value string }) bool {
+	for _, r := range reqs {
+		objs, err := inf.ByIndex("field:"+r.field, r.value)
+		if err != nil {
+			return false
+		}
+		found := false
+		for _, o := range objs {
+			if o.GetNamespace() == obj.GetNamespace() && o.GetName() == obj.GetName() {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// apiReader reads from the API server.
+type apiReader struct{ c *Client }
+
+func (r apiReader) Get(ctx context.Context, key ObjectKey, obj Object) error {
+	c := r.c
+	gvk, err := c.gvkFor(obj)
+	if err != nil {
+		return err
+	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return err
+	}
+	u, err := c.url(m, key.Namespace, key.Name, "")
+	if err != nil {
+		return err
+	}
+	body, err := c.do(ctx, http.MethodGet, u, acceptFor(obj, false), "", nil, m)
+	if err != nil {
+		return err
+	}
+	return decodeInto(body, obj, gvk)
+}
+
+func (r apiReader) List(ctx context.Context, list ObjectList, opts ...ListOption) error {
+	c := r.c
+	_, gvk, err := c.itemOf(list)
+	if err != nil {
+		return err
+	}
+	listGVK, err := c.gvkFor(list)
+	if err != nil {
+		return err
+	}
+	var o ListOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return err
+	}
+	u, err := c.url(m, o.Namespace, "", "")
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	if o.LabelSelector != nil && !o.LabelSelector.Empty() {
+		q.Set("labelSelector", o.LabelSelector.String())
+	}
+	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+		q.Set("fieldSelector", o.FieldSelector.String())
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.FormatInt(o.Limit, 10))
+	}
+	if o.Continue != "" {
+		q.Set("continue", o.Continue)
+	}
+	u.RawQuery = q.Encode()
+	body, err := c.do(ctx, http.MethodGet, u, acceptFor(list, true), "", nil, m)
+	if err != nil {
+		return err
+	}
+	if err := decodeInto(body, list, listGVK); err != nil {
+		return err
+	}
+	if ul, ok := list.(*unstructured.UnstructuredList); ok {
+		for i := range ul.Items {
+			if ul.Items[i].GetKind() == "" {
+				ul.Items[i].SetGroupVersionKind(gvk)
+			}
+		}
+	}
+	if pl, ok := list.(*metav1.PartialObjectMetadataList); ok {
+		for i := range pl.Items {
+			pl.Items[i].SetGroupVersionKind(gvk)
+		}
+	}
+	return nil
+}
+
+func acceptFor(obj runtime.Object, list bool) string {
+	switch obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		return "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+	case *metav1.PartialObjectMetadataList:
+		return "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	}
+	return "application/json"
+}
+
+// decodeInto replaces obj's content by the JSON in body, and keeps gvk as
+// its kind (a metadata-only answer says PartialObjectMetadata).
+func decodeInto(body []byte, obj runtime.Object, gvk schema.GroupVersionKind) error {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("client: cannot decode into %T", obj)
+	}
+	v.Elem().Set(reflect.Zero(v.Elem().Type()))
+	if err := json.Unmarshal(body, obj); err != nil {
+		return fmt.Errorf("client: decoding %s into %T: %w", gvk.Kind, obj, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return nil
+}
+
+// url returns the URL of a collection (name "") or an object, with an
+// optional subresource.
+func (c *Client) url(m *meta.RESTMapping, namespace, name, sub string) (*url.URL, error) {
+	gv := m.Resource.GroupVersion()
+	p := path.Join("/apis", gv.Group, gv.Version)
+	if gv.Group == "" {
+		p = path.Join("/api", gv.Version)
+	}
+	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+	switch {
+	case namespaced && namespace != "":
+		p = path.Join(p, "namespaces", url.PathEscape(namespace))
+	case namespaced && name != "":
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("client: %s is namespaced: the object needs a namespace", m.Resource.GroupResource()))
+	case !namespaced && namespace != "":
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("client: %s is cluster-scoped: namespace must be empty, not %q", m.Resource.GroupResource(), namespace))
+	}
+	p = path.Join(p, m.Resource.Resource)
+	if name != "" {
+		p = path.Join(p, url.PathEscape(name))
+	} else if sub != "" {
+		return nil, apierrors.NewBadRequest("client: object name is required")
+	}
+	if sub != "" {
+		p = path.Join(p, sub)
+	}
+	u := *c.base
+	u.Path = path.Join(u.Path, p)
+	return &u, nil
+}
+
+// maxBody bounds the responses read (objects are at most a few MiB).
+const maxBody = 256 << 20
+
+// do sends a request and returns the response body of a 2xx answer; any
+// other answer is a *apierrors.StatusError.
+func (c *Client) do(ctx context.Context, method string, u *url.URL, accept, contentType string, body []byte, m *meta.RESTMapping) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, u.Path, err)
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", c.userAgent)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, u.Path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: reading the answer: %w", method, u.Path, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return data, nil
+	}
+	return nil, statusError(resp, data, method, m)
+}
+
+// statusError turns an error answer into a *apierrors.StatusError: the
+// Status the server sent, or a generic one for the code.
+func statusError(resp *http.Response, body []byte, method string, m *meta.RESTMapping) error {
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" && st.Status == metav1.StatusFailure {
+		if st.Code == 0 {
+			st.Code = int32(resp.StatusCode)
+		}
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	retry := 0
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		retry = s
+	}
+	return apierrors.NewGenericServerResponse(resp.StatusCode, strings.ToLower(method), m.Resource.GroupResource(), "", strings.TrimSpace(string(body)), retry, true)
+}
+
+// write sends obj (or a patch) and decodes the answer into obj.
+func (c *Client) write(ctx context.Context, method string, obj Object, sub string, collection bool, contentType string, body []byte, q url.Values) error {
+	gvk, err := c.gvkFor(obj)
+	if err != nil {
+		return err
+	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return err
+	}
+	name := obj.GetName()
+	if collection {
+		name = ""
+	} else if name == "" {
+		return apierrors.NewBadRequest("client: the object has no name")
+	}
+	u, err := c.url(m, obj.GetNamespace(), name, sub)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		// The server needs apiVersion and kind in the body.
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		if body, err = json.Marshal(obj); err != nil {
+			return fmt.Errorf("client: encoding %T: %w", obj, err)
+		}
+	}
+	u.RawQuery = q.Encode()
+	out, err := c.do(ctx, method, u, acceptFor(obj, false), contentType, body, m)
+	if err != nil {
+		return err
+	}
+	return decodeInto(out, obj, gvk)
+}
+
+func (c *Client) writeQuery(opts []WriteOption) (WriteOptions, url.Values) {
+	o := WriteOptions{FieldManager: c.fieldOwner}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	q := url.Values{}
+	if o.DryRun {
+		q.Set("dryRun", metav1.DryRunAll)
+	}
+	if o.FieldManager != "" {
+		q.Set("fieldManager", o.FieldManager)
+	}
+	return o, q
+}
+
+// Create creates obj on the server and fills it with the server's answer.
+// A name taken is an error for which apierrors.IsAlreadyExists is true.
+func (c *Client) Create(ctx context.Context, obj Object, opts ...WriteOption) error {
+	_, q := c.writeQuery(opts)
+	return c.write(ctx, http.MethodPost, obj, "", true, "application/json", nil, q)
+}
+
+// Update replaces obj on the server (optimistic concurrency on its
+// resourceVersion: a stale one is a Conflict) and fills it with the answer.
+func (c *Client) Update(ctx context.Context, obj Object, opts ...WriteOption) error {
+	_, q := c.writeQuery(opts)
+	return c.write(ctx, http.MethodPut, obj, "", false, "application/json", nil, q)
+}
+
+// Patch sends patch for obj and fills obj with the answer.
+func (c *Client) Patch(ctx context.Context, obj Object, patch Patch, opts ...WriteOption) error {
+	return c.patch(ctx, obj, "", patch, opts)
+}
+
+func (c *Client) patch(ctx context.Context, obj Object, sub string, patch Patch, opts []WriteOption) error {
+	if patch == nil {
+		return errors.New("client: nil Patch")
+	}
+	o, q := c.writeQuery(opts)
+	if o.Force {
+		q.Set("force", "true")
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, http.MethodPatch, obj, sub, false, string(patch.Type()), data, q)
+}
+
+// Delete deletes obj on the server. A missing object is an error for which
+// apierrors.IsNotFound is true (see IgnoreNotFound). An object with
+// finalizers stays, with a deletionTimestamp, until they are removed.
+func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) error {
+	o, q := c.writeQuery(opts)
+	q.Del("fieldManager")
+	gvk, err := c.gvkFor(obj)
+	if err != nil {
+		return err
+	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return err
+	}
+	if obj.GetName() == "" {
+		return apierrors.NewBadRequest("client: the object has no name")
+	}
+	u, err := c.url(m, obj.GetNamespace(), obj.GetName(), "")
+	if err != nil {
+		return err
+	}
+	u.RawQuery = q.Encode()
+	del := metav1.DeleteOptions{
+		TypeMeta:           metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"},
+		PropagationPolicy:  o.PropagationPolicy,
+		Preconditions:      o.Preconditions,
+		GracePeriodSeconds: o.GracePeriodSeconds,
+	}
+	if o.DryRun {
+		del.DryRun = []string{metav1.DryRunAll}
+	}
+	body, err := json.Marshal(del)
+	if err != nil {
+		return fmt.Errorf("client: encoding DeleteOptions: %w", err)
+	}
+	_, err = c.do(ctx, http.MethodDelete, u, "application/json", "application/json", body, m)
+	return err
+}
+
+// Status returns a writer of the status subresource: with it enabled, a
+// write to the object ignores status changes and a write to /status
+// ignores everything else.
+func (c *Client) Status() *StatusWriter { return &StatusWriter{c: c} }
+
+// StatusWriter writes the status subresource.
+type StatusWriter struct{ c *Client }
+
+// Update replaces obj's status on the server and fills obj with the answer.
+func (s *StatusWriter) Update(ctx context.Context, obj Object, opts ...WriteOption) error {
+	_, q := s.c.writeQuery(opts)
+	return s.c.write(ctx, http.MethodPut, obj, "status", false, "application/json", nil, q)
+}
+
+// Patch patches obj's status on the server and fills obj with the answer.
+func (s *StatusWriter) Patch(ctx context.Context, obj Object, patch Patch, opts ...WriteOption) error {
+	return s.c.patch(ctx, obj, "status", patch, opts)
+}

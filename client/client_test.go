@@ -1,0 +1,378 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/informer"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func timeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// env is an embedded API server, a running factory and a cached client.
+type env struct {
+	cfg     *rest.Config
+	http    *http.Client
+	factory *informer.Factory
+	c       *Client
+}
+
+func newEnv(t *testing.T, opts Options) *env {
+	t.Helper()
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	cfg := srv.Config()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	rt, err := rest.HTTPWrappersForConfig(cfg, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: rt}
+	f, err := informer.NewFactory(cfg, informer.FactoryOptions{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	opts.Factory = f
+	c, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{cfg: cfg, http: hc, factory: f, c: c}
+}
+
+func newPod(ns, name string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+	}
+}
+
+// eventually retries a cached read until it holds: the cache lags writes.
+func eventually(t *testing.T, ctx context.Context, what string, cond func() error) {
+	t.Helper()
+	var err error
+	for {
+		if err = cond(); err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, err)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+func TestCachedReadsDirectWrites(t *testing.T) {
+	ctx := timeout(t)
+	e := newEnv(t, Options{FieldOwner: "kloop-test"})
+	c := e.c
+	for _, p := range []*corev1.Pod{
+		newPod("default", "web-1", map[string]string{"app": "web"}),
+		newPod("default", "web-2", map[string]string{"app": "web"}),
+		newPod("default", "db-1", map[string]string{"app": "db"}),
+		newPod("kube-system", "web-3", map[string]string{"app": "web"}),
+	} {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.UID == "" || p.ResourceVersion == "" || p.Kind != "Pod" {
+			t.Fatalf("Create did not fill the object: %+v", p.ObjectMeta)
+		}
+	}
+	// Creating the same name again: AlreadyExists, ignorable.
+	err := c.Create(ctx, newPod("default", "web-1", nil))
+	if !apierrors.IsAlreadyExists(err) || IgnoreAlreadyExists(err) != nil {
+		t.Fatalf("second Create: %v", err)
+	}
+
+	var p corev1.Pod
+	eventually(t, ctx, "cached Get", func() error {
+		return c.Get(ctx, ObjectKey{Namespace: "kube-system", Name: "web-3"}, &p)
+	})
+	if p.Kind != "Pod" || p.APIVersion != "v1" || p.Labels["app"] != "web" {
+		t.Fatalf("Get: %+v", p)
+	}
+	// The caller owns what Get returns.
+	p.Labels["app"] = "mutated"
+	var again corev1.Pod
+	if err := c.Get(ctx, ObjectKey{Namespace: "kube-system", Name: "web-3"}, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Labels["app"] != "web" {
+		t.Fatal("mutating a Get result changed the cache")
+	}
+
+	err = c.Get(ctx, ObjectKey{Namespace: "default", Name: "nope"}, &p)
+	if !apierrors.IsNotFound(err) || IgnoreNotFound(err) != nil {
+		t.Fatalf("Get of a missing pod: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		opts []ListOption
+		want []string
+	}{
+		{"all", nil, []string{"default/db-1", "default/web-1", "default/web-2", "kube-system/web-3"}},
+		{"namespace", []ListOption{InNamespace("default")}, []string{"default/db-1", "default/web-1", "default/web-2"}},
+		{"labels", []ListOption{MatchingLabels(map[string]string{"app": "web"})}, []string{"default/web-1", "default/web-2", "kube-system/web-3"}},
+		{"namespace and labels", []ListOption{InNamespace("default"), MatchingLabels(map[string]string{"app": "web"})}, []string{"default/web-1", "default/web-2"}},
+		{"name field", []ListOption{MatchingFields(map[string]string{"metadata.name": "web-2"})}, []string{"default/web-2"}},
+		{"limit", []ListOption{Limit(2)}, []string{"default/db-1", "default/web-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range []Reader{c, c.Uncached()} {
+				var list corev1.PodList
+				if err := r.List(ctx, &list, tc.opts...); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, p := range list.Items {
+					got = append(got, p.Namespace+"/"+p.Name)
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("%T: %q, want %q", r, got, tc.want)
+				}
+			}
+		})
+	}
+	var list corev1.PodList
+	err = c.List(ctx, &list, MatchingFields(map[string]string{"spec.nodeName": "n1"}))
+	if !apierrors.IsBadRequest(err) {
+		t.Fatalf("List on an unindexed field: %v", err)
+	}
+
+	// Update from a cached copy; a stale resourceVersion conflicts.
+	var web1 corev1.Pod
+	if err := c.Get(ctx, ObjectKey{Namespace: "default", Name: "web-1"}, &web1); err != nil {
+		t.Fatal(err)
+	}
+	stale := web1.DeepCopy()
+	web1.Labels["version"] = "2"
+	if err := c.Update(ctx, &web1); err != nil {
+		t.Fatal(err)
+	}
+	stale.Labels["version"] = "3"
+	if err := c.Update(ctx, stale); !apierrors.IsConflict(err) {
+		t.Fatalf("Update with a stale resourceVersion: %v", err)
+	}
+	orig := web1.DeepCopy()
+	web1.Labels["patched"] = "yes"
+	if err := c.Patch(ctx, &web1, MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	if web1.Labels["patched"] != "yes" || web1.Labels["version"] != "2" {
+		t.Fatalf("after Patch: %v", web1.Labels)
+	}
+	web1.Status.Phase = corev1.PodRunning
+	if err := c.Status().Update(ctx, &web1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Status().Patch(ctx, &web1, RawPatch(types.MergePatchType, []byte(`{"status":{"message":"ok"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "the writes in the cache", func() error {
+		var p corev1.Pod
+		if err := c.Get(ctx, ObjectKey{Namespace: "default", Name: "web-1"}, &p); err != nil {
+			return err
+		}
+		if p.Labels["patched"] != "yes" || p.Status.Phase != corev1.PodRunning || p.Status.Message != "ok" {
+			return fmt.Errorf("cached %v %q %q", p.Labels, p.Status.Phase, p.Status.Message)
+		}
+		return nil
+	})
+
+	if err := c.Delete(ctx, &web1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &web1); !apierrors.IsNotFound(err) {
+		t.Fatalf("second Delete: %v", err)
+	}
+	// The uncached reader sees the delete at once.
+	if err := c.Uncached().Get(ctx, KeyOf(&web1), &p); !apierrors.IsNotFound(err) {
+		t.Fatalf("uncached Get after Delete: %v", err)
+	}
+	eventually(t, ctx, "the delete in the cache", func() error {
+		if err := c.Get(ctx, KeyOf(&web1), &p); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Get: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestUnstructuredAndMetadata(t *testing.T) {
+	ctx := timeout(t)
+	e := newEnv(t, Options{})
+	c := e.c
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace("default")
+	u.SetName("cfg")
+	u.Object["data"] = map[string]any{"k": "v"}
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetAPIVersion("v1")
+	got.SetKind("ConfigMap")
+	eventually(t, ctx, "cached unstructured Get", func() error {
+		return c.Get(ctx, ObjectKey{Namespace: "default", Name: "cfg"}, got)
+	})
+	if v, _, _ := unstructured.NestedString(got.Object, "data", "k"); v != "v" || got.GetKind() != "ConfigMap" {
+		t.Fatalf("unstructured Get: %v", got.Object)
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	eventually(t, ctx, "cached metadata Get", func() error {
+		return c.Get(ctx, ObjectKey{Namespace: "default", Name: "cfg"}, m)
+	})
+	if m.Name != "cfg" || m.Kind != "ConfigMap" {
+		t.Fatalf("metadata Get: %+v", m)
+	}
+	ml := &metav1.PartialObjectMetadataList{}
+	ml.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	for _, r := range []Reader{c, c.Uncached()} {
+		if err := r.List(ctx, ml, InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		if len(ml.Items) != 1 || ml.Items[0].Name != "cfg" || ml.Items[0].Kind != "ConfigMap" {
+			t.Fatalf("%T metadata List: %+v", r, ml.Items)
+		}
+	}
+	ul := &unstructured.UnstructuredList{}
+	ul.SetAPIVersion("v1")
+	ul.SetKind("ConfigMapList")
+	if err := c.List(ctx, ul, InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	if len(ul.Items) != 1 || ul.Items[0].GetName() != "cfg" {
+		t.Fatalf("unstructured List: %v", ul.Items)
+	}
+	if err := c.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUncachedKinds(t *testing.T) {
+	ctx := timeout(t)
+	e := newEnv(t, Options{Uncached: []Object{&corev1.Secret{}}})
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s"}, Data: map[string][]byte{"a": []byte("b")}}
+	if err := e.c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	// Read straight after the write: only an uncached read is sure to see it.
+	var got corev1.Secret
+	if err := e.c.Get(ctx, KeyOf(s), &got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data["a"]) != "b" {
+		t.Fatalf("secret %v", got.Data)
+	}
+	if n := e.factory.NumInformers(); n != 0 {
+		t.Fatalf("the factory runs %d informers for an uncached kind", n)
+	}
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.factory.NumInformers(); n != 1 {
+		t.Fatalf("the factory runs %d informers after a cached List", n)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ctx := timeout(t)
+	e := newEnv(t, Options{})
+	c := e.c
+	for name, err := range map[string]error{
+		"pod without namespace":      c.Create(ctx, newPod("", "x", nil)),
+		"namespace with a namespace": c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}),
+		"update without name":        c.Update(ctx, newPod("default", "", nil)),
+		"unstructured without kind":  c.Get(ctx, ObjectKey{Name: "x"}, &unstructured.Unstructured{}),
+		"nil patch":                  c.Patch(ctx, newPod("default", "x", nil), nil),
+		"invalid object":             c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "Not_Valid"}}),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	err := c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "Not_Valid"}})
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Code != 422 {
+		t.Fatalf("invalid object: %v, want a 422 Status", err)
+	}
+	if _, err := New(nil, Options{}); err == nil {
+		t.Fatal("nil config accepted")
+	}
+}
+
+func TestIgnore(t *testing.T) {
+	gr := corev1.Resource("pods")
+	other := errors.New("boom")
+	for _, tc := range []struct {
+		err                  error
+		notFound, alreadyErr error
+	}{
+		{nil, nil, nil},
+		{apierrors.NewNotFound(gr, "a"), nil, apierrors.NewNotFound(gr, "a")},
+		{apierrors.NewAlreadyExists(gr, "a"), apierrors.NewAlreadyExists(gr, "a"), nil},
+		{other, other, other},
+	} {
+		if got := IgnoreNotFound(tc.err); fmt.Sprint(got) != fmt.Sprint(tc.notFound) {
+			t.Errorf("IgnoreNotFound(%v) = %v", tc.err, got)
+		}
+		if got := IgnoreAlreadyExists(tc.err); fmt.Sprint(got) != fmt.Sprint(tc.alreadyErr) {
+			t.Errorf("IgnoreAlreadyExists(%v) = %v", tc.err, got)
+		}
+	}
+}
+
+func TestMergeFrom(t *testing.T) {
+	orig := newPod("default", "a", map[string]string{"app": "web", "gone": "x"})
+	mod := orig.DeepCopy()
+	mod.Labels["app"] = "db"
+	delete(mod.Labels, "gone")
+	p := MergeFrom(orig)
+	data, err := p.Data(mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Type() != types.MergePatchType || string(data) != `{"metadata":{"labels":{"app":"db","gone":null}}}` {
+		t.Fatalf("patch %s %s", p.Type(), data)
+	}
+}

@@ -1,0 +1,25 @@
+// Package client reads and writes Kubernetes objects for controllers:
+// reads from the informer cache, writes to the API server.
+//
+//	API server → reflector → fifo → cache → handlers → workqueue → Reconcile → client → API server
+//
+// A [Client] made with Options.Factory serves Get and List from the
+// factory's shared informers: the first read of a kind starts an informer
+// for the whole kind and waits for its initial list (and for
+// Factory.Start), so that later reads are map lookups. Get and List fill
+// the caller's object with a deep copy: the caller may modify it. Reads
+// are as fresh as the cache — a little behind the server right after a
+// write; use [Client.Uncached] (or Options.Uncached for whole kinds) for a
+// read that must see the latest state.
+//
+// Create, Update, Patch, Delete and Status().Update / Status().Patch go to
+// the API server over the *rest.Config's transport, and fill the object with
+// the server's answer. Errors from the server are *apierrors.StatusError, so
+// apierrors.IsNotFound, IsConflict and IsAlreadyExists work; [IgnoreNotFound]
+// and [IgnoreAlreadyExists] turn the expected ones into nil.
+//
+// Typed objects (k8s.io/api structs, CRD structs registered in the Scheme),
+// *unstructured.Unstructured and *metav1.PartialObjectMetadata (with their
+// apiVersion and kind set) are all accepted; kinds map to resources through
+// the factory's Mapper (discovery by default).
+package client
