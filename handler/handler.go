@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,70 +206,51 @@ func (h *enqueueForOwner) Generic(_ context.Context, e GenericEvent, q Enqueuer)
 	h.enqueue(q, e.Object, nil)
 }
 
-// enqueue adds the owners of a, then those of b that a did not have.
+// enqueue adds the owners of a, then those of b that a did not have, each
+// once.
 func (h *enqueueForOwner) enqueue(q Enqueuer, a, b Object) {
-	var seen []reconcile.Request // owners of a; almost always one
-	h.owners(a, func(r reconcile.Request) {
-		seen = append(seen, r)
+	var buf [4]reconcile.Request // owners: almost always one; no allocation up to four
+	reqs := h.owners(a, buf[:0])
+	reqs = h.owners(b, reqs)
+	for _, r := range reqs {
 		q.Add(r)
-	})
-	h.owners(b, func(r reconcile.Request) {
-		for _, s := range seen {
-			if s == r {
-				return
-			}
-		}
-		seen = append(seen, r)
-		q.Add(r)
-	})
+	}
 }
 
-// owners calls fn with the request of each matching owner of o, each once.
-func (h *enqueueForOwner) owners(o Object, fn func(reconcile.Request)) {
+// owners appends to dst the request of each matching owner of o that dst
+// does not hold yet.
+func (h *enqueueForOwner) owners(o Object, dst []reconcile.Request) []reconcile.Request {
 	if IsNil(o) {
-		return
+		return dst
 	}
 	refs := o.GetOwnerReferences() // unstructured objects build them on each call
-	if !h.opts.AnyOwner {
-		for i := range refs {
-			ref := &refs[i]
-			if ref.Controller != nil && *ref.Controller {
-				if r, ok := h.match(o, ref); ok {
-					fn(r)
-				}
-				return // at most one controller reference counts, as metav1.GetControllerOf
-			}
-		}
-		return
-	}
-	var done []reconcile.Request
-outer:
 	for i := range refs {
-		r, ok := h.match(o, &refs[i])
-		if !ok {
+		ref := &refs[i]
+		isController := ref.Controller != nil && *ref.Controller
+		if !h.opts.AnyOwner && !isController {
 			continue
 		}
-		for _, d := range done {
-			if d == r {
-				continue outer
-			}
+		if r, ok := h.match(o, ref); ok && !slices.Contains(dst, r) {
+			dst = append(dst, r)
 		}
-		done = append(done, r)
-		fn(r)
+		if isController && !h.opts.AnyOwner {
+			break // only the first controller reference counts, as metav1.GetControllerOf
+		}
 	}
+	return dst
 }
 
 func (h *enqueueForOwner) match(o Object, ref *metav1.OwnerReference) (reconcile.Request, bool) {
 	if ref.Kind != h.owner.Kind || ref.Name == "" {
 		return reconcile.Request{}, false
 	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
+	group, ok := groupOf(ref.APIVersion)
+	if !ok {
 		h.opts.Logger.Error("skipping owner reference with an invalid apiVersion",
-			"namespace", o.GetNamespace(), "name", o.GetName(), "apiVersion", ref.APIVersion, "err", err)
+			"namespace", o.GetNamespace(), "name", o.GetName(), "apiVersion", ref.APIVersion)
 		return reconcile.Request{}, false
 	}
-	if gv.Group != h.owner.Group {
+	if group != h.owner.Group {
 		return reconcile.Request{}, false
 	}
 	r := reconcile.Request{NamespacedName: types.NamespacedName{Name: ref.Name}}
@@ -275,6 +258,20 @@ func (h *enqueueForOwner) match(o Object, ref *metav1.OwnerReference) (reconcile
 		r.Namespace = o.GetNamespace()
 	}
 	return r, true
+}
+
+// groupOf returns the group of an apiVersion exactly as
+// schema.ParseGroupVersion would ("v1" is the core group ""), without
+// allocating; ok is false where ParseGroupVersion fails (more than one "/").
+func groupOf(apiVersion string) (group string, ok bool) {
+	i := strings.IndexByte(apiVersion, '/')
+	if i < 0 {
+		return "", true
+	}
+	if strings.IndexByte(apiVersion[i+1:], '/') >= 0 {
+		return "", false
+	}
+	return apiVersion[:i], true
 }
 
 func (h *enqueueForOwner) String() string {
@@ -323,32 +320,32 @@ func (h *enqueueFromMap) enqueue(ctx context.Context, q Enqueuer, a, b Object) {
 	if h.fn == nil {
 		return
 	}
-	var reqs []reconcile.Request
+	var ra, rb []reconcile.Request
 	if !IsNil(a) {
-		reqs = h.fn(ctx, a)
+		ra = h.fn(ctx, a)
 	}
 	if !IsNil(b) {
-		reqs = append(reqs[:len(reqs):len(reqs)], h.fn(ctx, b)...) // never write into fn's slice
+		rb = h.fn(ctx, b)
 	}
-	if len(reqs) <= smallSet {
-		for i, r := range reqs {
-			dup := false
-			for _, s := range reqs[:i] {
-				if s == r {
-					dup = true
-					break
+	if len(ra)+len(rb) > smallSet {
+		seen := make(map[reconcile.Request]struct{}, len(ra)+len(rb))
+		for _, reqs := range [2][]reconcile.Request{ra, rb} {
+			for _, r := range reqs {
+				if _, dup := seen[r]; !dup {
+					seen[r] = struct{}{}
+					q.Add(r)
 				}
-			}
-			if !dup {
-				q.Add(r)
 			}
 		}
 		return
 	}
-	seen := make(map[reconcile.Request]struct{}, len(reqs))
-	for _, r := range reqs {
-		if _, ok := seen[r]; !ok {
-			seen[r] = struct{}{}
+	for i, r := range ra {
+		if !slices.Contains(ra[:i], r) {
+			q.Add(r)
+		}
+	}
+	for i, r := range rb {
+		if !slices.Contains(ra, r) && !slices.Contains(rb[:i], r) {
 			q.Add(r)
 		}
 	}
