@@ -443,6 +443,9 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) ([]T, string, e
 		if l.Continue == "" {
 			return items, listRV, nil
 		}
+		if l.Continue == opts.Continue {
+			return nil, "", fmt.Errorf("the server answered continue token %q with itself", l.Continue)
+		}
 		if page == 0 && opts.ResourceVersion == "0" {
 			r.paginated = true
 		}

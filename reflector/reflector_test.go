@@ -173,6 +173,18 @@ func TestTranscripts(t *testing.T) {
 		store:    []string{"Replace 12 [a@1,b@12]"},
 		lastRV:   "12",
 	}, {
+		name: "a continue token answered with itself fails the list instead of looping",
+		opts: listWatch,
+		script: []reply{
+			{verb: "list", list: podList("10", "t1", pod("a", "1"))},
+			{verb: "list", list: podList("10", "t1", pod("b", "2"))},
+			{verb: "list", list: podList("11", "", pod("a", "1"))},
+		},
+		requests: []string{listRV0, `list rv="" limit=500 continue=t1`, listRV0, watchFrom("11")},
+		store:    []string{"Replace 11 [a@1]"},
+		min:      800 * time.Millisecond, max: 1600 * time.Millisecond,
+		lastRV: "11",
+	}, {
 		name: "a failed first list is retried after a backoff",
 		opts: listWatch,
 		script: []reply{
