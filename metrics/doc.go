@@ -14,6 +14,15 @@
 //	workqueue_longest_running_processor_seconds{name,controller}
 //	workqueue_retries_total{name,controller}
 //
+//	controller_runtime_reconcile_total{controller,result=success|error|requeue_after|requeue}
+//	controller_runtime_reconcile_errors_total{controller}
+//	controller_runtime_terminal_reconcile_errors_total{controller}
+//	controller_runtime_reconcile_panics_total{controller}
+//	controller_runtime_reconcile_timeouts_total{controller}
+//	controller_runtime_reconcile_time_seconds{controller}
+//	controller_runtime_max_concurrent_reconciles{controller}
+//	controller_runtime_active_workers{controller}
+//
 // The queues keep their own statistics and the collector reads them when
 // Prometheus scrapes: no metric call sits on a queue's hot path, and the
 // unfinished-work and longest-running gauges are exact at scrape time rather
