@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -130,5 +131,32 @@ func BenchmarkWatchEvents(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 	if st.n != b.N*n {
 		b.Fatalf("store got %d events, want %d", st.n, b.N*n)
+	}
+}
+
+// kloop's decoder and apimachinery's codec (client-go's path) decode the
+// same realistic Pods to equal objects.
+func TestDecodeMatchesAPIMachinery(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ser := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{})
+	d := newEventDecoder(bytes.NewReader(watchEvents(20)), newPod, false)
+	for i := range 20 {
+		ev, err := d.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := ser.Decode([]byte(realisticPod(i)), nil, &corev1.Pod{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(ev.Object, want) {
+			t.Fatalf("pod %d differs:\n got %+v\nwant %+v", i, ev.Object, want)
+		}
+		if len(ev.Object.ManagedFields) != 2 || ev.Object.Spec.Containers[0].Resources.Limits.Memory().String() != "256Mi" {
+			t.Fatalf("pod %d decoded incompletely: %+v", i, ev.Object)
+		}
 	}
 }
