@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/uuid"
-
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/reconcile"
 	"kloop.dev/kloop/workqueue"
@@ -324,6 +322,7 @@ func (c *Controller) waitForSync(ctx context.Context, sources []Source) error {
 // work is one worker: it takes keys until the queue shuts down. The queue
 // never hands a key to two workers at once.
 func (c *Controller) work(ctx context.Context) {
+	ids := newIDSource()
 	for {
 		req, shutdown := c.queue.Get()
 		if shutdown {
@@ -334,16 +333,15 @@ func (c *Controller) work(ctx context.Context) {
 			continue
 		}
 		c.stats.active.Add(1)
-		c.reconcileHandler(ctx, req)
+		c.reconcileHandler(ctx, req, ids.next())
 		c.stats.active.Add(-1)
 		c.queue.Done(req)
 	}
 }
 
 // reconcileHandler reconciles req once and applies the Result rules.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request) {
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, id string) {
 	start := c.opts.Clock.Now()
-	id := string(uuid.NewUUID())
 	log := c.log
 	if !c.quiet {
 		log = log.With("namespace", req.Namespace, "name", req.Name, "reconcileID", id)

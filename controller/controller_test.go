@@ -809,3 +809,20 @@ func TestNoReconcileUntilEverySourceSynced(t *testing.T) {
 		}
 	})
 }
+
+func TestReconcileIDs(t *testing.T) {
+	uuidRE := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	a, b := newIDSource(), newIDSource()
+	seen := map[string]bool{}
+	for range 10000 {
+		for _, id := range []string{a.next(), b.next()} {
+			if !uuidRE.MatchString(id) {
+				t.Fatalf("not a v4 UUID: %q", id)
+			}
+			if seen[id] {
+				t.Fatalf("duplicate ID %q", id)
+			}
+			seen[id] = true
+		}
+	}
+}
