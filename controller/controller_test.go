@@ -14,6 +14,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/reconcile"
@@ -825,4 +829,50 @@ func TestReconcileIDs(t *testing.T) {
 			seen[id] = true
 		}
 	}
+}
+
+// TestOwnedChildWakesOwner wires what the builder's Owns will: a child kind's
+// events, filtered by GenerationChanged, mapped to the controller owner.
+func TestOwnedChildWakesOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{}
+		c, err := New("widget", r, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owner, err := handler.EnqueueRequestForOwner(schema.GroupKind{Group: "example.com", Kind: "Widget"}, handler.OwnerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := make(chan handler.Event, 10)
+		src, err := NewChannelSource(events, owner, ChannelOptions{Predicates: []predicate.Predicate{predicate.GenerationChanged{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Watch(src); err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		child := func(gen int64, rv string, owners ...metav1.OwnerReference) handler.Object {
+			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: gen,
+				ResourceVersion: rv, OwnerReferences: owners}}
+		}
+		ctrl := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Widget", Name: "w1", Controller: &yes}
+		other := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Widget", Name: "w2"}
+		cancel, errc := run(c)
+		events <- handler.CreateEvent{Object: child(1, "1", ctrl, other)}                             // w1 (the controller owner only)
+		events <- handler.UpdateEvent{ObjectOld: child(1, "1", ctrl), ObjectNew: child(1, "2", ctrl)} // status only: dropped
+		synctest.Wait()
+		events <- handler.UpdateEvent{ObjectOld: child(1, "2", ctrl), ObjectNew: child(2, "3", ctrl)} // spec: w1
+		synctest.Wait()
+		events <- handler.DeleteEvent{Object: child(2, "3", other)} // no controller owner: nothing
+		synctest.Wait()
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if got := r.got(); !slices.Equal(got, []string{"ns/w1", "ns/w1"}) {
+			t.Fatalf("reconciles %q", got)
+		}
+	})
 }
