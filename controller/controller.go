@@ -167,16 +167,14 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 		return nil, fmt.Errorf("controller %q: %w", name, err)
 	}
 	c := &Controller{
-		name:  name,
-		do:    r,
-		opts:  opts,
-		queue: q,
-		log:   opts.Logger.With("controller", name),
-		quiet: opts.Logger.Handler() == slog.DiscardHandler,
-		normal: enqueuer{
-			q: q,
-		},
-		low: enqueuer{q: q, prio: LowPriority},
+		name:   name,
+		do:     r,
+		opts:   opts,
+		queue:  q,
+		log:    opts.Logger.With("controller", name),
+		quiet:  opts.Logger.Handler() == slog.DiscardHandler,
+		normal: enqueuer{q: q},
+		low:    enqueuer{q: q, prio: LowPriority},
 		timeoutCause: fmt.Errorf("%w: controller %q: reconcile exceeded ReconcileTimeout %s",
 			ErrReconcileTimeout, name, opts.ReconcileTimeout),
 	}
