@@ -178,6 +178,10 @@ func (e *Elector) Run(ctx context.Context, onStarted func(ctx context.Context)) 
 	if !ok {
 		return nil
 	}
+	if ctx.Err() != nil {
+		// Acquired as Run was being cancelled: lead no work, release.
+		return e.stop(ctx)
+	}
 	e.log.Info("acquired leader lease")
 
 	leaderCtx, cancelLeader := context.WithCancelCause(ctx)
@@ -188,19 +192,27 @@ func (e *Elector) Run(ctx context.Context, onStarted func(ctx context.Context)) 
 	}()
 	lost := e.renew(ctx, acquiredAt)
 	if lost != nil {
+		e.mu.Lock()
+		e.leading = false
+		e.mu.Unlock()
+		e.log.Info("lost leader lease", "err", lost)
 		cancelLeader(lost)
-	} else {
-		cancelLeader(context.Cause(ctx))
+		<-done
+		return lost
 	}
+	// Still the holder until the release: IsLeader stays true while
+	// onStarted winds down.
+	cancelLeader(context.Cause(ctx))
 	<-done
+	return e.stop(ctx)
+}
 
+// stop ends leadership after the context of Run was cancelled: it releases
+// the lease with ReleaseOnCancel.
+func (e *Elector) stop(ctx context.Context) error {
 	e.mu.Lock()
 	e.leading = false
 	e.mu.Unlock()
-	if lost != nil {
-		e.log.Info("lost leader lease", "err", lost)
-		return lost
-	}
 	if !*e.opts.ReleaseOnCancel {
 		e.log.Info("stopped leading; the lease is kept until it expires")
 		return nil

@@ -75,6 +75,9 @@ func TestAcquireRenewRelease(t *testing.T) {
 		if !isClosed(a.stopped) {
 			t.Error("Run returned before onStarted returned")
 		}
+		if !a.isLeaderAtStop() {
+			t.Error("IsLeader was false before the lease was released")
+		}
 		if !errors.Is(context.Cause(a.ctx()), context.Canceled) {
 			t.Errorf("leader ctx cause = %v", context.Cause(a.ctx()))
 		}
@@ -191,7 +194,7 @@ func TestLossWhenRenewalsFail(t *testing.T) {
 					t.Fatalf("Run = %v, want ErrLeadershipLost", err)
 				}
 				t.Logf("Run: %v", err)
-				if aElector.IsLeader() {
+				if aElector.IsLeader() || a.isLeaderAtStop() {
 					t.Error("IsLeader after loss")
 				}
 				// Failing attempts are retried every RetryPeriod (at +2, +4, +6
@@ -404,4 +407,3 @@ func TestRunBeforeAcquireAndMisuse(t *testing.T) {
 		}
 	})
 }
-

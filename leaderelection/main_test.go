@@ -127,6 +127,8 @@ type leader struct {
 	leaderCtx context.Context
 	startedAt time.Time
 	stoppedAt time.Time
+	// leaderAtStop is IsLeader once onStarted's context was done.
+	leaderAtStop bool
 }
 
 // startLeader runs e.Run in a goroutine; the test's cleanup cancels it and
@@ -148,6 +150,7 @@ func startLeader(t *testing.T, e *Elector) *leader {
 			<-ctx.Done()
 			l.mu.Lock()
 			l.stoppedAt = time.Now()
+			l.leaderAtStop = e.IsLeader()
 			l.mu.Unlock()
 			close(l.stopped)
 		})
@@ -165,6 +168,12 @@ func (l *leader) times() (started, stopped time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.startedAt, l.stoppedAt
+}
+
+func (l *leader) isLeaderAtStop() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leaderAtStop
 }
 
 func (l *leader) ctx() context.Context {

@@ -1,0 +1,117 @@
+package leaderelection
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+func TestOptionsDefaults(t *testing.T) {
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	a, err := New(cfg, Options{Name: "election"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg, Options{Name: "election"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := a.opts
+	host, _ := os.Hostname()
+	if o.LeaseDuration != 15*time.Second || o.RenewDeadline != 10*time.Second || o.RetryPeriod != 2*time.Second ||
+		!*o.ReleaseOnCancel || o.Clock == nil || o.Logger == nil {
+		t.Errorf("defaults = %+v", o)
+	}
+	if _, err := os.Stat(serviceAccountNamespace); err != nil && o.Namespace != "default" {
+		t.Errorf("Namespace = %q outside a cluster, want default", o.Namespace)
+	}
+	if !strings.HasPrefix(a.Identity(), host+"_") || len(a.Identity()) != len(host)+1+16 {
+		t.Errorf("Identity = %q, want %s_ and 16 hex digits", a.Identity(), host)
+	}
+	if a.Identity() == b.Identity() {
+		t.Errorf("two electors on one host share the identity %q", a.Identity())
+	}
+	if st := a.Status(); st.Leading || st.Holder != "" || st.Name != "election" || st.Identity != a.Identity() {
+		t.Errorf("Status before Run = %+v", st)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string // in the error; "" for valid
+	}{
+		{"zero value but the name", Options{Name: "x"}, ""},
+		{"no name", Options{}, "Name (the election ID) is required"},
+		{"bad name", Options{Name: "Not_A_Name"}, `Name "Not_A_Name"`},
+		{"bad namespace", Options{Name: "x", Namespace: "a.b"}, `Namespace "a.b"`},
+		{"lease not longer than renew deadline", Options{Name: "x", LeaseDuration: 10 * time.Second}, "LeaseDuration 10s must be greater than RenewDeadline 10s"},
+		{"renew deadline within jittered retry", Options{Name: "x", RenewDeadline: 2 * time.Second}, "RenewDeadline 2s must be greater than RetryPeriod 2s × JitterFactor 1.2"},
+		{"jitter bound exact", Options{Name: "x", RenewDeadline: 2400 * time.Millisecond}, "must be greater than RetryPeriod"},
+		{"jitter bound just met", Options{Name: "x", RenewDeadline: 2401 * time.Millisecond}, ""},
+		{"fractional lease", Options{Name: "x", LeaseDuration: 15500 * time.Millisecond}, "whole number of seconds"},
+		{"sub-second lease", Options{Name: "x", LeaseDuration: 500 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, "at least 1s"},
+		{"negative renew deadline", Options{Name: "x", RenewDeadline: -time.Second}, "RenewDeadline -1s must be greater than zero"},
+		{"negative retry", Options{Name: "x", RetryPeriod: -time.Second}, "RetryPeriod -1s must be greater than zero"},
+		{"short but valid", Options{Name: "x", LeaseDuration: time.Second, RenewDeadline: 500 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Identity = "me"
+			_, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, tc.opts)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("New: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("New error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := New(nil, Options{Name: "x"}); err == nil {
+		t.Error("New accepted a nil *rest.Config")
+	}
+}
+
+// The metrics provider receives, under the election name, a reader of
+// Status that follows leadership (leader_election_master_status).
+func TestMetricsProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(t)
+		cfg, _ := inProcess(srv)
+		var p provider
+		e := newElector(t, cfg, "me", Options{Name: "election", Metrics: &p})
+		if p.name != "election" || p.read == nil {
+			t.Fatalf("registered %q", p.name)
+		}
+		var st Status
+		p.read(&st)
+		if st.Leading || st.Identity != "me" {
+			t.Errorf("before Run: %+v", st)
+		}
+		l := startLeader(t, e)
+		<-l.started
+		p.read(&st)
+		if !st.Leading || st.Holder != "me" || st.Acquisitions != 1 || st != e.Status() {
+			t.Errorf("leading: read %+v, Status %+v", st, e.Status())
+		}
+		l.cancel()
+		if err := l.wait(); err != nil {
+			t.Fatal(err)
+		}
+		p.read(&st)
+		if st.Leading || st.Holder != "" {
+			t.Errorf("after release: %+v", st)
+		}
+	})
+}
+
+type provider struct {
+	name string
+	read func(*Status)
+}
+
+func (p *provider) Register(name string, read func(*Status)) { p.name, p.read = name, read }
