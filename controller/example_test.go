@@ -22,8 +22,8 @@ type statsReader struct{ read func(*controller.Stats) }
 func (s *statsReader) Register(_ string, read func(*controller.Stats)) { s.read = read }
 
 // A controller fed by a channel: each key is reconciled until it settles.
-// "db" fails once and is retried after a 50 ms backoff, "web" asks to be
-// looked at again after 250 ms, "bad" fails for good.
+// "db" fails once and is retried after a 200 ms backoff, "web" asks to be
+// looked at again after 800 ms, "bad" fails for good.
 func Example() {
 	var mu sync.Mutex
 	attempts := map[string]int{}
@@ -42,7 +42,7 @@ func Example() {
 		case req.Name == "db" && n == 1:
 			return reconcile.Result{}, errors.New("database not reachable")
 		case req.Name == "web" && n == 1:
-			return reconcile.Result{RequeueAfter: 250 * time.Millisecond}, nil
+			return reconcile.Result{RequeueAfter: 800 * time.Millisecond}, nil
 		case req.Name == "bad":
 			return reconcile.Result{}, reconcile.Terminal(errors.New("spec.replicas must not be negative"))
 		}
@@ -50,7 +50,7 @@ func Example() {
 	})
 
 	stats := &statsReader{}
-	backoff, err := workqueue.NewExponential[reconcile.Request](workqueue.ExponentialOptions{Base: 50 * time.Millisecond})
+	backoff, err := workqueue.NewExponential[reconcile.Request](workqueue.ExponentialOptions{Base: 200 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
