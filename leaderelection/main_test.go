@@ -31,8 +31,15 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
+	// Give the handler what an http.Server would: a body even when empty.
+	in := req.Clone(req.Context())
+	if in.Body == nil {
+		in.Body = http.NoBody
+	}
+	in.RemoteAddr = "127.0.0.1:1"
+	in.RequestURI = req.URL.RequestURI()
 	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
+	t.h.ServeHTTP(rec, in)
 	resp := rec.Result()
 	resp.Request = req
 	return resp, nil
@@ -51,9 +58,18 @@ const (
 type faultTransport struct {
 	next http.RoundTripper
 
-	mu    sync.Mutex // guards fault, calls
+	mu    sync.Mutex // guards fault, calls, before
 	fault fault
 	calls int // requests seen while a fault was set
+	// before, when set, is called with each request before it is
+	// forwarded (also while a fault is set).
+	before func(*http.Request)
+}
+
+func (f *faultTransport) setBefore(fn func(*http.Request)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.before = fn
 }
 
 func (f *faultTransport) set(x fault) {
@@ -70,11 +86,14 @@ func (f *faultTransport) faulted() int {
 
 func (f *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.mu.Lock()
-	x := f.fault
+	x, before := f.fault, f.before
 	if x != pass {
 		f.calls++
 	}
 	f.mu.Unlock()
+	if before != nil {
+		before(req)
+	}
 	switch x {
 	case serverError:
 		if req.Body != nil {
