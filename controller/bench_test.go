@@ -78,7 +78,7 @@ func BenchmarkReconcileHandler(b *testing.B) {
 			ids := newIDSource()
 			b.ReportAllocs()
 			for b.Loop() {
-				c.reconcileHandler(ctx, req, ids.next())
+				c.reconcileHandler(ctx, req, 0, ids.next())
 			}
 			var s Stats
 			c.readStats(&s)

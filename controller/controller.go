@@ -322,7 +322,7 @@ func (c *Controller) waitForSync(ctx context.Context, sources []Source) error {
 func (c *Controller) work(ctx context.Context) {
 	ids := newIDSource()
 	for {
-		req, shutdown := c.queue.Get()
+		req, prio, shutdown := c.queue.GetWithPriority()
 		if shutdown {
 			return
 		}
@@ -331,14 +331,17 @@ func (c *Controller) work(ctx context.Context) {
 			continue
 		}
 		c.stats.active.Add(1)
-		c.reconcileHandler(ctx, req, ids.next())
+		c.reconcileHandler(ctx, req, prio, ids.next())
 		c.stats.active.Add(-1)
 		c.queue.Done(req)
 	}
 }
 
-// reconcileHandler reconciles req once and applies the Result rules.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, id string) {
+// reconcileHandler reconciles req, handed out at priority prio, once and
+// applies the Result rules. Requeues keep the priority, as
+// controller-runtime's priority queue does: a failing key of the initial list
+// is retried behind fresh events.
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id string) {
 	start := c.opts.Clock.Now()
 	log := c.log
 	if !c.quiet {
@@ -355,7 +358,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			c.queue.Forget(req)
 			log.Error("reconcile failed with a terminal error, not requeued", "err", err)
 		} else {
-			c.queue.AddRateLimited(req)
+			c.queue.AddWithOptions(req, workqueue.AddOptions{Priority: prio, RateLimited: true})
 			log.Error("reconcile failed, requeued with backoff", "err", err)
 		}
 		if !res.IsZero() {
@@ -365,7 +368,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	case res.RequeueAfter > 0:
 		c.stats.requeueAfter.Add(1)
 		c.queue.Forget(req)
-		c.queue.AddAfter(req, res.RequeueAfter)
+		c.queue.AddWithOptions(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter})
 		log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter)
 	default:
 		c.stats.success.Add(1)

@@ -876,3 +876,42 @@ func TestOwnedChildWakesOwner(t *testing.T) {
 		}
 	})
 }
+
+// A failing key of the initial list is retried at its low priority: a fresh
+// event that becomes ready meanwhile is reconciled first.
+func TestRequeueKeepsPriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &recorder{do: func(ctx context.Context, req reconcile.Request, call int) (reconcile.Result, error) {
+			switch {
+			case req.Name == "l1" && call == 1:
+				return reconcile.Result{}, errors.New("not yet") // retried after 5 ms
+			case req.Name == "slow":
+				time.Sleep(10 * time.Millisecond) // the worker is busy until t = 10 ms
+			}
+			return reconcile.Result{}, nil
+		}}
+		tc := newTest(t, r, Options{})
+		src := &fakeSource{}
+		src.start = func(ctx context.Context, q, low handler.Enqueuer) error {
+			for _, n := range []string{"l1", "slow"} {
+				handler.Dispatch(ctx, handler.EnqueueRequestForObject{}, handler.CreateEvent{Object: obj(n), IsInInitialList: true}, q, low)
+			}
+			src.synced.Store(true)
+			time.AfterFunc(7*time.Millisecond, func() { q.Add(req("live")) })
+			return nil
+		}
+		if err := tc.c.Watch(src); err != nil {
+			t.Fatal(err)
+		}
+		cancel, errc := run(tc.c)
+		time.Sleep(time.Second)
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"ns/l1", "ns/slow", "ns/live", "ns/l1"}
+		if got := r.got(); !slices.Equal(got, want) {
+			t.Fatalf("order %q, want %q", got, want)
+		}
+	})
+}

@@ -241,6 +241,14 @@ func (q *Queue[K]) Len() int {
 // Done with it when finished. After ShutDown, Get still hands out the keys
 // that were ready; once none is left it returns shutdown = true.
 func (q *Queue[K]) Get() (key K, shutdown bool) {
+	key, _, shutdown = q.GetWithPriority()
+	return key, shutdown
+}
+
+// GetWithPriority is Get that also returns the priority the key was handed
+// out at, so that a worker can requeue it at the same priority (a failing key
+// of the initial list stays behind fresh events).
+func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.ready == 0 && !q.shuttingDown {
@@ -248,7 +256,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 	}
 	if q.ready == 0 {
 		var zero K
-		return zero, true
+		return zero, 0, true
 	}
 	i := q.popReady()
 	n := &q.nodes[i]
@@ -260,7 +268,7 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 		q.queueDuration.observe(time.Duration(now - n.addedAt))
 		n.started = now
 	}
-	return n.key, false
+	return n.key, n.prio, false
 }
 
 // Done tells the queue that the worker finished with key. If key was added

@@ -631,3 +631,28 @@ func TestDelayHeapRebuild(t *testing.T) {
 		t.Fatalf("Len = %d after everything came out once", q.Len())
 	}
 }
+
+func TestGetWithPriority(t *testing.T) {
+	q, clock := newTestQueue(t, nil)
+	q.AddWithOptions("low", AddOptions{Priority: -100})
+	q.AddWithOptions("waiting", AddOptions{Priority: 7, After: time.Second})
+	q.Add("normal")
+	for _, want := range []struct {
+		key  string
+		prio int
+	}{{"normal", 0}, {"low", -100}} {
+		k, p, shutdown := q.GetWithPriority()
+		if k != want.key || p != want.prio || shutdown {
+			t.Fatalf("GetWithPriority = %q, %d, %v; want %q, %d", k, p, shutdown, want.key, want.prio)
+		}
+		q.Done(k)
+	}
+	clock.Advance(time.Second)
+	if k, p, _ := q.GetWithPriority(); k != "waiting" || p != 7 {
+		t.Fatalf("GetWithPriority = %q, %d", k, p)
+	}
+	q.ShutDown()
+	if _, _, shutdown := q.GetWithPriority(); !shutdown {
+		t.Fatal("no shutdown")
+	}
+}
