@@ -8,7 +8,12 @@
 //	reflector    lists, then watches from the list's resourceVersion; relists on 410 Gone
 //	fifo         delivers every delta in order; a relist as one atomic batch
 //	cache        thread-safe indexer keyed namespace/name, with indexes
+//	informer     pops the FIFO, updates the cache, then notifies handlers; shared Factory
+//	client       reads from the informer cache, writes to the API server
+//	handler      maps events to requests (keys, never objects); predicate/ filters events
 //	workqueue    deduplicating, fair, rate-limited, delaying, prioritised queue of keys
+//	reconcile    Reconciler, Request, Result{RequeueAfter}, Terminal errors
+//	controller   workers that take keys and call Reconcile, applying the Result rules
 //	metrics      Prometheus exposition of the stages' statistics, controller-runtime's names
 //
 // Commands and examples:
