@@ -127,12 +127,16 @@ func TestAcquireJitter(t *testing.T) {
 		srv := newServer(t)
 		cfg, _ := inProcess(srv)
 		bcfg, faults := inProcess(srv)
-		startLeader(t, newElector(t, cfg, "a", Options{}))
+		a := startLeader(t, newElector(t, cfg, "a", Options{}))
+		<-a.started
 		var mu sync.Mutex // guards reads
 		var reads []time.Time
 		faults.setBefore(func(req *http.Request) {
 			mu.Lock()
 			defer mu.Unlock()
+			if req.Method != http.MethodGet {
+				t.Errorf("a waiting candidate sent %s", req.Method)
+			}
 			reads = append(reads, time.Now())
 		})
 		startLeader(t, newElector(t, bcfg, "b", Options{}))
