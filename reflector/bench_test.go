@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
@@ -134,6 +136,48 @@ func BenchmarkWatchEvents(b *testing.B) {
 	}
 }
 
+// BenchmarkWatchDecodeUnstructured is BenchmarkWatchDecode into
+// *unstructured.Unstructured (how CRs without Go types are read), against
+// apimachinery's unstructured JSON scheme.
+func BenchmarkWatchDecodeUnstructured(b *testing.B) {
+	data := watchEvents(benchEvents)
+	b.Run("kloop", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			d := newEventDecoder(bytes.NewReader(data), newUnstructured, true)
+			for range benchEvents {
+				if _, err := d.next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/event")
+	})
+	b.Run("apimachinery", func(b *testing.B) {
+		scheme := runtime.NewScheme()
+		metav1.AddToGroupVersion(scheme, corev1.SchemeGroupVersion)
+		ser := kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{})
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			fr := kjson.Framer.NewFrameReader(io.NopCloser(bytes.NewReader(data)))
+			sd := streaming.NewDecoder(fr, ser)
+			for range benchEvents {
+				var ev metav1.WatchEvent
+				if _, _, err := sd.Decode(nil, &ev); err != nil {
+					b.Fatal(err)
+				}
+				obj, _, err := unstructured.UnstructuredJSONScheme.Decode(ev.Object.Raw, nil, nil)
+				if err != nil || obj.(*unstructured.Unstructured).GetName() == "" {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/event")
+	})
+}
+
 // kloop's decoder and apimachinery's codec (client-go's path) decode the
 // same realistic Pods to equal objects.
 func TestDecodeMatchesAPIMachinery(t *testing.T) {
@@ -158,5 +202,34 @@ func TestDecodeMatchesAPIMachinery(t *testing.T) {
 		if len(ev.Object.ManagedFields) != 2 || ev.Object.Spec.Containers[0].Resources.Limits.Memory().String() != "256Mi" {
 			t.Fatalf("pod %d decoded incompletely: %+v", i, ev.Object)
 		}
+	}
+}
+
+// The same for *unstructured.Unstructured: equal maps, numbers as int64 or
+// float64 exactly as apimachinery makes them.
+func TestDecodeUnstructuredMatchesAPIMachinery(t *testing.T) {
+	d := newEventDecoder(bytes.NewReader(watchEvents(20)), newUnstructured, true)
+	for i := range 20 {
+		ev, err := d.next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := unstructured.UnstructuredJSONScheme.Decode([]byte(realisticPod(i)), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(ev.Object.Object, want.(*unstructured.Unstructured).Object) {
+			t.Fatalf("object %d differs:\n got %v\nwant %v", i, ev.Object.Object, want)
+		}
+	}
+	l, err := decodeList(strings.NewReader(`{"kind":"List","items":[{"kind":"X","n":1,"f":1.5,"big":12345678901234567890,"a":[2,{"m":-3}]}]}`),
+		newUnstructured, true, podsGVR.GroupVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"kind": "X", "apiVersion": "v1", "n": int64(1), "f": 1.5, "big": 12345678901234567890.0,
+		"a": []any{int64(2), map[string]any{"m": int64(-3)}}}
+	if got := l.Items[0].Object; !reflect.DeepEqual(got, want) {
+		t.Errorf("numbers: got %#v, want %#v", got, want)
 	}
 }

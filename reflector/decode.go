@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ import (
 // {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"..","continue":".."},"items":[...]}.
 func decodeList[T Object](r io.Reader, newObj func() T, isUnstructured bool, gv schema.GroupVersion) (*List[T], error) {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 32<<10))
+	if isUnstructured {
+		dec.UseNumber()
+	}
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("decoding list: %w", err)
 	}
@@ -108,19 +112,20 @@ func decodeItems[T Object](dec *json.Decoder, newObj func() T, isUnstructured bo
 // decodeObject decodes the next value of dec into obj.
 func decodeObject[T Object](dec *json.Decoder, obj T, isUnstructured bool) error {
 	if isUnstructured {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		u := any(obj).(*unstructured.Unstructured)
-		m := map[string]any{}
-		if err := utiljson.Unmarshal(raw, &m); err != nil {
+		// The decoder was made with UseNumber: numbers become int64 or
+		// float64 as in apimachinery's decoding, in one pass over the
+		// stream and one over the map.
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
 			return err
 		}
 		if m == nil {
 			return errors.New("null object")
 		}
-		u.Object = m
+		if err := utiljson.ConvertMapNumbers(m, 0); err != nil {
+			return err
+		}
+		any(obj).(*unstructured.Unstructured).Object = m
 		return nil
 	}
 	return dec.Decode(obj)
@@ -135,7 +140,11 @@ type eventDecoder[T Object] struct {
 }
 
 func newEventDecoder[T Object](r io.Reader, newObj func() T, isUnstructured bool) *eventDecoder[T] {
-	return &eventDecoder[T]{dec: json.NewDecoder(bufio.NewReaderSize(r, 32<<10)), newObj: newObj, isUnstructured: isUnstructured}
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 32<<10))
+	if isUnstructured {
+		dec.UseNumber()
+	}
+	return &eventDecoder[T]{dec: dec, newObj: newObj, isUnstructured: isUnstructured}
 }
 
 // next returns the next event, io.EOF at the clean end of the stream.
@@ -216,7 +225,11 @@ func (d *eventDecoder[T]) event() (Event[T], error) {
 	case raw != nil:
 		// The object came before the type.
 		ev.Object = d.newObj()
-		if err := decodeObject(json.NewDecoder(strings.NewReader(string(raw))), ev.Object, d.isUnstructured); err != nil {
+		od := json.NewDecoder(bytes.NewReader(raw))
+		if d.isUnstructured {
+			od.UseNumber()
+		}
+		if err := decodeObject(od, ev.Object, d.isUnstructured); err != nil {
 			return ev, fmt.Errorf("decoding %s watch event object: %w", ev.Type, err)
 		}
 	}
