@@ -18,9 +18,11 @@ import (
 
 // The decoders below read the JSON the API server sends without building
 // an intermediate tree: the list's items and each watch event's object are
-// decoded straight into the caller's objects (one pass for typed objects;
-// *unstructured.Unstructured goes through apimachinery's JSON decoding so
-// that numbers become int64 as everywhere else in Kubernetes).
+// decoded straight into the caller's objects, in one pass over the stream.
+// For *unstructured.Unstructured, numbers are then converted to int64 (or
+// float64 when not integral) as apimachinery's decoding makes them.
+// Typed objects are decoded by encoding/json, whose key matching is
+// case-insensitive where apimachinery's is exact; a server sends exact keys.
 
 // decodeList decodes a list response:
 // {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"..","continue":".."},"items":[...]}.
