@@ -456,6 +456,9 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) ([]T, string, e
 // errNoInitialEventsEnd: a streaming list ended before its initial events did.
 var errNoInitialEventsEnd = errors.New("watch ended before the initial-events-end bookmark")
 
+// errNilWatch: the ListerWatcher returned neither a watch nor an error.
+var errNilWatch = errors.New("ListerWatcher returned a nil Watch")
+
 // errVeryShortWatch: a watch ended at once without any event.
 var errVeryShortWatch = errors.New("very short watch: the server closed it at once without any event")
 
@@ -475,6 +478,9 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 		TimeoutSeconds:       r.watchTimeout(),
 	}
 	w, err := r.lw.Watch(ctx, opts)
+	if err == nil && w == nil {
+		err = errNilWatch
+	}
 	if err != nil {
 		if r.done(ctx) {
 			return state[T]{kind: stopped}
@@ -571,6 +577,9 @@ func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
 		}
 		var err error
 		w, err = r.lw.Watch(ctx, opts)
+		if err == nil && w == nil {
+			err = errNilWatch
+		}
 		if err != nil {
 			if r.done(ctx) {
 				return state[T]{kind: stopped}
