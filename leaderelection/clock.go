@@ -3,7 +3,10 @@ package leaderelection
 import "time"
 
 // Clock is the source of time of an Elector: lease expiry is judged on it
-// (observed time + leaseDurationSeconds), and the elector waits on it.
+// (observed time + leaseDurationSeconds), the renew deadline is measured on
+// it, and the elector waits on it. The timeouts of single requests are
+// context deadlines, which follow the real clock (as does a testing/synctest
+// bubble's fake one).
 type Clock interface {
 	// Now returns the current time. It must carry a monotonic reading when
 	// the clock is real, so that expiry is immune to wall-clock steps.

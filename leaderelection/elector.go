@@ -242,8 +242,12 @@ func (e *Elector) acquire(ctx context.Context) (time.Time, bool) {
 			e.mu.Unlock()
 			return start, true
 		}
-		if err != nil && ctx.Err() == nil {
-			e.log.Debug("failed to acquire leader lease", "err", err)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, errHeld):
+			e.log.Debug("leader lease is held", "err", err)
+		default:
+			e.log.Warn("failed to acquire leader lease", "err", err)
 		}
 		jittered := e.opts.RetryPeriod + time.Duration(rand.Float64()*JitterFactor*float64(e.opts.RetryPeriod))
 		if !e.sleep(ctx, jittered) {
@@ -291,7 +295,7 @@ func (e *Elector) renew(ctx context.Context, lastRenew time.Time) error {
 				return fmt.Errorf("%w: %s/%s: %w", ErrLeadershipLost, e.opts.Namespace, e.opts.Name, err)
 			}
 			lastErr = err
-			e.log.Debug("failed to renew leader lease", "err", err)
+			e.log.Warn("failed to renew leader lease", "err", err, "deadline_in", deadline.Sub(e.opts.Clock.Now()))
 			wait := min(e.opts.RetryPeriod, deadline.Sub(e.opts.Clock.Now()))
 			if wait > 0 && !e.sleep(ctx, wait) {
 				return nil

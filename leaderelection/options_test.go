@@ -1,6 +1,8 @@
 package leaderelection
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -115,3 +117,35 @@ type provider struct {
 }
 
 func (p *provider) Register(name string, read func(*Status)) { p.name, p.read = name, read }
+
+// The elector logs its transitions with the lease and its identity.
+func TestLogging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(t)
+		cfg, faults := inProcess(srv)
+		var buf bytes.Buffer // written by the handler under its own lock; read after Run returned
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+		l := startLeader(t, newElector(t, cfg, "me", Options{Logger: log}))
+		<-l.started
+		faults.set(serverError)
+		if err := l.wait(); err == nil {
+			t.Fatal("Run survived failing renewals")
+		}
+		got := buf.String()
+		for _, want := range []string{
+			`level=INFO msg="attempting to acquire leader lease" lease=default/kloop-election identity=me`,
+			`level=INFO msg="acquired leader lease" lease=default/kloop-election identity=me`,
+			`level=WARN msg="failed to renew leader lease" lease=default/kloop-election identity=me err="reading lease: injected failure" deadline_in=6s`,
+			`level=INFO msg="lost leader lease" lease=default/kloop-election identity=me err="leaderelection: leadership lost: default/kloop-election: not renewed within the renew deadline 10s: reading lease: injected failure"`,
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("log lacks %s\nlog:\n%s", want, got)
+			}
+		}
+	})
+}
