@@ -34,7 +34,10 @@ type Options struct {
 	// part in one election. Required; it must be a DNS subdomain.
 	Name string
 	// Identity of this candidate, written as the Lease's holderIdentity while
-	// it leads. Default: the hostname, "_" and a random suffix, so that two
+	// it leads. It must be unique among the candidates: a candidate that
+	// finds its own identity in the Lease takes it at once, as client-go
+	// does (so a restarted process with a fixed identity resumes without
+	// waiting). Default: the hostname, "_" and a random suffix, so that two
 	// processes on one host never share an identity.
 	Identity string
 
