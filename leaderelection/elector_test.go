@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -404,6 +405,97 @@ func TestRunBeforeAcquireAndMisuse(t *testing.T) {
 		a2.cancel()
 		if err := a2.wait(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// skewedClock is the real clock (the bubble's) shifted by a constant.
+type skewedClock struct{ by time.Duration }
+
+func (c skewedClock) Now() time.Time { return time.Now().Add(c.by) }
+func (c skewedClock) AfterFunc(d time.Duration, f func()) Timer {
+	return time.AfterFunc(d, f)
+}
+
+// Expiry is judged on each candidate's own clock, from when it saw the Lease
+// change: a candidate whose wall clock is an hour off (so every renewTime
+// looks an hour old, or an hour in the future) waits exactly as one in step.
+func TestClockSkew(t *testing.T) {
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newServer(t)
+				cfg, _ := inProcess(srv)
+				a := startLeader(t, newElector(t, cfg, "a", Options{ReleaseOnCancel: new(false)}))
+				<-a.started
+				eb := newElector(t, cfg, "b", Options{Clock: skewedClock{skew}})
+				b := startLeader(t, eb)
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				if isClosed(b.started) {
+					t.Fatal("b took a lease that a renews")
+				}
+				cancelled := time.Now()
+				a.cancel()
+				if err := a.wait(); err != nil {
+					t.Fatal(err)
+				}
+				<-b.started
+				started, _ := b.times()
+				if d := started.Sub(cancelled); d < leaseDuration-retryPeriod || d > leaseDuration+2*maxRetry {
+					t.Errorf("b took over %v after a stopped renewing, want within [%v, %v]", d, leaseDuration-retryPeriod, leaseDuration+2*maxRetry)
+				}
+				if st := eb.Status(); !st.LastRenew.Equal(started.Add(skew)) {
+					t.Errorf("LastRenew %v is not on b's clock (%v)", st.LastRenew, started.Add(skew))
+				}
+			})
+		})
+	}
+}
+
+// A process restarted with the same fixed identity (a StatefulSet pod's
+// name, say) finds itself in the Lease and resumes at once, keeping
+// acquireTime and the transition count.
+func TestSameIdentityResumes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(t)
+		cfg, _ := inProcess(srv)
+		lc, _ := newLeaseClient(cfg, "default", "kloop-election")
+		first := startLeader(t, newElector(t, cfg, "pod-0", Options{ReleaseOnCancel: new(false)}))
+		<-first.started
+		_, before := getLease(t, lc)
+		time.Sleep(5 * time.Second)
+		first.cancel()
+		if err := first.wait(); err != nil {
+			t.Fatal(err)
+		}
+		restarted := time.Now()
+		second := startLeader(t, newElector(t, cfg, "pod-0", Options{}))
+		<-second.started
+		if started, _ := second.times(); !started.Equal(restarted) {
+			t.Errorf("resumed after %v, want at once", started.Sub(restarted))
+		}
+		if _, r := getLease(t, lc); !r.acquireTime.Equal(before.acquireTime) || r.transitions != 0 || !r.renewTime.Equal(restarted) {
+			t.Errorf("lease = %+v, want acquireTime %v kept", r, before.acquireTime)
+		}
+	})
+}
+
+// Run with a context that is already cancelled writes nothing.
+func TestRunCancelledContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(t)
+		cfg, faults := inProcess(srv)
+		e := newElector(t, cfg, "a", Options{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		faults.setBefore(func(req *http.Request) {
+			if req.Method != http.MethodGet {
+				t.Errorf("sent %s %s", req.Method, req.URL.Path)
+			}
+		})
+		if err := e.Run(ctx, func(context.Context) { t.Error("onStarted called") }); err != nil {
+			t.Errorf("Run = %v", err)
 		}
 	})
 }
