@@ -29,11 +29,15 @@ type crdServing struct {
 	terminating bool
 }
 
-func (c *crdServing) defaultAndPrune(obj map[string]any) {
-	if c.schema != nil {
-		c.schema.Default(obj)
-		c.schema.Prune(obj)
+// defaultAndPrune applies the schema's defaults and prunes unknown fields,
+// returning the paths of the pruned fields.
+func (c *crdServing) defaultAndPrune(obj map[string]any) []string {
+	if c.schema == nil {
+		return nil
 	}
+	pruned := c.schema.Prune(obj)
+	c.schema.Default(obj)
+	return pruned
 }
 
 func (c *crdServing) validate(obj map[string]any) field.ErrorList {
@@ -258,7 +262,7 @@ func (s *Server) finalizeCRD(crdName string) {
 		}
 	}
 	crdK := s.reg.get(crdGVR)
-	_, err := s.update(crdK, requestInfo{gv: crdGVR.GroupVersion(), resource: crdGVR.Resource, name: crdName}, false, func(cur *storage.Object) (map[string]any, error) {
+	_, err := s.update(crdK, requestInfo{gv: crdGVR.GroupVersion(), resource: crdGVR.Resource, name: crdName}, &writeOpts{}, func(cur *storage.Object) (map[string]any, error) {
 		obj, err := decodeMap(cur.Data)
 		if err != nil {
 			return nil, err

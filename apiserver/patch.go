@@ -90,7 +90,7 @@ func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte
 }
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {
-	dry, err := dryRun(q)
+	wo, err := writeOptions(q)
 	if err != nil {
 		return err
 	}
@@ -103,9 +103,9 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		return err
 	}
 	if ri.subresource == "scale" {
-		return s.updateScale(w, k, ri.namespace, ri.name, body, &pt, dry)
+		return s.updateScale(w, k, ri.namespace, ri.name, body, &pt, wo)
 	}
-	o, err := s.update(k, ri, dry, func(cur *storage.Object) (map[string]any, error) {
+	o, err := s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
 		doc, err := s.output(k, cur)
 		if err != nil {
 			return nil, err
@@ -114,7 +114,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		if err != nil {
 			return nil, err
 		}
-		obj, err := s.decodeBody(k, patched)
+		obj, err := s.decodeBody(k, patched, wo)
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +127,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 	if err != nil {
 		return err
 	}
+	writeWarnings(w, wo)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -66,9 +66,9 @@ func (s *Server) getScale(w http.ResponseWriter, k *kind, ns, name string) error
 
 // updateScale serves PUT (pt nil) and PATCH of /scale: it sets the replicas
 // of the object.
-func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, body []byte, pt *types.PatchType, dry bool) error {
+func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, body []byte, pt *types.PatchType, wo *writeOpts) error {
 	ri := requestInfo{gv: k.gvr.GroupVersion(), resource: k.gvr.Resource, namespace: ns, name: name, subresource: "scale"}
-	o, err := s.update(k, ri, dry, func(cur *storage.Object) (map[string]any, error) {
+	o, err := s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
 		obj, err := decodeMap(cur.Data)
 		if err != nil {
 			return nil, err

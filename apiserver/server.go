@@ -85,7 +85,7 @@ func New(opts Options) (*Server, error) {
 	}
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}
-		if _, err := s.create(s.reg.get(namespaceGVR), obj, "", false); err != nil {
+		if _, err := s.create(s.reg.get(namespaceGVR), obj, "", &writeOpts{}); err != nil {
 			return nil, fmt.Errorf("apiserver: namespace %s: %w", name, err)
 		}
 	}

@@ -9,6 +9,9 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,7 +31,7 @@ import (
 // a JSON object with this kind's apiVersion and kind. Built-in kinds go
 // through their Go type, which checks field types and drops unknown fields
 // as kube-apiserver does.
-func (s *Server) decodeBody(k *kind, body []byte) (map[string]any, error) {
+func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
 	obj, err := decodeMap(body)
 	if err != nil {
 		return nil, badRequest("the body of the request was in an unknown format: %v (%q)", err, truncate(body, 100))
@@ -57,8 +60,18 @@ func (s *Server) decodeBody(k *kind, body []byte) (map[string]any, error) {
 	}
 	if k.newTyped != nil {
 		typed := k.newTyped()
-		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, typed); err != nil {
+		strict, err := sigsjson.UnmarshalStrict(body, typed, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		if err != nil {
 			return nil, badRequest("the body of the request was in an unknown format: %v", err)
+		}
+		if wo != nil {
+			var problems []string
+			for _, e := range strict {
+				problems = append(problems, e.Error())
+			}
+			if err := wo.unknownFields(k, problems); err != nil {
+				return nil, err
+			}
 		}
 		if obj, err = toMap(typed); err != nil {
 			return nil, fmt.Errorf("re-encoding %s: %w", k.kind, err)
@@ -108,6 +121,73 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 	}
 }
 
+// writeOpts are the options of a create, update or patch request.
+type writeOpts struct {
+	dryRun bool
+	// fieldValidation is Strict (unknown fields are an error), Warn (a
+	// Warning header) or Ignore; kube-apiserver's default is Warn.
+	fieldValidation string
+	// warnings collects the Warning headers of the response.
+	warnings map[string]bool
+}
+
+// writeOptions reads the dryRun and fieldValidation parameters.
+func writeOptions(q url.Values) (*writeOpts, error) {
+	dry, err := dryRun(q)
+	if err != nil {
+		return nil, err
+	}
+	wo := &writeOpts{dryRun: dry, fieldValidation: metav1.FieldValidationWarn}
+	switch v := q.Get("fieldValidation"); v {
+	case "":
+	case metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
+		wo.fieldValidation = v
+	default:
+		return nil, badRequest("fieldValidation must be one of %q, %q or %q, got %q", metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict, v)
+	}
+	return wo, nil
+}
+
+// unknownFields applies the field validation to the unknown (or duplicate)
+// fields found while decoding an object of k.
+func (wo *writeOpts) unknownFields(k *kind, problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	switch wo.fieldValidation {
+	case metav1.FieldValidationStrict:
+		return badRequest("%s in version %q cannot be handled as a %s: strict decoding error: %s", k.kind, k.gvr.Version, k.kind, strings.Join(problems, ", "))
+	case metav1.FieldValidationWarn:
+		if wo.warnings == nil {
+			wo.warnings = map[string]bool{}
+		}
+		for _, p := range problems {
+			wo.warnings[p] = true
+		}
+	}
+	return nil
+}
+
+// writeWarnings sets the Warning headers collected by wo.
+func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
+	msgs := make([]string, 0, len(wo.warnings))
+	for m := range wo.warnings {
+		msgs = append(msgs, m)
+	}
+	sort.Strings(msgs)
+	for _, m := range msgs {
+		w.Header().Add("Warning", `299 - `+strconv.Quote(m))
+	}
+}
+
+func unknownFieldMessages(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = fmt.Sprintf("unknown field %q", p)
+	}
+	return out
+}
+
 // dryRun reports whether the request asks for a dry run; only "All" is valid.
 func dryRun(q url.Values) (bool, error) {
 	vals := q["dryRun"]
@@ -120,7 +200,7 @@ func dryRun(q url.Values) (bool, error) {
 }
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) error {
-	dry, err := dryRun(q)
+	wo, err := writeOptions(q)
 	if err != nil {
 		return err
 	}
@@ -128,14 +208,14 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err != nil {
 		return err
 	}
-	obj, err := s.decodeBody(k, body)
+	obj, err := s.decodeBody(k, body, wo)
 	if err != nil {
 		return err
 	}
 	if obj, err = s.toStorage(k, obj); err != nil {
 		return err
 	}
-	o, err := s.create(k, obj, ns, dry)
+	o, err := s.create(k, obj, ns, wo)
 	if err != nil {
 		return err
 	}
@@ -143,12 +223,13 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err != nil {
 		return err
 	}
+	writeWarnings(w, wo)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
 // create stores a new object (stored form) of k in namespace ns.
-func (s *Server) create(k *kind, obj map[string]any, ns string, dry bool) (*storage.Object, error) {
+func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (*storage.Object, error) {
 	u := &unstructured.Unstructured{Object: obj}
 	m := meta(obj)
 	if k.namespaced {
@@ -180,7 +261,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, dry bool) (*stor
 		k.prepareCreate(obj)
 	}
 	if k.crd != nil {
-		k.crd.defaultAndPrune(obj)
+		if err := wo.unknownFields(k, unknownFieldMessages(k.crd.defaultAndPrune(obj))); err != nil {
+			return nil, err
+		}
 	}
 	if k.normalize != nil {
 		var err error
@@ -212,7 +295,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, dry bool) (*stor
 		if err := s.admitCreate(k, obj); err != nil {
 			return nil, err
 		}
-		if dry {
+		if wo.dryRun {
 			enc, err := k.encoder(obj)(0)
 			if err != nil {
 				return nil, err
@@ -294,7 +377,7 @@ func randomSuffix() string {
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {
-	dry, err := dryRun(q)
+	wo, err := writeOptions(q)
 	if err != nil {
 		return err
 	}
@@ -303,16 +386,16 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		return err
 	}
 	if ri.subresource == "scale" {
-		return s.updateScale(w, k, ri.namespace, ri.name, body, nil, dry)
+		return s.updateScale(w, k, ri.namespace, ri.name, body, nil, wo)
 	}
-	obj, err := s.decodeBody(k, body)
+	obj, err := s.decodeBody(k, body, wo)
 	if err != nil {
 		return err
 	}
 	if obj, err = s.toStorage(k, obj); err != nil {
 		return err
 	}
-	o, err := s.update(k, ri, dry, func(*storage.Object) (map[string]any, error) {
+	o, err := s.update(k, ri, wo, func(*storage.Object) (map[string]any, error) {
 		return runtime.DeepCopyJSON(obj), nil
 	})
 	if err != nil {
@@ -322,6 +405,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 	if err != nil {
 		return err
 	}
+	writeWarnings(w, wo)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -329,7 +413,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 // update writes a new state computed by next (stored form) from the current
 // stored object, with kube-apiserver's update rules for the main resource or
 // the status subresource. next may run more than once.
-func (s *Server) update(k *kind, ri requestInfo, dry bool, next func(cur *storage.Object) (map[string]any, error)) (*storage.Object, error) {
+func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *storage.Object) (map[string]any, error)) (*storage.Object, error) {
 	var dryResult *storage.Object
 	var oldObj *storage.Object
 	o, deleted, err := s.store.Write(k.storageResource, ri.namespace, ri.name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
@@ -342,11 +426,11 @@ func (s *Server) update(k *kind, ri requestInfo, dry bool, next func(cur *storag
 		if err != nil {
 			return nil, false, fmt.Errorf("decoding stored object: %w", err)
 		}
-		obj, changed, del, err := s.prepareUpdate(k, ri, obj, old, cur)
+		obj, changed, del, err := s.prepareUpdate(k, ri, obj, old, cur, wo)
 		if err != nil || !changed {
 			return nil, false, err
 		}
-		if dry {
+		if wo.dryRun {
 			dryResult, err = k.encoder(obj)(cur.ResourceVersion)
 			return nil, false, err
 		}
@@ -371,7 +455,7 @@ func (s *Server) update(k *kind, ri requestInfo, dry bool, next func(cur *storag
 // stored form) given the current state old. It reports whether anything
 // changed and whether the object is now deleted (finalizers emptied while
 // deleting).
-func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any, cur *storage.Object) (map[string]any, bool, bool, error) {
+func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any, cur *storage.Object, wo *writeOpts) (map[string]any, bool, bool, error) {
 	u, oldU := &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: old}
 	gr := k.groupResource()
 	if name := u.GetName(); name != ri.name {
@@ -422,7 +506,9 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	}
 	delete(m, "selfLink")
 	if k.crd != nil {
-		k.crd.defaultAndPrune(obj)
+		if err := wo.unknownFields(k, unknownFieldMessages(k.crd.defaultAndPrune(obj))); err != nil {
+			return nil, false, false, err
+		}
 	}
 	if k.normalize != nil {
 		var err error

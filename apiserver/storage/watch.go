@@ -256,8 +256,21 @@ func searchPrefix(keys []string, prefix string) int {
 	return lo
 }
 
-// Pending reports whether Next has events ready to return without reading the
-// history again (the HTTP layer flushes the response when there are none).
+// Pending reports whether Next has an event ready to return without
+// blocking, reading newly committed events from the history if needed. The
+// HTTP layer flushes a response only when nothing is pending, so a busy
+// watch writes many events per flush.
 func (w *Watcher) Pending() bool {
-	return len(w.initial) > 0 || w.initialEnd != 0 || len(w.batch) > 0
+	if len(w.initial) > 0 || w.initialEnd != 0 || len(w.batch) > 0 {
+		return true
+	}
+	r := w.r
+	r.mu.RLock()
+	more := w.seq != r.history.next()
+	r.mu.RUnlock()
+	if !more {
+		return false
+	}
+	_, err := w.fill()
+	return err != nil || len(w.batch) > 0 // an error is "pending" too: Next returns it
 }

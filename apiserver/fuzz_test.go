@@ -1,0 +1,116 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestParseResourcePath(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		ok   bool
+		want requestInfo
+	}{
+		{"/api/v1/pods", true, requestInfo{gv: gvOf("", "v1"), resource: "pods"}},
+		{"/api/v1/namespaces", true, requestInfo{gv: gvOf("", "v1"), resource: "namespaces"}},
+		{"/api/v1/namespaces/ns", true, requestInfo{gv: gvOf("", "v1"), resource: "namespaces", name: "ns"}},
+		{"/api/v1/namespaces/ns/status", true, requestInfo{gv: gvOf("", "v1"), resource: "namespaces", name: "ns", subresource: "status"}},
+		{"/api/v1/namespaces/ns/pods", true, requestInfo{gv: gvOf("", "v1"), resource: "pods", namespace: "ns"}},
+		{"/api/v1/namespaces/ns/pods/p/status", true, requestInfo{gv: gvOf("", "v1"), resource: "pods", namespace: "ns", name: "p", subresource: "status"}},
+		{"/apis/apps/v1/namespaces/ns/deployments/d/scale", true, requestInfo{gv: gvOf("apps", "v1"), resource: "deployments", namespace: "ns", name: "d", subresource: "scale"}},
+		{"/api/v1/watch/namespaces/ns/pods", true, requestInfo{gv: gvOf("", "v1"), resource: "pods", namespace: "ns", watchPath: true}},
+		{"/apis/example.com/v1/widgets/w", true, requestInfo{gv: gvOf("example.com", "v1"), resource: "widgets", name: "w"}},
+		{"/api/v1/namespaces/ns/pods/p/status/extra", false, requestInfo{}},
+		{"/api/v1/watch", false, requestInfo{}},
+		{"/apis/apps", false, requestInfo{}},
+		{"/other/v1/pods", false, requestInfo{}},
+	} {
+		got, ok := parseResourcePath(tc.path)
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("%s: got %+v %v, want %+v %v", tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func gvOf(g, v string) schema.GroupVersion { return schema.GroupVersion{Group: g, Version: v} }
+
+// FuzzRouting sends arbitrary paths and methods: the server answers every one
+// with a status below 500 and, for errors, a Status body.
+func FuzzRouting(f *testing.F) {
+	for _, p := range []string{"/api/v1/pods", "/apis/apps/v1/namespaces/default/deployments/x/scale", "/api/v1/namespaces/default/configmaps/a/status", "/apis", "/api/v1/watch/pods", "/openapi/v3/apis/apps/v1", "//api//v1", "/api/v1/namespaces/%2F/pods"} {
+		f.Add("GET", p, "watch=false")
+	}
+	f.Add("DELETE", "/api/v1/namespaces/default/configmaps", "labelSelector=a%20in%20(")
+	f.Add("PATCH", "/api/v1/namespaces/kube-system", "")
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, method, path, query string) {
+		if !strings.HasPrefix(path, "/") || strings.Contains(query, "watch") || strings.Contains(path, "/watch") {
+			return // watches block; they are tested elsewhere
+		}
+		switch method {
+		case "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD":
+		default:
+			method = "GET"
+		}
+		req := httptest.NewRequest(method, "http://x/", strings.NewReader(`{}`))
+		req.URL.Path, req.URL.RawQuery = path, query
+		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+		checkResponse(t, s, req)
+	})
+}
+
+// FuzzDecode creates and patches objects from arbitrary bodies.
+func FuzzDecode(f *testing.F) {
+	for _, b := range []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`,
+		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}}}}}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"p-","labels":{"a":"b"},"finalizers":["x/y"]},"spec":{"containers":[{"name":"c","image":"i"}]}}`,
+		`{"metadata":{"name":1}}`, `null`, `[]`, `{"apiVersion":"v1","kind":"ConfigMap","metadata":null}`,
+	} {
+		f.Add(b, "/api/v1/namespaces/default/configmaps", "application/json")
+	}
+	f.Add(`[{"op":"add","path":"/data/x","value":"1"}]`, "/api/v1/namespaces/kube-system", "application/json-patch+json")
+	f.Add(`{"spec":{"finalizers":null}}`, "/api/v1/namespaces/default", "application/strategic-merge-patch+json")
+	s := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body, path, contentType string) {
+		if !strings.HasPrefix(path, "/") || strings.Contains(path, "watch") {
+			return
+		}
+		for _, method := range []string{"POST", "PUT", "PATCH"} {
+			req := httptest.NewRequest(method, "http://x/", strings.NewReader(body))
+			req.URL.Path = path
+			req.Header.Set("Authorization", "Bearer t")
+			req.Header.Set("Content-Type", contentType)
+			checkResponse(t, s, req)
+		}
+	})
+}
+
+func fuzzServer(f *testing.F) *Server {
+	s, err := New(Options{Token: "t"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return s
+}
+
+func checkResponse(t *testing.T, s *Server, req *http.Request) {
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code >= 500 {
+		t.Fatalf("%s %s: %d %s", req.Method, req.URL, rec.Code, rec.Body)
+	}
+	if rec.Code >= 400 && req.Method != "HEAD" {
+		var st metav1.Status
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Kind != "Status" || int(st.Code) != rec.Code {
+			t.Fatalf("%s %s: %d with a body that is not its Status: %s", req.Method, req.URL, rec.Code, rec.Body)
+		}
+	}
+}
