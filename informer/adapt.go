@@ -28,8 +28,8 @@ func convert[T Object](objs []Object) []T {
 	return out
 }
 
-func adaptHandler[T Object](h Handler[T]) func(n *notification) {
-	return func(n *notification) {
+func adaptHandler[T Object](h Handler[T]) func(n notification) {
+	return func(n notification) {
 		switch n.typ {
 		case noteAdd:
 			h.OnAdd(as[T](n.obj), n.initial)

@@ -31,11 +31,21 @@
 // # Lean by default
 //
 // Before an object is queued and cached, the informer drops
-// metadata.managedFields (Options.KeepManagedFields opts out) and replaces
-// strings that repeat across objects — namespace, label keys and values,
-// annotation keys and short values, finalizers, owner references' apiVersion,
-// kind and name — with one canonical copy (Options.DisableInterning opts
-// out); Options.Transform runs after that.
+// metadata.managedFields (Options.KeepManagedFields opts out) and interns
+// strings (Options.DisableInterning opts out): in metadata the namespace,
+// label keys and values, annotation keys and short values, finalizers and
+// owner references' apiVersion, kind and name; elsewhere every string of at
+// most 64 bytes (images, node names, env values, condition types, IPs of a
+// node…) and, for unstructured objects, every map key. Canonical copies live
+// in Go's unique package, so a string no cached object uses any more is
+// freed. The same pass drops the spare capacity a JSON decoder leaves in
+// slices. Options.Transform runs after that.
+//
+// Measured on 10,000 realistic Pods (≈ 6 KB of JSON each with two
+// managedFields entries), listed over HTTP through the whole informer:
+// 6.8 KB of live heap per cached Pod by default against 11.4 KB with
+// managedFields kept and nothing interned (0.59×); the per-object decode
+// time is the reflector's (BenchmarkLiveHeapPerPod).
 //
 // # Factory
 //

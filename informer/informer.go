@@ -41,12 +41,14 @@ type Options[T Object] struct {
 	// Default false: they are dropped before caching (they are about half
 	// of a typical object and controllers do not read them).
 	KeepManagedFields bool
-	// DisableInterning keeps every decoded string as is. Default false:
-	// strings that repeat across objects — namespace, label keys and values,
-	// annotation keys (and values up to 64 bytes), finalizers, owner
-	// references' apiVersion, kind and name, generateName — are replaced by
-	// one canonical copy (Go's unique package, so a string no cached object
-	// uses any more is freed).
+	// DisableInterning keeps every decoded string and slice as is. Default
+	// false: strings that repeat across objects — in metadata the
+	// namespace, label keys and values, annotation keys (and values up to 64
+	// bytes), finalizers, owner references' apiVersion, kind and name; every
+	// other string up to 64 bytes; every map key of an unstructured object
+	// — are replaced by one canonical copy (Go's unique package, so a string
+	// no cached object uses any more is freed), and slices lose the spare
+	// capacity the decoder left.
 	DisableInterning bool
 	// Transform is applied to every object received from the server, after
 	// the managedFields strip and interning, before it is queued and cached.
@@ -406,7 +408,7 @@ func (s *shared) waitForSync(ctx context.Context) error {
 	}
 }
 
-func (s *shared) addHandler(deliver func(*notification), o HandlerOptions) (*Registration, error) {
+func (s *shared) addHandler(deliver func(notification), o HandlerOptions) (*Registration, error) {
 	period := o.ResyncPeriod
 	if period == 0 {
 		period = s.resync

@@ -6,11 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// maxInternedValue is the longest annotation value that is interned: short
-// values ("true", a hash, a controller name) repeat across objects, long
-// ones (last-applied-configuration) rarely do.
-const maxInternedValue = 64
-
 // intern returns the canonical copy of s. The copies live in Go's unique
 // package, which frees a string once no cached object references it, so an
 // informer's strings never pin memory after their objects are gone.
@@ -45,22 +40,15 @@ func internMeta(obj metav1.Object) {
 	if g := obj.GetGenerateName(); g != "" {
 		obj.SetGenerateName(intern(g))
 	}
+	// Typed objects return their own maps (interned in place, no
+	// allocation); unstructured ones return copies, written back.
 	if m := obj.GetLabels(); len(m) > 0 {
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			out[intern(k)] = intern(v)
-		}
-		obj.SetLabels(out)
+		internStringMap(m)
+		obj.SetLabels(m)
 	}
 	if m := obj.GetAnnotations(); len(m) > 0 {
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			if len(v) <= maxInternedValue {
-				v = intern(v)
-			}
-			out[intern(k)] = v
-		}
-		obj.SetAnnotations(out)
+		internStringMap(m)
+		obj.SetAnnotations(m)
 	}
 	if fs := obj.GetFinalizers(); len(fs) > 0 {
 		for i, f := range fs {
@@ -79,17 +67,18 @@ func internMeta(obj metav1.Object) {
 }
 
 // leanTransform returns the transform the FIFO applies: managedFields
-// stripped (unless keep), metadata interned (unless noIntern), then user's.
+// stripped (unless keep), strings interned (unless noIntern), then user's.
 func leanTransform(keep, noIntern bool, user func(Object) (Object, error)) func(Object) (Object, error) {
 	if keep && noIntern && user == nil {
 		return nil
 	}
+	in := &interner{}
 	return func(obj Object) (Object, error) {
 		if !keep {
 			obj.SetManagedFields(nil)
 		}
 		if !noIntern {
-			internMeta(obj)
+			in.internObject(obj)
 		}
 		if user != nil {
 			return user(obj)

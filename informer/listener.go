@@ -46,7 +46,7 @@ const (
 // notifications drained by its own goroutine.
 type listener struct {
 	inf     *shared
-	deliver func(n *notification)
+	deliver func(n notification)
 	resync  time.Duration // ≤ 0: no resync
 	logger  *slog.Logger
 
@@ -74,7 +74,7 @@ type listener struct {
 	synced atomic.Bool
 }
 
-func newListener(inf *shared, deliver func(*notification), resync time.Duration) *listener {
+func newListener(inf *shared, deliver func(notification), resync time.Duration) *listener {
 	l := &listener{inf: inf, deliver: deliver, resync: resync, logger: inf.logger, wake: make(chan struct{}, 1)}
 	l.syncAt.Store(-1)
 	return l
@@ -195,7 +195,7 @@ func (l *listener) run(ctx context.Context) {
 		}
 		l.mu.Unlock()
 
-		l.call(&n)
+		l.call(n)
 		l.delivered.Add(1)
 		if !l.synced.Load() {
 			l.checkSynced()
@@ -212,7 +212,7 @@ func (l *listener) run(ctx context.Context) {
 
 // call runs the handler; a panicking handler is logged and skipped, so that
 // one bad object does not stop the handler's later notifications.
-func (l *listener) call(n *notification) {
+func (l *listener) call(n notification) {
 	defer func() {
 		if r := recover(); r != nil {
 			l.logger.Error("informer: handler panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
