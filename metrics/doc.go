@@ -23,6 +23,9 @@
 //	controller_runtime_max_concurrent_reconciles{controller}
 //	controller_runtime_active_workers{controller}
 //
+//	leader_election_master_status{name}
+//	leader_election_slowpath_total{name}
+//
 // The queues keep their own statistics and the collector reads them when
 // Prometheus scrapes: no metric call sits on a queue's hot path, and the
 // unfinished-work and longest-running gauges are exact at scrape time rather
