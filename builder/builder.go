@@ -1,0 +1,356 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/handler"
+	"kloop.dev/kloop/handler/predicate"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/manager"
+	"kloop.dev/kloop/reconcile"
+)
+
+// Option qualifies one For, Owns or Watches.
+type Option func(*watchOptions)
+
+type watchOptions struct {
+	predicates   []predicate.Predicate
+	onlyMetadata bool
+	everyOwner   bool
+	scope        informer.Scope
+}
+
+// WithPredicates filters the events of this watch only (after the builder's
+// event filters, which apply to every watch).
+func WithPredicates(ps ...predicate.Predicate) Option {
+	return func(o *watchOptions) { o.predicates = append(o.predicates, ps...) }
+}
+
+// OnlyMetadata watches the kind through the factory's metadata-only
+// informer (*metav1.PartialObjectMetadata): the server sends only each
+// object's metadata, the cheapest watch for a kind whose content the
+// controller does not read. Handlers and predicates then see
+// *metav1.PartialObjectMetadata objects.
+func OnlyMetadata() Option { return func(o *watchOptions) { o.onlyMetadata = true } }
+
+// MatchEveryOwner makes an Owns enqueue every owner of the For kind in the
+// object's ownerReferences, not only the controller owner. Only for Owns.
+func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = true } }
+
+// WithScope restricts the watch to part of the kind (a namespace, a label or
+// field selector). Each distinct scope is its own shared informer: keep the
+// default (the whole kind), which the manager's client reads too, unless the
+// memory matters.
+func WithScope(s informer.Scope) Option { return func(o *watchOptions) { o.scope = s } }
+
+// kindSource is what the builder needs of a manager.Kind[T], whatever T.
+type kindSource interface {
+	controller.Source
+	Started() bool
+	Pending() int
+	String() string
+}
+
+type watch struct {
+	obj     client.Object
+	handler handler.EventHandler // nil for For and Owns: derived at Build
+	opts    watchOptions
+	what    string // "For", "Owns" or "Watches", for errors
+}
+
+// Builder builds a controller and adds it to a manager. Make it with
+// ControllerManagedBy; each method returns the builder; errors (For twice, a
+// nil object, an unknown kind…) are reported by Complete or Build.
+type Builder struct {
+	mgr     *manager.Manager
+	name    string
+	forW    *watch
+	owns    []watch
+	watches []watch
+	sources []controller.Source
+	filters []predicate.Predicate
+	opts    controller.Options
+	errs    []error
+}
+
+// ControllerManagedBy starts building a controller that mgr runs.
+func ControllerManagedBy(mgr *manager.Manager) *Builder {
+	return &Builder{mgr: mgr}
+}
+
+// Named names the controller (logs, metrics, the "controller-<name>"
+// readiness check). Default: the lowercase kind of For. Names are unique
+// within a manager.
+func (b *Builder) Named(name string) *Builder {
+	if name == "" {
+		b.errs = append(b.errs, errors.New("builder: Named with an empty name"))
+	}
+	b.name = name
+	return b
+}
+
+// For sets the kind the controller reconciles: events of its objects enqueue
+// their own namespace/name (handler.EnqueueRequestForObject). obj is an
+// example object: a pointer to a Go type of the manager's Scheme, or an
+// *unstructured.Unstructured / *metav1.PartialObjectMetadata with apiVersion
+// and kind set. For may be called once.
+func (b *Builder) For(obj client.Object, opts ...Option) *Builder {
+	if b.forW != nil {
+		b.errs = append(b.errs, errors.New("builder: For called more than once: a controller reconciles one kind (use Watches for the others)"))
+		return b
+	}
+	w := newWatch("For", obj, nil, opts)
+	if w.opts.everyOwner {
+		b.errs = append(b.errs, errors.New("builder: MatchEveryOwner applies to Owns only"))
+	}
+	b.forW = &w
+	return b
+}
+
+// Owns watches a kind the controller creates: a change of such an object
+// enqueues its controller owner of the For kind
+// (handler.EnqueueRequestForOwner, controller owner only; MatchEveryOwner
+// for every owner of that kind). Needs For.
+func (b *Builder) Owns(obj client.Object, opts ...Option) *Builder {
+	b.owns = append(b.owns, newWatch("Owns", obj, nil, opts))
+	return b
+}
+
+// Watches watches any kind with the given handler, for example
+// handler.EnqueueRequestsFromMapFunc(fn) to wake the objects that depend on
+// the one that changed.
+func (b *Builder) Watches(obj client.Object, h handler.EventHandler, opts ...Option) *Builder {
+	w := newWatch("Watches", obj, h, opts)
+	if h == nil {
+		b.errs = append(b.errs, fmt.Errorf("builder: Watches(%T) with a nil handler", obj))
+	}
+	if w.opts.everyOwner {
+		b.errs = append(b.errs, errors.New("builder: MatchEveryOwner applies to Owns only"))
+	}
+	b.watches = append(b.watches, w)
+	return b
+}
+
+// WatchesSource adds a source that is not an informer of the manager, such
+// as a controller.ChannelSource. The builder's event filters do not apply to
+// it (give the source its own predicates).
+func (b *Builder) WatchesSource(src controller.Source) *Builder {
+	if src == nil {
+		b.errs = append(b.errs, errors.New("builder: WatchesSource with a nil source"))
+		return b
+	}
+	b.sources = append(b.sources, src)
+	return b
+}
+
+// WithEventFilter adds a predicate that filters the events of every For,
+// Owns and Watches of the controller.
+func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
+	b.filters = append(b.filters, p)
+	return b
+}
+
+// WithOptions sets the controller's options. Left unset, Logger, Metrics and
+// QueueMetrics are the manager's.
+func (b *Builder) WithOptions(opts controller.Options) *Builder {
+	b.opts = opts
+	return b
+}
+
+// Complete builds the controller and adds it to the manager.
+func (b *Builder) Complete(r reconcile.Reconciler) error {
+	_, err := b.Build(r)
+	return err
+}
+
+// Build builds the controller, adds it to the manager and returns it.
+// When it returns an error, the manager runs no controller of it.
+func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) {
+	if b.mgr == nil {
+		return nil, errors.New("builder: ControllerManagedBy needs a manager")
+	}
+	if r == nil {
+		return nil, errors.New("builder: Complete needs a Reconciler")
+	}
+	if err := errors.Join(b.errs...); err != nil {
+		return nil, err
+	}
+	if b.forW == nil {
+		if len(b.owns) > 0 {
+			return nil, errors.New("builder: Owns needs For: the owner kind is For's")
+		}
+		if b.name == "" {
+			return nil, errors.New("builder: For is required (or Named, with Watches only)")
+		}
+	}
+	if b.forW == nil && len(b.watches) == 0 && len(b.sources) == 0 {
+		return nil, errors.New("builder: nothing to watch: call For, Watches or WatchesSource")
+	}
+
+	// Resolve every kind before creating anything, so that an unknown kind
+	// leaves the factory and the manager untouched.
+	f := b.mgr.Factory()
+	var forGVK schema.GroupVersionKind
+	var forMapping *meta.RESTMapping
+	all := b.allWatches()
+	gvks := make([]schema.GroupVersionKind, len(all))
+	for i, w := range all {
+		gvk, mapping, err := resolve(f, w.obj)
+		if err != nil {
+			return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
+		}
+		gvks[i] = gvk
+		if i == 0 && b.forW != nil {
+			forGVK, forMapping = gvk, mapping
+		}
+	}
+	name := b.name
+	if name == "" {
+		name = strings.ToLower(forGVK.Kind)
+	}
+	opts := b.opts
+	if opts.Logger == nil {
+		opts.Logger = b.mgr.Logger()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = b.mgr.ControllerMetrics()
+	}
+	if opts.QueueMetrics == nil {
+		opts.QueueMetrics = b.mgr.QueueMetrics()
+	}
+	c, err := controller.New(name, r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("builder: %w", err)
+	}
+
+	var kinds []kindSource
+	for i, w := range all {
+		h := w.handler
+		switch w.what {
+		case "For":
+			h = handler.EnqueueRequestForObject{}
+		case "Owns":
+			h, err = handler.EnqueueRequestForOwner(forGVK.GroupKind(), handler.OwnerOptions{
+				AnyOwner:      w.opts.everyOwner,
+				ClusterScoped: forMapping.Scope.Name() == meta.RESTScopeNameRoot,
+				Logger:        opts.Logger,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("builder: Owns(%T): %w", w.obj, err)
+			}
+		}
+		kopts := manager.KindOptions{
+			Name:       fmt.Sprintf("%s %s", w.what, gvks[i].GroupKind()),
+			Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
+		}
+		var src kindSource
+		if w.opts.onlyMetadata {
+			inf, err := f.Metadata(gvks[i], w.opts.scope)
+			if err != nil {
+				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
+			}
+			src, err = manager.NewKind(inf, h, kopts)
+			if err != nil {
+				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
+			}
+		} else {
+			inf, err := f.ForObject(w.obj, w.opts.scope)
+			if err != nil {
+				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
+			}
+			src, err = manager.NewKind(inf, h, kopts)
+			if err != nil {
+				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
+			}
+		}
+		if err := c.Watch(src); err != nil {
+			return nil, fmt.Errorf("builder: %w", err)
+		}
+		kinds = append(kinds, src)
+	}
+	for _, src := range b.sources {
+		if err := c.Watch(src); err != nil {
+			return nil, fmt.Errorf("builder: %w", err)
+		}
+	}
+	if err := b.mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("builder: %w", err)
+	}
+	ready := func(*http.Request) error {
+		var waiting []string
+		for _, k := range kinds {
+			if k.Started() && !k.HasSynced() {
+				waiting = append(waiting, fmt.Sprintf("%s (%d pending)", k, k.Pending()))
+			}
+		}
+		if len(waiting) > 0 {
+			return fmt.Errorf("initial list not delivered yet: %s", strings.Join(waiting, ", "))
+		}
+		return nil
+	}
+	if err := b.mgr.AddReadyzCheck("controller-"+name, ready); err != nil {
+		b.mgr.Logger().Warn("builder: no readiness check for the controller", "controller", name, "err", err)
+	}
+	return c, nil
+}
+
+func newWatch(what string, obj client.Object, h handler.EventHandler, opts []Option) watch {
+	w := watch{obj: obj, handler: h, what: what}
+	for _, o := range opts {
+		if o != nil {
+			o(&w.opts)
+		}
+	}
+	return w
+}
+
+// allWatches returns For (first, if set), then the Owns, then the Watches.
+func (b *Builder) allWatches() []watch {
+	var all []watch
+	if b.forW != nil {
+		all = append(all, *b.forW)
+	}
+	all = append(all, b.owns...)
+	return append(all, b.watches...)
+}
+
+// resolve returns obj's kind (a Scheme lookup for Go types, the object's own
+// apiVersion and kind for unstructured and metadata-only objects) and its
+// resource mapping.
+func resolve(f *informer.Factory, obj client.Object) (schema.GroupVersionKind, *meta.RESTMapping, error) {
+	if obj == nil || handler.IsNil(obj) {
+		return schema.GroupVersionKind{}, nil, errors.New("nil object")
+	}
+	var gvk schema.GroupVersionKind
+	switch o := obj.(type) {
+	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+		gvk = o.GetObjectKind().GroupVersionKind()
+		if gvk.Kind == "" || gvk.Version == "" {
+			return gvk, nil, errors.New("apiVersion and kind must be set on an unstructured or metadata-only object")
+		}
+	default:
+		gvks, _, err := f.Scheme().ObjectKinds(obj)
+		if err != nil {
+			return gvk, nil, fmt.Errorf("not in the manager's Scheme (add it with AddToScheme): %w", err)
+		}
+		if len(gvks) != 1 {
+			return gvk, nil, fmt.Errorf("registered as %d kinds %v; want one", len(gvks), gvks)
+		}
+		gvk = gvks[0]
+	}
+	mapping, err := f.RESTMapping(gvk)
+	if err != nil {
+		return gvk, nil, err
+	}
+	return gvk, mapping, nil
+}

@@ -1,0 +1,34 @@
+// Package builder wires a reconcile.Reconciler into a manager in the shape
+// controller authors know from controller-runtime:
+//
+//	err := builder.ControllerManagedBy(mgr).
+//		For(&v1.Widget{}).                       // reconcile Widgets: their own key
+//		Owns(&appsv1.Deployment{}).              // a Deployment's change: its controller owner's key
+//		Watches(&corev1.ConfigMap{},             // any relation: your map function
+//			handler.EnqueueRequestsFromMapFunc(r.widgetsForConfigMap)).
+//		WithEventFilter(predicate.GenerationChanged{}).
+//		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+//		Complete(r)
+//
+// For is handler.EnqueueRequestForObject on the kind; Owns is
+// handler.EnqueueRequestForOwner of For's kind, controller owner only (the
+// MatchEveryOwner option: every owner of that kind); Watches takes any
+// handler. Each becomes a manager.Kind source: one handler on the manager's
+// shared informer for that kind (one watch and one cache per kind for every
+// controller of the manager, and the same cache the manager's client reads),
+// delivering the initial list at low priority, and synced once that handler
+// has seen the initial list. WithEventFilter predicates apply to every watch,
+// WithPredicates to one.
+//
+// Kinds are found through the manager's Scheme (Go type → kind) and Mapper
+// (kind → resource); an *unstructured.Unstructured or
+// *metav1.PartialObjectMetadata carries its kind itself. The builder is not
+// generic and uses no reflection beyond that scheme lookup.
+//
+// Nothing panics: mistakes — For twice, Owns without For, no For and no
+// Named, a nil object or handler, a kind the Scheme or the server does not
+// know, a controller name already used in the manager — are returned by
+// Complete (or Build). The controller's name defaults to For's kind in lower
+// case; its Logger, Metrics and QueueMetrics default to the manager's. The
+// builder also adds a "controller-<name>" readiness check to the manager.
+package builder

@@ -1,0 +1,78 @@
+// Package manager runs a process's controllers around one shared cache:
+//
+//	API server → informer (one per kind, shared) → handlers → queues → Reconcile → client → API server
+//
+// A Manager holds one informer.Factory — one watch and one cache per kind,
+// however many controllers watch it — and one client.Client that reads from
+// that cache and writes to the API server. Controllers (usually made with
+// kloop.dev/kloop/builder) and any other Runnable are added with Add and run
+// by Start, which blocks until its context is cancelled or a runnable fails.
+//
+//	mgr, err := manager.New(cfg, manager.Options{
+//		HealthProbeBindAddress: ":8081",
+//		MetricsBindAddress:     ":8080",
+//		LeaderElection:         true,
+//		LeaderElectionID:       "widget-controller",
+//	})
+//	err = builder.ControllerManagedBy(mgr).For(&v1.Widget{}).Complete(r)
+//	if err := mgr.Start(ctx); err != nil { // ctx: cancelled on SIGTERM
+//		log.Fatal(err) // ErrLeadershipLost: exit at once, another replica leads
+//	}
+//
+// # Leader election
+//
+// With Options.LeaderElection, the runnables that need leadership run only
+// on the replica that holds the coordination.k8s.io/v1 Lease
+// LeaderElectionNamespace/LeaderElectionID (kloop.dev/kloop/leaderelection;
+// defaults 15 s lease, 10 s renew deadline, 2 s retry period). A
+// *controller.Controller needs leadership; any other Runnable does not unless
+// it implements LeaderElectionRunnable. Informers and runnables that need no
+// leadership run on every replica, so a standby has a warm cache when it takes
+// over. On cancel, the leader stops its leader-only runnables and then
+// releases the Lease, so that a standby takes over at its next retry instead
+// of after the lease duration. When leadership is lost, the leader-only
+// runnables are cancelled (cause ErrLeadershipLost), everything shuts down,
+// and Start returns an error wrapping ErrLeadershipLost: the process should
+// exit. As client-go warns, election relies on timing: reconcilers must stay
+// idempotent.
+//
+// # Servers
+//
+// Three optional HTTP servers, each off unless its bind address is set
+// ("" and "0" mean off, as controller-runtime's "0"; "127.0.0.1:0" picks a
+// free port, read back with MetricsAddr, HealthProbeAddr and PprofAddr after
+// Started is closed):
+//
+//   - /metrics serves Options.Gatherer (by default the manager's own
+//     registry, never the global one). The manager registers
+//     metrics.NewWorkqueue and metrics.NewController on Options.Registerer
+//     (and leader_election_master_status with leader election) and the
+//     builder hands them to every controller, so workqueue_* and
+//     controller_runtime_* series carry controller-runtime's names and labels.
+//   - /healthz and /readyz (and /healthz/<check>, /readyz/<check>) answer 200
+//     "ok" when every check passes, else 500 with one line per check
+//     (?verbose lists them on success too). /healthz has "ping"; /readyz has
+//     "informers" (every informer of the factory has its initial list) and
+//     one "controller-<name>" per builder controller (its sources have
+//     delivered their initial lists; a standby replica's controllers, not
+//     started, pass). Add more with AddHealthzCheck and AddReadyzCheck.
+//   - /debug/pprof/ (net/http/pprof), opt-in with PprofBindAddress.
+//
+// # Shutdown
+//
+// When Start's context is cancelled, the manager stops the leader-only
+// runnables first (controllers let the reconciles in flight finish), then
+// releases the Lease, then stops the other runnables, the informers and last
+// the servers, which answer probes and scrapes during the shutdown. The whole
+// shutdown is bounded by GracefulShutdownTimeout (default 30 s); runnables
+// still running then are abandoned and Start's error wraps
+// ErrShutdownTimeout.
+//
+// # Sources
+//
+// Kind is the controller.Source over one shared informer: a handler
+// registered on the informer when the controller starts, predicates, and an
+// EventHandler; initial-list and resync events go to the low-priority
+// enqueuer, and HasSynced is the informer registration's. The builder makes
+// one for each For, Owns and Watches.
+package manager

@@ -1,0 +1,402 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/leaderelection"
+	"kloop.dev/kloop/metrics"
+)
+
+var (
+	// ErrLeadershipLost is wrapped by the error Start returns when this
+	// replica led and lost its Lease: its leader-only runnables have stopped
+	// and the process should exit. It is leaderelection.ErrLeadershipLost.
+	ErrLeadershipLost = leaderelection.ErrLeadershipLost
+	// ErrShutdownTimeout is wrapped by the error Start returns when
+	// runnables were still running GracefulShutdownTimeout after the
+	// shutdown began; they were abandoned.
+	ErrShutdownTimeout = errors.New("manager: graceful shutdown timed out")
+	// ErrAlreadyStarted is returned by a second call of Start.
+	ErrAlreadyStarted = errors.New("manager: Start called more than once")
+)
+
+// informerSyncProbeWait bounds how long the "informers" readiness check
+// waits for unsynced informers before it reports them.
+const informerSyncProbeWait = 50 * time.Millisecond
+
+// Manager runs controllers and other runnables around one shared informer
+// factory and one client, with leader election, health probes and metrics.
+// See the package documentation.
+type Manager struct {
+	cfg     *rest.Config
+	opts    Options
+	log     *slog.Logger
+	factory *informer.Factory
+	client  *client.Client
+	queueM  *metrics.Workqueue
+	ctrlM   *metrics.Controller
+	elector *leaderelection.Elector // nil without leader election
+
+	healthz, readyz *checks
+	leaders, others *group
+
+	started   atomic.Bool   // Start was called
+	startedCh chan struct{} // closed once servers are bound and runnables launched
+	electedCh chan struct{} // closed once this replica leads (at Start without leader election)
+	elect     sync.Once     // closes electedCh
+
+	mu sync.Mutex // guards names and the bound addresses
+	// names are the names of the controllers added, unique.
+	names                             map[string]bool
+	metricsAddr, probeAddr, pprofAddr net.Addr
+
+	errMu sync.Mutex // guards errs, stopping, cancelRun
+	// errs are the failures that stop the manager, in order.
+	errs []error
+	// stopping is set once the shutdown began.
+	stopping  bool
+	cancelRun context.CancelCauseFunc
+}
+
+// New returns a Manager for the API server of cfg. It starts nothing; add
+// runnables (the builder adds controllers) and call Start.
+func New(cfg *rest.Config, opts Options) (*Manager, error) {
+	if cfg == nil {
+		return nil, errors.New("manager: New needs a *rest.Config")
+	}
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	factory, err := informer.NewFactory(cfg, opts.Cache)
+	if err != nil {
+		return nil, fmt.Errorf("manager: informer factory: %w", err)
+	}
+	cl, err := client.New(cfg, client.Options{
+		Factory:    factory,
+		Uncached:   opts.Uncached,
+		FieldOwner: opts.FieldOwner,
+		Logger:     opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: client: %w", err)
+	}
+	queueM, err := metrics.NewWorkqueue(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("manager: work queue metrics: %w", err)
+	}
+	ctrlM, err := metrics.NewController(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("manager: controller metrics: %w", err)
+	}
+	m := &Manager{
+		cfg:       rest.CopyConfig(cfg),
+		opts:      opts,
+		log:       opts.Logger,
+		factory:   factory,
+		client:    cl,
+		queueM:    queueM,
+		ctrlM:     ctrlM,
+		healthz:   &checks{path: "healthz"},
+		readyz:    &checks{path: "readyz"},
+		startedCh: make(chan struct{}),
+		electedCh: make(chan struct{}),
+		names:     map[string]bool{},
+	}
+	m.leaders = newGroup("leader-only", m.fail)
+	m.others = newGroup("every-replica", m.fail)
+	if opts.LeaderElection {
+		lm := newLeaderMetrics()
+		if err := opts.Registerer.Register(lm); err != nil {
+			return nil, fmt.Errorf("manager: leader election metrics: %w", err)
+		}
+		m.elector, err = leaderelection.New(cfg, leaderelection.Options{
+			Namespace:       opts.LeaderElectionNamespace,
+			Name:            opts.LeaderElectionID,
+			Identity:        opts.LeaderElectionIdentity,
+			LeaseDuration:   opts.LeaseDuration,
+			RenewDeadline:   opts.RenewDeadline,
+			RetryPeriod:     opts.RetryPeriod,
+			ReleaseOnCancel: new(!opts.LeaderElectionKeepLease),
+			Logger:          opts.Logger.With("component", "leaderelection"),
+			Metrics:         lm,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
+	// Names are valid and unique: these cannot fail.
+	_ = m.healthz.add("ping", Ping)
+	_ = m.readyz.add("informers", m.informersSynced)
+	return m, nil
+}
+
+// Client returns the manager's client: reads from the shared informers'
+// cache, writes to the API server.
+func (m *Manager) Client() *client.Client { return m.client }
+
+// Factory returns the shared informer factory: one informer, one watch and
+// one cache per kind for every controller of the manager.
+func (m *Manager) Factory() *informer.Factory { return m.factory }
+
+// Scheme returns the scheme of the factory and the client.
+func (m *Manager) Scheme() *runtime.Scheme { return m.factory.Scheme() }
+
+// Config returns a copy of the manager's rest.Config.
+func (m *Manager) Config() *rest.Config { return rest.CopyConfig(m.cfg) }
+
+// Logger returns the manager's logger.
+func (m *Manager) Logger() *slog.Logger { return m.log }
+
+// Registerer returns the registry the manager's metrics are registered on:
+// register your own collectors there to have them served on /metrics.
+func (m *Manager) Registerer() prometheus.Registerer { return m.opts.Registerer }
+
+// Gatherer returns what /metrics serves.
+func (m *Manager) Gatherer() prometheus.Gatherer { return m.opts.Gatherer }
+
+// QueueMetrics returns the work queue collector, to set as
+// controller.Options.QueueMetrics (the builder does).
+func (m *Manager) QueueMetrics() *metrics.Workqueue { return m.queueM }
+
+// ControllerMetrics returns the controller collector, to set as
+// controller.Options.Metrics (the builder does).
+func (m *Manager) ControllerMetrics() *metrics.Controller { return m.ctrlM }
+
+// Add adds a runnable. Leader-only runnables (controllers, unless they say
+// otherwise through LeaderElectionRunnable) start once this replica leads,
+// the others at Start; a runnable added after Start begins at once (or when
+// leadership is acquired). Two controllers may not share a name.
+func (m *Manager) Add(r Runnable) error {
+	if r == nil {
+		return errors.New("manager: Add needs a Runnable")
+	}
+	if c, ok := r.(*controller.Controller); ok {
+		m.mu.Lock()
+		if m.names[c.Name()] {
+			m.mu.Unlock()
+			return fmt.Errorf("manager: a controller named %q was already added: controller names must be unique", c.Name())
+		}
+		m.names[c.Name()] = true
+		m.mu.Unlock()
+	}
+	if needsLeader(r) {
+		return m.leaders.add(r)
+	}
+	return m.others.add(r)
+}
+
+// AddHealthzCheck adds a liveness check served at /healthz and
+// /healthz/<name>. "ping" is there from the start.
+func (m *Manager) AddHealthzCheck(name string, check Checker) error {
+	return m.healthz.add(name, check)
+}
+
+// AddReadyzCheck adds a readiness check served at /readyz and
+// /readyz/<name>. "informers" (every informer of the factory has its initial
+// list) is there from the start; the builder adds one per controller.
+func (m *Manager) AddReadyzCheck(name string, check Checker) error {
+	return m.readyz.add(name, check)
+}
+
+// Started returns a channel closed once Start has bound its servers and
+// launched the runnables: the addresses are known then.
+func (m *Manager) Started() <-chan struct{} { return m.startedCh }
+
+// Elected returns a channel closed when this replica becomes the leader, or
+// at Start without leader election: leader-only runnables start then.
+func (m *Manager) Elected() <-chan struct{} { return m.electedCh }
+
+// MetricsAddr returns the address the /metrics server listens on, nil when
+// it is disabled or before Start.
+func (m *Manager) MetricsAddr() net.Addr { return m.addr(&m.metricsAddr) }
+
+// HealthProbeAddr returns the address the /healthz and /readyz server
+// listens on, nil when it is disabled or before Start.
+func (m *Manager) HealthProbeAddr() net.Addr { return m.addr(&m.probeAddr) }
+
+// PprofAddr returns the address the pprof server listens on, nil when it
+// is disabled or before Start.
+func (m *Manager) PprofAddr() net.Addr { return m.addr(&m.pprofAddr) }
+
+func (m *Manager) addr(p *net.Addr) net.Addr {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return *p
+}
+
+// informersSynced is the "informers" readiness check.
+func (m *Manager) informersSynced(r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), informerSyncProbeWait)
+	defer cancel()
+	if err := m.factory.WaitForCacheSync(ctx); err != nil {
+		return fmt.Errorf("not synced: %w", err)
+	}
+	return nil
+}
+
+// fail records err and stops the manager.
+func (m *Manager) fail(err error) {
+	m.errMu.Lock()
+	if m.stopping && errors.Is(err, context.Canceled) {
+		m.errMu.Unlock()
+		m.log.Debug("runnable returned after its context was cancelled", "err", err)
+		return
+	}
+	m.errs = append(m.errs, err)
+	cancel := m.cancelRun
+	m.errMu.Unlock()
+	m.log.Error("stopping the manager", "err", err)
+	if cancel != nil {
+		cancel(err)
+	}
+}
+
+// Start runs the manager until ctx is cancelled or a runnable fails (or,
+// with leader election, this replica loses its Lease):
+//
+//  1. it binds the metrics, probe and pprof servers (an error returns at once);
+//  2. it starts the shared informers and the runnables that need no
+//     leadership, on every replica;
+//  3. it starts the leader-only runnables (controllers) at once, or once this
+//     replica acquires the Lease.
+//
+// Then it shuts down in the reverse order, within GracefulShutdownTimeout:
+// leader-only runnables first (the reconciles in flight finish, then the
+// Lease is released), then the other runnables, then the informers, then the
+// servers. It returns nil after a cancellation, the runnables' errors after
+// a failure, an error wrapping ErrLeadershipLost after a lost election (exit
+// the process), and an error wrapping ErrShutdownTimeout, too, when the
+// shutdown timed out. A Manager starts once.
+func (m *Manager) Start(ctx context.Context) error {
+	if !m.started.CompareAndSwap(false, true) {
+		return ErrAlreadyStarted
+	}
+	servers, err := m.listen()
+	if err != nil {
+		return err
+	}
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	m.errMu.Lock()
+	m.cancelRun = cancelRun
+	m.errMu.Unlock()
+
+	// The runnables and the informers outlive runCtx until the shutdown
+	// stops them in order; they keep ctx's values.
+	base := context.WithoutCancel(ctx)
+	var serving sync.WaitGroup
+	for _, s := range servers {
+		serving.Add(1)
+		go func() {
+			defer serving.Done()
+			if err := s.srv.Serve(s.l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				m.fail(fmt.Errorf("manager: %s server: %w", s.name, err))
+			}
+		}()
+	}
+
+	factoryCtx, stopFactory := context.WithCancel(base)
+	defer stopFactory()
+	factoryDone := make(chan struct{})
+	go func() {
+		defer close(factoryDone)
+		if err := m.factory.Start(factoryCtx); err != nil {
+			m.fail(fmt.Errorf("manager: informers: %w", err))
+		}
+	}()
+
+	othersCtx, stopOthers := context.WithCancel(base)
+	defer stopOthers()
+	m.others.start(othersCtx)
+
+	leaderCtx, stopLeader := context.WithCancel(base)
+	defer stopLeader()
+	electorDone := make(chan struct{})
+	if m.elector == nil {
+		m.elect.Do(func() { close(m.electedCh) })
+		m.leaders.start(leaderCtx)
+		close(electorDone)
+	} else {
+		go func() {
+			defer close(electorDone)
+			err := m.elector.Run(leaderCtx, func(lctx context.Context) {
+				m.log.Info("leading: starting leader-only runnables", "lease", m.opts.LeaderElectionID, "identity", m.elector.Identity())
+				m.elect.Do(func() { close(m.electedCh) })
+				m.leaders.start(lctx)
+				<-lctx.Done()
+				m.leaders.stop()
+				<-m.leaders.wait()
+			})
+			if err != nil {
+				m.fail(fmt.Errorf("manager: leader election: %w", err))
+			}
+		}()
+	}
+	m.log.Info("manager started", "leaderElection", m.elector != nil)
+	close(m.startedCh)
+
+	<-runCtx.Done()
+	m.errMu.Lock()
+	m.stopping = true
+	m.errMu.Unlock()
+	m.log.Info("stopping the manager", "cause", context.Cause(runCtx))
+
+	shutdownCtx, cancelShutdown := context.Background(), context.CancelFunc(func() {})
+	if m.opts.GracefulShutdownTimeout > 0 {
+		shutdownCtx, cancelShutdown = context.WithTimeout(shutdownCtx, m.opts.GracefulShutdownTimeout)
+	}
+	defer cancelShutdown()
+	var timedOut []string
+	wait := func(what string, done <-chan struct{}) {
+		select {
+		case <-done:
+		case <-shutdownCtx.Done():
+			timedOut = append(timedOut, what)
+		}
+	}
+	// 1. Leader-only runnables; the elector releases the Lease after them.
+	m.leaders.stop()
+	stopLeader()
+	wait("leader-only runnables", m.leaders.wait())
+	wait("leader election", electorDone)
+	// 2. The other runnables.
+	m.others.stop()
+	stopOthers()
+	wait("runnables", m.others.wait())
+	// 3. The informers.
+	stopFactory()
+	wait("informers", factoryDone)
+	// 4. The servers, which answered probes and scrapes until now.
+	for _, s := range servers {
+		if err := s.srv.Shutdown(shutdownCtx); err != nil {
+			_ = s.srv.Close()
+		}
+	}
+	serving.Wait()
+
+	m.errMu.Lock()
+	errs := append([]error(nil), m.errs...)
+	m.errMu.Unlock()
+	if len(timedOut) > 0 {
+		errs = append(errs, fmt.Errorf("%w after %v: still running: %v", ErrShutdownTimeout, m.opts.GracefulShutdownTimeout, timedOut))
+	}
+	err = errors.Join(errs...)
+	m.log.Info("manager stopped", "err", err)
+	return err
+}

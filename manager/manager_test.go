@@ -1,0 +1,475 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/builder"
+	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/handler"
+	"kloop.dev/kloop/handler/predicate"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/manager"
+	"kloop.dev/kloop/reconcile"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const ns = "default"
+
+// run starts mgr; the returned channel receives Start's error.
+func run(t *testing.T, ctx context.Context, mgr *manager.Manager) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	select {
+	case <-mgr.Started():
+	case err := <-done:
+		t.Fatalf("manager stopped at once: %v", err)
+	}
+	return done
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestOptionsValidation(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	tests := []struct {
+		name string
+		opts manager.Options
+		want string
+	}{
+		{"leader election without ID", manager.Options{LeaderElection: true}, "LeaderElectionID is required"},
+		{"bad metrics address", manager.Options{MetricsBindAddress: "8080"}, "MetricsBindAddress"},
+		{"bad probe address", manager.Options{HealthProbeBindAddress: "localhost"}, "HealthProbeBindAddress"},
+		{"lease not whole seconds", manager.Options{LeaderElection: true, LeaderElectionID: "x", LeaseDuration: 1500 * time.Millisecond}, "whole number of seconds"},
+		{"invalid lease name", manager.Options{LeaderElection: true, LeaderElectionID: "Not_A_Name"}, "Not_A_Name"},
+		{"renew deadline above lease", manager.Options{LeaderElection: true, LeaderElectionID: "x", RenewDeadline: time.Minute}, "RenewDeadline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := manager.New(srv.Config(), tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("New: %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := manager.New(nil, manager.Options{}); err == nil {
+		t.Fatal("New(nil config) succeeded")
+	}
+	mgr, err := manager.New(srv.Config(), manager.Options{})
+	if err != nil {
+		t.Fatalf("zero Options: %v", err)
+	}
+	if mgr.MetricsAddr() != nil || mgr.HealthProbeAddr() != nil || mgr.PprofAddr() != nil {
+		t.Fatal("servers bound before Start")
+	}
+}
+
+// The probes and /metrics are served over HTTP: readiness follows the
+// informers and the controllers; the metrics carry controller-runtime's
+// names with the controller label.
+func TestProbesAndMetricsOverHTTP(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{
+		MetricsBindAddress:     "127.0.0.1:0",
+		HealthProbeBindAddress: "127.0.0.1:0",
+		PprofBindAddress:       "127.0.0.1:0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reconciles atomic.Int32
+	r := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		reconciles.Add(1)
+		return reconcile.Result{}, nil
+	})
+	if err := builder.ControllerManagedBy(mgr).Named("probed").For(&corev1.ConfigMap{}).Complete(r); err != nil {
+		t.Fatal(err)
+	}
+	var broken atomic.Bool
+	if err := mgr.AddReadyzCheck("custom", func(*http.Request) error {
+		if broken.Load() {
+			return errors.New("custom dependency down")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.AddReadyzCheck("custom", manager.Ping); err == nil {
+		t.Fatal("a second check with the same name was accepted")
+	}
+	if err := mgr.AddHealthzCheck("a/b", manager.Ping); err == nil {
+		t.Fatal("a check name with a slash was accepted")
+	}
+	if err := mgr.Client().Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := run(t, ctx, mgr)
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+	probe := "http://" + mgr.HealthProbeAddr().String()
+	metricsURL := "http://" + mgr.MetricsAddr().String() + "/metrics"
+
+	if code, body := get(t, probe+"/healthz"); code != http.StatusOK || body != "ok" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if code, body := get(t, probe+"/healthz/ping"); code != http.StatusOK || body != "ok" {
+		t.Fatalf("/healthz/ping: %d %q", code, body)
+	}
+	eventually(t, "/readyz to pass", func() bool { code, _ := get(t, probe+"/readyz"); return code == http.StatusOK })
+	code, body := get(t, probe+"/readyz?verbose")
+	for _, want := range []string{"[+]informers ok", "[+]controller-probed ok", "[+]custom ok", "readyz check passed"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("/readyz?verbose: %d %q, want %q", code, body, want)
+		}
+	}
+	broken.Store(true)
+	code, body = get(t, probe+"/readyz")
+	if code != http.StatusInternalServerError || !strings.Contains(body, "[-]custom failed: custom dependency down") || !strings.Contains(body, "[+]informers ok") {
+		t.Fatalf("/readyz with a failing check: %d %q", code, body)
+	}
+	if code, _ := get(t, probe+"/readyz?exclude=custom"); code != http.StatusOK {
+		t.Fatalf("/readyz?exclude=custom: %d", code)
+	}
+	if code, _ := get(t, probe+"/readyz/custom"); code != http.StatusInternalServerError {
+		t.Fatalf("/readyz/custom: %d", code)
+	}
+	if code, _ := get(t, probe+"/readyz/nope"); code != http.StatusNotFound {
+		t.Fatalf("/readyz/nope: %d", code)
+	}
+
+	eventually(t, "the reconcile", func() bool { return reconciles.Load() >= 1 })
+	_, body = get(t, metricsURL)
+	for _, want := range []string{
+		`workqueue_adds_total{controller="probed",name="probed"}`,
+		`workqueue_depth{controller="probed",name="probed"`,
+		`controller_runtime_reconcile_total{controller="probed",result="success"} 1`,
+		`controller_runtime_max_concurrent_reconciles{controller="probed"} 1`,
+		`controller_runtime_reconcile_time_seconds_count{controller="probed"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if code, body := get(t, "http://"+mgr.PprofAddr().String()+"/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Fatalf("pprof index: %d", code)
+	}
+}
+
+// A manager with no servers binds nothing.
+func TestServersOffByDefault(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{MetricsBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := run(t, ctx, mgr)
+	if mgr.MetricsAddr() != nil || mgr.HealthProbeAddr() != nil || mgr.PprofAddr() != nil {
+		t.Fatal("a server is bound")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Start(context.Background()); !errors.Is(err, manager.ErrAlreadyStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+}
+
+// A bind address in use fails Start at once, and leaks nothing.
+func TestStartFailsOnBusyAddress(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	first, err := manager.New(srv.Config(), manager.Options{MetricsBindAddress: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := run(t, ctx, first)
+	defer func() { cancel(); <-done }()
+	second, err := manager.New(srv.Config(), manager.Options{
+		HealthProbeBindAddress: "127.0.0.1:0",
+		MetricsBindAddress:     first.MetricsAddr().String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "metrics server") {
+		t.Fatalf("Start on a busy address: %v", err)
+	}
+}
+
+// Cancelling Start lets the reconciles in flight finish before Start
+// returns; runnables on every replica stop after the controllers.
+func TestGracefulShutdownDrainsReconciles(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	var finished atomic.Bool
+	var order []string
+	var mu sync.Mutex // guards order
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if req.Name != "slow" {
+			return reconcile.Result{}, nil
+		}
+		close(entered)
+		time.Sleep(300 * time.Millisecond) // work that does not watch ctx
+		finished.Store(true)
+		note("reconcile finished")
+		return reconcile.Result{}, nil
+	})
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		note("every-replica runnable stopped")
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Client().Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := run(t, ctx, mgr)
+	<-entered
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if !finished.Load() {
+		t.Fatal("Start returned before the reconcile in flight finished")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(order, ", "); got != "reconcile finished, every-replica runnable stopped" {
+		t.Fatalf("shutdown order: %s", got)
+	}
+}
+
+// A runnable that outlives GracefulShutdownTimeout is abandoned: Start
+// returns ErrShutdownTimeout.
+func TestGracefulShutdownTimeout(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{GracefulShutdownTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	stuck := make(chan struct{})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		<-release // ignores the shutdown
+		close(stuck)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := run(t, ctx, mgr)
+	start := time.Now()
+	cancel()
+	err = <-done
+	if !errors.Is(err, manager.ErrShutdownTimeout) {
+		t.Fatalf("Start: %v, want ErrShutdownTimeout", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("shutdown took %v with a 100ms timeout", took)
+	}
+	close(release)
+	<-stuck
+}
+
+// A failing runnable stops the manager, and Start returns its error.
+func TestRunnableFailureStopsManager(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	stopped := make(chan struct{})
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		close(stopped)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	done := run(t, context.Background(), mgr)
+	// Added after Start: runs at once.
+	if err := mgr.Add(manager.RunnableFunc(func(context.Context) error { return boom })); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, boom) {
+			t.Fatalf("Start: %v, want boom", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager did not stop")
+	}
+	<-stopped
+	if err := mgr.Add(manager.RunnableFunc(func(context.Context) error { return nil })); err == nil {
+		t.Fatal("Add after the manager stopped succeeded")
+	}
+}
+
+// Two controllers of one manager cannot share a name.
+func TestAddRejectsDuplicateControllerNames(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	for i := range 2 {
+		c, err := controller.New("same", r, controller.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = mgr.Add(c)
+		if (err != nil) != (i == 1) {
+			t.Fatalf("Add #%d: %v", i, err)
+		}
+	}
+	if err := mgr.Add(nil); err == nil {
+		t.Fatal("Add(nil) succeeded")
+	}
+}
+
+// recordingEnqueuer records the requests added to it.
+type recordingEnqueuer struct {
+	mu   sync.Mutex // guards reqs
+	reqs []string
+}
+
+func (e *recordingEnqueuer) Add(req reconcile.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reqs = append(e.reqs, req.Name)
+}
+
+func (e *recordingEnqueuer) AddAfter(req reconcile.Request, _ time.Duration) { e.Add(req) }
+
+func (e *recordingEnqueuer) got() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.reqs, ",")
+}
+
+// Kind is usable on its own: a handler on the shared informer, events
+// filtered by the predicates, the initial list at low priority, synced after
+// it, the handler removed at cancel.
+func TestKindSource(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	mgr, err := manager.New(srv.Config(), manager.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mgr.Client()
+	cms := map[string]*corev1.ConfigMap{}
+	for _, n := range []string{"a", "b"} {
+		cms[n] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
+		if err := c.Create(context.Background(), cms[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inf, err := informer.InformerFor[*corev1.ConfigMap](mgr.Factory(), informer.Scope{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manager.NewKind[*corev1.ConfigMap](nil, handler.EnqueueRequestForObject{}, manager.KindOptions{}); err == nil {
+		t.Fatal("NewKind without an informer succeeded")
+	}
+	if _, err := manager.NewKind(inf, nil, manager.KindOptions{}); err == nil {
+		t.Fatal("NewKind without a handler succeeded")
+	}
+	notB := predicate.NewFuncs(func(o handler.Object) bool { return o.GetName() != "b" })
+	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{Predicates: []predicate.Predicate{notB}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.HasSynced() || src.Started() {
+		t.Fatal("synced or started before Start")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := run(t, ctx, mgr) // runs the factory
+	live, low := &recordingEnqueuer{}, &recordingEnqueuer{}
+	sctx, stop := context.WithCancel(context.Background())
+	srcDone := make(chan error, 1)
+	go func() { srcDone <- src.Start(sctx, live, low) }()
+	eventually(t, "the source to sync", src.HasSynced)
+	if got := low.got(); got != "a" {
+		t.Fatalf("low priority got %q, want the initial list without b: a", got)
+	}
+	if got := live.got(); got != "" {
+		t.Fatalf("live got %q before any change", got)
+	}
+	for _, n := range []string{"b", "a"} {
+		cms[n].Data = map[string]string{"k": "v"}
+		if err := c.Update(context.Background(), cms[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the live update", func() bool { return live.got() == "a" })
+	if err := src.Start(sctx, live, low); err == nil {
+		t.Fatal("a second Start succeeded")
+	}
+	stop()
+	if err := <-srcDone; err != nil {
+		t.Fatalf("Kind.Start: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,165 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/informer"
+)
+
+// Defaults of Options.
+const (
+	DefaultLeaseDuration           = 15 * time.Second
+	DefaultRenewDeadline           = 10 * time.Second
+	DefaultRetryPeriod             = 2 * time.Second
+	DefaultGracefulShutdownTimeout = 30 * time.Second
+)
+
+// Options configures a Manager. The zero value works: no leader election,
+// no HTTP server, a private Prometheus registry, a logger that discards.
+type Options struct {
+	// Logger receives the manager's logs, and is the default logger of the
+	// shared informers, the client and the builder's controllers.
+	// Default: a logger that discards.
+	Logger *slog.Logger
+
+	// Cache configures the shared informer factory (Scheme, Mapper,
+	// resync period, transforms, …). Its Logger defaults to Logger.
+	// Default: the zero informer.FactoryOptions (every k8s.io/api type,
+	// discovery, 10 h resyncs).
+	Cache informer.FactoryOptions
+
+	// Uncached lists kinds (by example object, such as &corev1.Secret{})
+	// that the manager's client always reads from the API server.
+	// Default: none.
+	Uncached []client.Object
+	// FieldOwner is the field manager of the client's writes that do not
+	// name one. Default "": the server derives one from the user agent.
+	FieldOwner string
+
+	// Registerer receives the manager's metrics: the work queue and
+	// controller collectors of kloop.dev/kloop/metrics and
+	// leader_election_master_status. Default: a new prometheus.Registry
+	// of this manager (never the global one).
+	Registerer prometheus.Registerer
+	// Gatherer is what /metrics serves. Default: Registerer when it is
+	// also a Gatherer (a *prometheus.Registry), else the default registry
+	// of this manager; it is an error to set Registerer to something that is
+	// not a Gatherer without setting Gatherer.
+	Gatherer prometheus.Gatherer
+
+	// MetricsBindAddress is the address of the /metrics server, such as
+	// ":8080" or "127.0.0.1:0" (a free port: read it back with
+	// Manager.MetricsAddr). Default "" or "0": no metrics server.
+	MetricsBindAddress string
+	// HealthProbeBindAddress is the address of the /healthz and /readyz
+	// server. Default "" or "0": no probe server.
+	HealthProbeBindAddress string
+	// PprofBindAddress is the address of the net/http/pprof server
+	// (/debug/pprof/). Opt-in: it exposes profiles of the process.
+	// Default "" or "0": no pprof server.
+	PprofBindAddress string
+
+	// LeaderElection makes the runnables that need leadership (controllers,
+	// by default) run only on the replica that holds the Lease
+	// LeaderElectionNamespace/LeaderElectionID. Default false: they run on
+	// every replica.
+	LeaderElection bool
+	// LeaderElectionID is the name of the Lease; required with
+	// LeaderElection. It must be a DNS subdomain.
+	LeaderElectionID string
+	// LeaderElectionNamespace is the namespace of the Lease. Default: the
+	// pod's namespace in a cluster, "default" elsewhere.
+	LeaderElectionNamespace string
+	// LeaderElectionIdentity is this replica's holderIdentity in the
+	// Lease. Default: the hostname and a random suffix.
+	LeaderElectionIdentity string
+	// LeaseDuration is how long a standby waits after it last saw the Lease
+	// change before it takes over; a whole number of seconds. Default 15 s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps leading without a
+	// successful renewal. Default 10 s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the wait between renewals and between attempts to
+	// acquire. Default 2 s.
+	RetryPeriod time.Duration
+	// LeaderElectionKeepLease keeps the Lease when Start's context is
+	// cancelled, instead of releasing it so that a standby takes over at its
+	// next attempt. Default false: the lease is released on cancel (after
+	// the leader-only runnables returned).
+	LeaderElectionKeepLease bool
+
+	// GracefulShutdownTimeout bounds the shutdown that follows the
+	// cancellation of Start's context (or a failure): runnables still
+	// running after it are abandoned and Start returns an error wrapping
+	// ErrShutdownTimeout. Default 0: 30 s; a negative value waits without
+	// limit.
+	GracefulShutdownTimeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Cache.Logger == nil {
+		o.Cache.Logger = o.Logger
+	}
+	if o.Registerer == nil && o.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		o.Registerer, o.Gatherer = reg, reg
+	} else if o.Gatherer == nil {
+		if g, ok := o.Registerer.(prometheus.Gatherer); ok {
+			o.Gatherer = g
+		}
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = DefaultLeaseDuration
+	}
+	if o.RenewDeadline == 0 {
+		o.RenewDeadline = DefaultRenewDeadline
+	}
+	if o.RetryPeriod == 0 {
+		o.RetryPeriod = DefaultRetryPeriod
+	}
+	if o.GracefulShutdownTimeout == 0 {
+		o.GracefulShutdownTimeout = DefaultGracefulShutdownTimeout
+	}
+}
+
+func (o *Options) validate() error {
+	var errs []error
+	if o.Registerer == nil {
+		errs = append(errs, errors.New("Gatherer is set but Registerer is not: set both"))
+	}
+	if o.Gatherer == nil {
+		errs = append(errs, errors.New("Registerer is not a prometheus.Gatherer: set Gatherer too"))
+	}
+	if o.LeaderElection && o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("LeaderElectionID is required with LeaderElection"))
+	}
+	for _, a := range []struct{ name, addr string }{
+		{"MetricsBindAddress", o.MetricsBindAddress},
+		{"HealthProbeBindAddress", o.HealthProbeBindAddress},
+		{"PprofBindAddress", o.PprofBindAddress},
+	} {
+		if disabled(a.addr) {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", a.name, a.addr, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("manager: invalid options: %w", err)
+	}
+	return nil
+}
+
+// disabled reports whether a bind address turns its server off.
+func disabled(addr string) bool { return addr == "" || addr == "0" }

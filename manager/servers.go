@@ -1,0 +1,135 @@
+package manager
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"kloop.dev/kloop/leaderelection"
+)
+
+// server is one bound HTTP server of the manager.
+type server struct {
+	name string
+	l    net.Listener
+	srv  *http.Server
+}
+
+// listen binds every enabled server; on error it closes those already bound.
+func (m *Manager) listen() ([]server, error) {
+	type spec struct {
+		name, addr string
+		handler    func() http.Handler
+		bound      *net.Addr
+	}
+	specs := []spec{
+		{"metrics", m.opts.MetricsBindAddress, m.metricsHandler, &m.metricsAddr},
+		{"health probe", m.opts.HealthProbeBindAddress, m.probeHandler, &m.probeAddr},
+		{"pprof", m.opts.PprofBindAddress, pprofHandler, &m.pprofAddr},
+	}
+	var servers []server
+	for _, s := range specs {
+		if disabled(s.addr) {
+			continue
+		}
+		l, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			for _, b := range servers {
+				_ = b.l.Close()
+			}
+			return nil, fmt.Errorf("manager: %s server: %w", s.name, err)
+		}
+		m.mu.Lock()
+		*s.bound = l.Addr()
+		m.mu.Unlock()
+		m.log.Info("serving", "server", s.name, "addr", l.Addr().String())
+		servers = append(servers, server{name: s.name, l: l, srv: &http.Server{
+			Handler:           s.handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+		}})
+	}
+	return servers, nil
+}
+
+func (m *Manager) metricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.opts.Gatherer, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	return mux
+}
+
+func (m *Manager) probeHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", m.healthz)
+	mux.Handle("/healthz/", m.healthz)
+	mux.Handle("/readyz", m.readyz)
+	mux.Handle("/readyz/", m.readyz)
+	return mux
+}
+
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// leaderMetrics exposes leader_election_master_status{name}, as client-go:
+// 1 while this replica leads. It implements leaderelection.MetricsProvider.
+type leaderMetrics struct {
+	desc *prometheus.Desc
+
+	mu sync.Mutex // guards name, read
+	// name is the election's (the Lease's) name; read is nil until the
+	// elector registers.
+	name string
+	read func(*leaderelection.Status)
+}
+
+func newLeaderMetrics() *leaderMetrics {
+	return &leaderMetrics{desc: prometheus.NewDesc("leader_election_master_status",
+		"Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+		[]string{"name"}, nil)}
+}
+
+// Register implements leaderelection.MetricsProvider.
+func (l *leaderMetrics) Register(name string, read func(*leaderelection.Status)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.name, l.read = name, read
+}
+
+// Describe implements prometheus.Collector.
+func (l *leaderMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- l.desc }
+
+// Collect implements prometheus.Collector.
+func (l *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
+	l.mu.Lock()
+	name, read := l.name, l.read
+	l.mu.Unlock()
+	if read == nil {
+		return
+	}
+	var s leaderelection.Status
+	read(&s)
+	v := 0.0
+	if s.Leading {
+		v = 1
+	}
+	if m, err := prometheus.NewConstMetric(l.desc, prometheus.GaugeValue, v, name); err == nil {
+		ch <- m
+	}
+}
