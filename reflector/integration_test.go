@@ -88,21 +88,36 @@ func (s *mapStore) waitEqual(t *testing.T, want map[string]string) {
 type gate struct {
 	next http.RoundTripper
 
-	mu      sync.Mutex // guards bodies, held, release
+	mu      sync.Mutex // guards the fields below
 	bodies  []io.Closer
 	held    bool
 	release chan struct{}
 	watches []string // the query of each watch request
+	lists   int      // list requests
+	// fail answers the next watch requests with these responses instead
+	// of the server's, in order.
+	fail []*http.Response
 }
 
 func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Query().Get("watch") != "true" {
+		g.mu.Lock()
+		g.lists++
+		g.mu.Unlock()
 		return g.next.RoundTrip(req)
 	}
 	g.mu.Lock()
 	g.watches = append(g.watches, req.URL.RawQuery)
 	held, release := g.held, g.release
+	var fail *http.Response
+	if len(g.fail) > 0 {
+		fail, g.fail = g.fail[0], g.fail[1:]
+	}
 	g.mu.Unlock()
+	if fail != nil {
+		fail.Request = req
+		return fail, nil
+	}
 	if held {
 		select {
 		case <-release:
@@ -320,5 +335,97 @@ func TestEmbeddedServerBookmarkProgress(t *testing.T) {
 	defer st.mu.Unlock()
 	if st.last != want {
 		t.Errorf("store's last bookmark %q, want %q", st.last, want)
+	}
+}
+
+func failure(code int, reason, retryAfter string) *http.Response {
+	h := http.Header{"Content-Type": {"application/json"}}
+	if retryAfter != "" {
+		h.Set("Retry-After", retryAfter)
+	}
+	body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","reason":%q,"code":%d}`, reason, code)
+	return &http.Response{StatusCode: code, Status: http.StatusText(code), Header: h,
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body))}
+}
+
+// A broken watch answered by 429 (with Retry-After) and 500s is retried from
+// the same resourceVersion after the waits, without a single relist, and
+// loses nothing.
+func TestEmbeddedServerThrottledWatch(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	cfg := srv.Config()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := dyn.Resource(configMapsGVR).Namespace("default")
+	ctx := t.Context()
+	if _, err := cms.Create(ctx, cm("cm", "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := hc.Transport
+	if tr == nil {
+		tr = http.DefaultTransport
+	}
+	g := &gate{next: tr}
+	lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "default",
+		RESTOptions[*corev1.ConfigMap]{HTTPClient: &http.Client{Transport: g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newMapStore()
+	r, err := New[*corev1.ConfigMap](lw, st, Options{DisableWatchList: true, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(rctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	st.waitEqual(t, map[string]string{"cm": "1"})
+	updated, err := cms.Update(ctx, cm("cm", "2"), metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.waitEqual(t, map[string]string{"cm": "2"}) // the watch is open
+	// The position moves right after the store call.
+	rv := updated.GetResourceVersion()
+	for deadline := time.Now().Add(10 * time.Second); r.LastSyncResourceVersion() != rv; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("position %q, want %q", r.LastSyncResourceVersion(), rv)
+		}
+	}
+
+	g.mu.Lock()
+	g.fail = []*http.Response{failure(429, "TooManyRequests", "1"), failure(500, "InternalError", ""), failure(500, "InternalError", "")}
+	lists := g.lists
+	g.mu.Unlock()
+	start := time.Now()
+	g.cut()
+	if _, err := cms.Update(ctx, cm("cm", "3"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.open()
+	st.waitEqual(t, map[string]string{"cm": "3"})
+	if d := time.Since(start); d < time.Second {
+		t.Errorf("recovered after %v, before the 1 s Retry-After", d)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lists != lists {
+		t.Errorf("%d relists on 429/500, want none", g.lists-lists)
+	}
+	retries := g.watches[len(g.watches)-4:]
+	for _, q := range retries {
+		if !strings.Contains(q, "resourceVersion="+rv+"&") {
+			t.Errorf("watch retry %q, want resourceVersion=%s", q, rv)
+		}
 	}
 }
