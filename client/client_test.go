@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -39,6 +40,16 @@ type env struct {
 
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
+	return newEnvWith(t, opts, nil)
+}
+
+func newEnvScheme(t *testing.T, scheme *runtime.Scheme) *env {
+	t.Helper()
+	return newEnvWith(t, Options{}, scheme)
+}
+
+func newEnvWith(t *testing.T, opts Options, scheme *runtime.Scheme) *env {
+	t.Helper()
 	srv := apiservertest.NewServer(t, apiservertest.Options{})
 	cfg := srv.Config()
 	tlsCfg, err := rest.TLSConfigFor(cfg)
@@ -52,7 +63,7 @@ func newEnv(t *testing.T, opts Options) *env {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Transport: rt}
-	f, err := informer.NewFactory(cfg, informer.FactoryOptions{HTTPClient: hc})
+	f, err := informer.NewFactory(cfg, informer.FactoryOptions{HTTPClient: hc, Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
