@@ -427,6 +427,27 @@ func TestWatchBookmarksAndWatchList(t *testing.T) {
 	if bm, ok := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Bookmark || !ok || bm.ResourceVersion != s.ResourceVersion {
 		t.Fatalf("bookmark: %v %+v, want revision %s", ev.Type, ev.Object, s.ResourceVersion)
 	}
+	// A selector on a watch: objects entering and leaving it are ADDED and DELETED.
+	sel, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: s.ResourceVersion, LabelSelector: "team=a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sel.Stop()
+	for _, labels := range []string{`{"team":"a"}`, `{"team":"a","x":"y"}`, `{"team":"b"}`} {
+		if _, err := cms.Patch(ctx, "a", types.MergePatchType, []byte(`{"metadata":{"labels":`+labels+`}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []watch.EventType
+	for len(seen) < 3 {
+		ev := <-sel.ResultChan()
+		if ev.Type != watch.Bookmark {
+			seen = append(seen, ev.Type)
+		}
+	}
+	if fmt.Sprint(seen) != "[ADDED MODIFIED DELETED]" {
+		t.Fatalf("selector watch: %v", seen)
+	}
 	// Invalid combinations.
 	if _, err := cms.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)}); !apierrors.IsInvalid(err) {
 		t.Fatalf("sendInitialEvents without NotOlderThan: %v", err)

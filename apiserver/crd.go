@@ -209,26 +209,35 @@ func (s *Server) admitCRD(obj map[string]any) error {
 	return nil
 }
 
-// installCRD serves (or re-serves, after an update) the resources of a CRD.
-func (s *Server) installCRD(o *storage.Object) {
+// syncCRD makes the served kinds of a CRD match its stored state: it serves
+// (or re-serves, after an update) the CRD's resources, or stops serving them
+// once the CRD is gone. It reads the current state, so concurrent writes
+// cannot leave an older state installed.
+func (s *Server) syncCRD(name string) {
+	s.crdMu.Lock()
+	defer s.crdMu.Unlock()
+	o, err := s.store.Get(crdGVR.Group+"/"+crdGVR.Resource, "", name)
+	if err != nil {
+		s.reg.replaceCRD(name, nil)
+		return
+	}
 	obj, err := decodeMap(o.Data)
 	if err != nil {
-		s.opts.Logger.Error("apiserver: decoding a stored CRD", "name", o.Name, "err", err)
+		s.opts.Logger.Error("apiserver: decoding a stored CRD", "name", name, "err", err)
 		return
 	}
 	crd, err := decodeCRD(obj)
 	if err != nil {
-		s.opts.Logger.Error("apiserver: decoding a stored CRD", "name", o.Name, "err", err)
+		s.opts.Logger.Error("apiserver: decoding a stored CRD", "name", name, "err", err)
 		return
 	}
 	kinds, err := crdKinds(crd)
 	if err != nil {
-		s.opts.Logger.Error("apiserver: serving a CRD", "name", o.Name, "err", err)
+		s.opts.Logger.Error("apiserver: serving a CRD", "name", name, "err", err)
 		return
 	}
-	terminating := crd.DeletionTimestamp != nil
 	for _, k := range kinds {
-		k.crd.terminating = terminating
+		k.crd.terminating = crd.DeletionTimestamp != nil
 	}
 	s.reg.replaceCRD(crd.Name, kinds)
 }

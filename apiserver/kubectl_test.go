@@ -104,6 +104,13 @@ func TestKubectl(t *testing.T) {
 	if out := k.run(widgetCR, "apply", "-n", "demo", "-f", "-"); !strings.Contains(out, "unchanged") {
 		t.Fatalf("second apply: %s", out)
 	}
+	// kubectl validates on the server (fieldValidation=Strict) and explains CRDs.
+	if out, err := k.try(strings.Replace(widgetCR, "  replicas: 2", "  replicas: 2\n  bogus: 1", 1), "apply", "-n", "demo", "-f", "-"); err == nil || !strings.Contains(out, `unknown field "spec.bogus"`) {
+		t.Fatalf("apply with an unknown field: %v %s", err, out)
+	}
+	if out := k.run("", "explain", "widgets.spec"); !strings.Contains(out, "color") || !strings.Contains(out, "replicas") {
+		t.Fatalf("explain:\n%s", out)
+	}
 	out := k.run("", "get", "widgets", "-n", "demo")
 	if !regexp.MustCompile(`(?m)^NAME\s+COLOR\s+REPLICAS\s+AGE\n+w1\s+red\s+2\s+\d+s`).MatchString(out) {
 		t.Fatalf("get with printer columns:\n%s", out)

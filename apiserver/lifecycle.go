@@ -25,7 +25,7 @@ func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 // afterWrite runs after an object was created or updated (old is nil on create).
 func (s *Server) afterWrite(k *kind, old, o *storage.Object) {
 	if k.gvr == crdGVR {
-		s.installCRD(o)
+		s.syncCRD(o.Name)
 	}
 }
 
@@ -33,7 +33,7 @@ func (s *Server) afterWrite(k *kind, old, o *storage.Object) {
 func (s *Server) afterDelete(k *kind, o *storage.Object) {
 	switch {
 	case k.gvr == crdGVR:
-		s.reg.replaceCRD(o.Name, nil)
+		s.syncCRD(o.Name)
 	case k.namespaced:
 		if ns, err := s.store.Get("/namespaces", "", o.Namespace); err == nil && terminating(ns) {
 			s.finalizeNamespace(o.Namespace)

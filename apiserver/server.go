@@ -44,6 +44,7 @@ type Server struct {
 	// protobuf decodes request bodies sent as protobuf.
 	protobuf protobufDecoder
 	openapi  *openAPI
+	crdMu    sync.Mutex // serializes syncCRD, so the registry follows the store's order
 
 	inflight  atomic.Int64  // requests being served
 	ready     chan struct{} // closed once the server accepts connections
