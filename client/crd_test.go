@@ -156,4 +156,3 @@ func TestCRDTypes(t *testing.T) {
 		return nil
 	})
 }
-
