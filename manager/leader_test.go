@@ -1,0 +1,264 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/builder"
+	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/manager"
+	"kloop.dev/kloop/reconcile"
+)
+
+// Short timings for the tests; the renew deadline must exceed
+// RetryPeriod × leaderelection.JitterFactor.
+const (
+	testLease   = 2 * time.Second
+	testRenew   = time.Second
+	testRetry   = 100 * time.Millisecond
+	electionID  = "widget-controller"
+	notElected  = 500 * time.Millisecond
+	leaderLabel = `leader_election_master_status{name="` + electionID + `"}`
+)
+
+// tracked is a runnable that records whether it runs.
+type tracked struct {
+	leader  bool
+	running atomic.Bool
+	starts  atomic.Int32
+}
+
+func (r *tracked) NeedLeaderElection() bool { return r.leader }
+
+func (r *tracked) Start(ctx context.Context) error {
+	r.starts.Add(1)
+	r.running.Store(true)
+	<-ctx.Done()
+	r.running.Store(false)
+	return nil
+}
+
+// replica is one manager of an election, with a leader-only runnable, an
+// every-replica runnable and a controller (leader-only by default).
+type replica struct {
+	mgr        *manager.Manager
+	leaderOnly tracked
+	every      tracked
+	reconciles atomic.Int32
+}
+
+func newReplica(t *testing.T, cfg *rest.Config, id string, keepLease bool) *replica {
+	t.Helper()
+	mgr, err := manager.New(cfg, manager.Options{
+		LeaderElectionKeepLease: keepLease,
+		LeaderElection:          true,
+		LeaderElectionID:        electionID,
+		LeaderElectionNamespace: ns,
+		LeaderElectionIdentity:  id,
+		LeaseDuration:           testLease,
+		RenewDeadline:           testRenew,
+		RetryPeriod:             testRetry,
+		MetricsBindAddress:      "127.0.0.1:0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{mgr: mgr}
+	r.leaderOnly.leader = true
+	for _, run := range []manager.Runnable{&r.leaderOnly, &r.every} {
+		if err := mgr.Add(run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		r.reconciles.Add(1)
+		return reconcile.Result{}, nil
+	})
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *replica) leaderMetric(t *testing.T) string {
+	t.Helper()
+	_, body := get(t, "http://"+r.mgr.MetricsAddr().String()+"/metrics")
+	for line := range strings.SplitSeq(body, "\n") {
+		if strings.HasPrefix(line, leaderLabel) {
+			return strings.TrimSpace(strings.TrimPrefix(line, leaderLabel))
+		}
+	}
+	return "absent"
+}
+
+func elected(r *replica, within time.Duration) bool {
+	select {
+	case <-r.mgr.Elected():
+		return true
+	case <-time.After(within):
+		return false
+	}
+}
+
+// Two managers, one Lease: one leads and runs the controllers; when it is
+// cancelled it stops them and releases the Lease, and the other takes over
+// at its next retry, well within the lease duration. With the lease kept,
+// the other takes over once the lease expires on its clock: a lease duration
+// after it last saw a renewal, plus up to two jittered retry periods (the
+// read that saw the renewal, the attempt after the expiry); the bound leaves
+// slack for a loaded machine.
+func TestLeaderElectionFailover(t *testing.T) {
+	tests := []struct {
+		name      string
+		keepLease bool
+		takeover  time.Duration
+	}{
+		{"lease released on cancel", false, testLease},
+		{"lease kept until it expires", true, testLease + time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { testFailover(t, tt.keepLease, tt.takeover) })
+	}
+}
+
+func testFailover(t *testing.T, keepLease bool, takeover time.Duration) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	a, b := newReplica(t, srv.Config(), "replica-a", keepLease), newReplica(t, srv.Config(), "replica-b", keepLease)
+
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	doneA := run(t, ctxA, a.mgr)
+	if !elected(a, 10*time.Second) {
+		t.Fatal("the only candidate was not elected")
+	}
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	doneB := run(t, ctxB, b.mgr)
+	if elected(b, notElected) {
+		t.Fatal("a second replica was elected while the first leads")
+	}
+	eventually(t, "the every-replica runnables", func() bool { return a.every.running.Load() && b.every.running.Load() })
+	if !a.leaderOnly.running.Load() || b.leaderOnly.running.Load() {
+		t.Fatalf("leader-only runnables: leader %v, standby %v", a.leaderOnly.running.Load(), b.leaderOnly.running.Load())
+	}
+	if ma, mb := a.leaderMetric(t), b.leaderMetric(t); ma != "1" || mb != "0" {
+		t.Fatalf("%s: leader %s, standby %s", leaderLabel, ma, mb)
+	}
+	if err := a.mgr.Client().Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "work"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the leader's reconcile", func() bool { return a.reconciles.Load() == 1 })
+	// The standby's controller is not running: its readiness check passes.
+	if n := b.reconciles.Load(); n != 0 {
+		t.Fatalf("the standby reconciled %d times", n)
+	}
+
+	handover := time.Now()
+	cancelA()
+	if err := <-doneA; err != nil {
+		t.Fatalf("the leader's Start after cancel: %v", err)
+	}
+	if a.leaderOnly.running.Load() || a.every.running.Load() {
+		t.Fatal("the old leader's runnables still run after Start returned")
+	}
+	if !elected(b, takeover) {
+		t.Fatalf("the standby did not take over within %v", takeover)
+	}
+	t.Logf("takeover after %v", time.Since(handover))
+	eventually(t, "the new leader's runnables", func() bool { return b.leaderOnly.running.Load() })
+	eventually(t, "the new leader's reconcile of the initial list", func() bool { return b.reconciles.Load() == 1 })
+	if mb := b.leaderMetric(t); mb != "1" {
+		t.Fatalf("%s on the new leader: %s", leaderLabel, mb)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := b.mgr.Client().Uncached().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h != "replica-b" {
+		t.Fatalf("the Lease's holder is %v, want replica-b", h)
+	}
+	cancelB()
+	if err := <-doneB; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// A leader that loses its Lease stops its leader-only runnables and Start
+// returns ErrLeadershipLost.
+func TestLeadershipLost(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	a := newReplica(t, srv.Config(), "replica-a", false)
+	done := run(t, context.Background(), a.mgr)
+	if !elected(a, 10*time.Second) {
+		t.Fatal("the only candidate was not elected")
+	}
+	eventually(t, "the leader-only runnable", a.leaderOnly.running.Load)
+
+	// Someone else takes the Lease over.
+	c := a.mgr.Client().Uncached()
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = new("thief")
+	if err := a.mgr.Client().Update(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, manager.ErrLeadershipLost) {
+			t.Fatalf("Start: %v, want ErrLeadershipLost", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager kept running after its lease was taken")
+	}
+	if a.leaderOnly.running.Load() || a.every.running.Load() {
+		t.Fatal("runnables still run after Start returned")
+	}
+	if a.leaderOnly.starts.Load() != 1 {
+		t.Fatalf("the leader-only runnable started %d times", a.leaderOnly.starts.Load())
+	}
+}
+
+// A standby's probes pass: its informers sync, its controllers do not run.
+func TestStandbyIsReady(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	a := newReplica(t, srv.Config(), "replica-a", false)
+	ctxA, cancelA := context.WithCancel(context.Background())
+	doneA := run(t, ctxA, a.mgr)
+	defer func() { cancelA(); <-doneA }()
+	if !elected(a, 10*time.Second) {
+		t.Fatal("not elected")
+	}
+	b, err := manager.New(srv.Config(), manager.Options{
+		LeaderElection: true, LeaderElectionID: electionID, LeaderElectionNamespace: ns,
+		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry,
+		HealthProbeBindAddress: "127.0.0.1:0",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	if err := builder.ControllerManagedBy(b).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+	ctxB, cancelB := context.WithCancel(context.Background())
+	doneB := run(t, ctxB, b)
+	defer func() { cancelB(); <-doneB }()
+	probe := "http://" + b.HealthProbeAddr().String() + "/readyz"
+	eventually(t, "the standby to be ready", func() bool { code, _ := get(t, probe); return code == http.StatusOK })
+	if elected(&replica{mgr: b}, 0) {
+		t.Fatal("the standby leads")
+	}
+}
