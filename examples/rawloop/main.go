@@ -177,4 +177,3 @@ func allStamped(cms []*corev1.ConfigMap) bool {
 	}
 	return n == 3
 }
-
