@@ -214,7 +214,8 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 	slow := newRecorder()
 	var once sync.Once
 	slow.check = func(string, *corev1.Pod) { once.Do(func() { <-release }) }
-	if _, err := inf.AddHandler(slow, HandlerOptions{}); err != nil {
+	slowReg, err := inf.AddHandler(slow, HandlerOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	fast := make([]*recorder, 10)
@@ -241,6 +242,10 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 	}
 	if got := len(slow.snapshot()); got != 0 {
 		t.Fatalf("slow handler got %d events while stuck", got)
+	}
+	// One notification is being delivered; the others wait in its buffer.
+	if got := slowReg.Pending(); got != n-1 {
+		t.Fatalf("slow handler has %d pending, want %d", got, n-1)
 	}
 	close(release)
 	if got := slow.waitFor(t, ctx, n); !slices.Equal(got, want) {

@@ -26,8 +26,9 @@ import (
 type cuttable struct {
 	h http.Handler
 
-	mu      sync.Mutex // guards blocked, cancels
+	mu      sync.Mutex // guards blocked, cancels, accepts
 	blocked bool
+	accepts []string // Accept headers seen
 	cancels map[int]context.CancelFunc
 	next    int
 }
@@ -35,6 +36,7 @@ type cuttable struct {
 func (c *cuttable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	isWatch := r.URL.Query().Get("watch") == "true"
 	c.mu.Lock()
+	c.accepts = append(c.accepts, r.Header.Get("Accept"))
 	if c.blocked && isWatch {
 		c.mu.Unlock()
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":503,"reason":"ServiceUnavailable","message":"partitioned"}`, http.StatusServiceUnavailable)
@@ -328,6 +330,12 @@ func TestIntegrationUnstructuredAndMetadata(t *testing.T) {
 	}
 	if uo.GetManagedFields() != nil {
 		t.Fatal("managedFields cached")
+	}
+	env.net.mu.Lock()
+	metaAsked := slices.ContainsFunc(env.net.accepts, func(a string) bool { return strings.Contains(a, "as=PartialObjectMetadata") })
+	env.net.mu.Unlock()
+	if !metaAsked {
+		t.Fatal("the metadata informer never asked for PartialObjectMetadata")
 	}
 	mo, ok := m.Get("default", "a")
 	if !ok || mo.Labels["app"] != "web" || mo.Kind != "Pod" || mo.APIVersion != "v1" {

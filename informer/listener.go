@@ -52,12 +52,15 @@ type listener struct {
 
 	wake chan struct{} // cap 1: something was queued, or the listener was removed
 
-	// mu guards ring, head, count, enq, removed and started.
+	// mu guards ring, head, count, enq, waiting, removed and started.
 	mu          sync.Mutex
 	ring        []notification // length 0 or a power of two
 	head, count int
 	// enq counts the notifications ever queued.
 	enq uint64
+	// waiting: the goroutine waits for wake; pushes signal only then, so
+	// a busy handler costs the informer no channel operation.
+	waiting bool
 	// removed: RemoveHandler was called; the goroutine exits and nothing more
 	// is queued.
 	removed bool
@@ -96,12 +99,15 @@ func (l *listener) pushLocked(notes []notification) {
 	l.enq += uint64(len(notes))
 }
 
-// push queues notes and wakes the goroutine.
+// push queues notes and wakes the goroutine if it waits.
 func (l *listener) push(notes []notification) {
 	l.mu.Lock()
 	l.pushLocked(notes)
+	wake := l.waiting && len(notes) > 0
 	l.mu.Unlock()
-	l.signal()
+	if wake {
+		l.signal()
+	}
 }
 
 func (l *listener) signal() {
@@ -172,6 +178,7 @@ func (l *listener) run(ctx context.Context) {
 	for {
 		l.mu.Lock()
 		for l.count == 0 && !l.removed {
+			l.waiting = true
 			l.mu.Unlock()
 			select {
 			case <-ctx.Done():
@@ -181,6 +188,7 @@ func (l *listener) run(ctx context.Context) {
 				doResync()
 			}
 			l.mu.Lock()
+			l.waiting = false
 		}
 		if l.removed {
 			l.mu.Unlock()
