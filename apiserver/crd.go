@@ -165,6 +165,13 @@ func crdKind(k *kind) {
 			return nil, badRequest("%v", err)
 		}
 		apiext.SetDefaults(crd)
+		// A new storage version joins status.storedVersions, as
+		// kube-apiserver records every version objects were stored at.
+		for _, v := range crd.Spec.Versions {
+			if v.Storage && len(crd.Status.StoredVersions) > 0 && !slices.Contains(crd.Status.StoredVersions, v.Name) {
+				crd.Status.StoredVersions = append(crd.Status.StoredVersions, v.Name)
+			}
+		}
 		return toMap(crd)
 	}
 }

@@ -168,6 +168,15 @@ func TestCustomResources(t *testing.T) {
 	if r, _, _ := unstructured.NestedInt64(sc.Object, "spec", "replicas"); r != 4 || sc.GetKind() != "Scale" {
 		t.Fatalf("scale: %v", sc.Object)
 	}
+	// Switching the storage version records it in status.storedVersions.
+	crdObj, err := dyn.Resource(crdGVR).Patch(ctx, "widgets.example.com", types.JSONPatchType,
+		[]byte(`[{"op":"replace","path":"/spec/versions/0/storage","value":false},{"op":"replace","path":"/spec/versions/1/storage","value":true}]`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv, _, _ := unstructured.NestedStringSlice(crdObj.Object, "status", "storedVersions"); fmt.Sprint(sv) != "[v1 v1beta1]" {
+		t.Fatalf("storedVersions %v", sv)
+	}
 	// Another version serves the same objects.
 	v1beta1 := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "widgets"}).Namespace("default")
 	old, err := v1beta1.Get(ctx, "w1", metav1.GetOptions{})

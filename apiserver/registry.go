@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // kind describes one served resource at one group version: how it is named,
@@ -46,8 +48,15 @@ func (k *kind) apiVersion() string { return k.gvr.GroupVersion().String() }
 
 func (k *kind) groupResource() schema.GroupResource { return k.gvr.GroupResource() }
 
-// sameStorageForm reports whether stored bytes can be served as they are.
+// sameStorageForm reports whether objects are stored in the form this kind
+// serves (objects written before a CRD changed its storage version may not
+// be: see servesAsIs).
 func (k *kind) sameStorageForm() bool { return k.convert == nil && k.apiVersion() == k.storageVersion }
+
+// servesAsIs reports whether a stored object's bytes are its served form.
+func (k *kind) servesAsIs(o *storage.Object) bool {
+	return k.convert == nil && o.APIVersion == k.apiVersion()
+}
 
 // conversion converts between the stored and the served form of an object.
 type conversion struct {

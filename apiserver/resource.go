@@ -125,7 +125,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name s
 
 // output returns the served encoding of a stored object.
 func (s *Server) output(k *kind, o *storage.Object) ([]byte, error) {
-	if k.sameStorageForm() {
+	if k.servesAsIs(o) {
 		return o.Data, nil
 	}
 	m, err := s.served(k, o)

@@ -104,6 +104,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	var buf bytes.Buffer
+	var deadlineSet time.Time
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve more requests
 	for {
 		ev, err := watcher.Next(ctx)
 		if err != nil {
@@ -117,6 +119,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 			s.opts.Logger.Error("apiserver: encoding a watch event", "resource", k.gvr.String(), "err", err)
 			return nil
 		}
+		// A client that stops reading must not hold this goroutine forever:
+		// writes that block longer than slowClientTimeout end the watch.
+		if now := time.Now(); now.Sub(deadlineSet) > time.Second {
+			_ = rc.SetWriteDeadline(now.Add(slowClientTimeout))
+			deadlineSet = now
+		}
 		if _, err := w.Write(frame); err != nil {
 			return nil
 		}
@@ -128,10 +136,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	}
 }
 
+// slowClientTimeout bounds how long a watch waits for a client that does not
+// read; past it the watch ends (the storage ring already bounds how far a
+// watcher may lag behind the writers).
+const slowClientTimeout = 30 * time.Second
+
 // frame returns the wire form of one event: the shared pre-encoded frame when
 // the stored form is the served form, else an encoding into buf.
 func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tableOptions, isTable bool) ([]byte, error) {
-	if ev.Type != storage.Bookmark && !isTable && k.sameStorageForm() {
+	if ev.Type != storage.Bookmark && !isTable && k.servesAsIs(ev.Object) {
 		return ev.Frame(), nil
 	}
 	buf.Reset()

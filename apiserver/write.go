@@ -111,12 +111,13 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 			return nil, fmt.Errorf("encoding %s: %w", k.kind, err)
 		}
 		return &storage.Object{
-			Namespace: str(m, "namespace"),
-			Name:      str(m, "name"),
-			UID:       str(m, "uid"),
-			Data:      data,
-			Labels:    labelsOf(obj),
-			Fields:    k.fieldsOf(obj),
+			Namespace:  str(m, "namespace"),
+			Name:       str(m, "name"),
+			UID:        str(m, "uid"),
+			Data:       data,
+			APIVersion: str(obj, "apiVersion"),
+			Labels:     labelsOf(obj),
+			Fields:     k.fieldsOf(obj),
 		}, nil
 	}
 }

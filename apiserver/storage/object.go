@@ -22,6 +22,9 @@ type Object struct {
 	// Data is the JSON encoding of the object; its metadata.resourceVersion
 	// equals ResourceVersion.
 	Data []byte
+	// APIVersion is the apiVersion Data is encoded at (objects of one
+	// resource may be stored at several versions over time).
+	APIVersion string
 	// Labels of the object, for label selectors.
 	Labels map[string]string
 	// Fields holds the selectable fields (metadata.name, metadata.namespace
