@@ -2,6 +2,7 @@ package builder_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
+	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -339,6 +341,42 @@ func TestNamedWithoutForAndChannelSource(t *testing.T) {
 	start(t, mgr)
 	events <- handler.GenericEvent{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-channel"}}}
 	eventually(t, "the channel event's reconcile", func() bool { return r.get("from-channel") == 1 })
+}
+
+// OnlyMetadata watches through the metadata-only informer; WithScope
+// restricts a watch to one namespace. Owns still finds the owner by its
+// reference.
+func TestOnlyMetadataAndScope(t *testing.T) {
+	mgr := newManager(t)
+	c := mgr.Client()
+	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+	var mu sync.Mutex // guards seen
+	seen := map[string]string{}
+	r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[req.String()] = "reconciled"
+		return reconcile.Result{}, nil
+	})
+	var objTypes sync.Map
+	typeOf := handler.Funcs{CreateFunc: func(_ context.Context, e handler.CreateEvent, q handler.Enqueuer) {
+		objTypes.Store(e.Object.GetName(), fmt.Sprintf("%T", e.Object))
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
+	}}
+	err := builder.ControllerManagedBy(mgr).Named("scoped").
+		Watches(&corev1.ConfigMap{}, typeOf, builder.OnlyMetadata(), builder.WithScope(informer.Scope{Namespace: "team"})).
+		Complete(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outside"}})
+	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "inside"}})
+	start(t, mgr)
+	eventually(t, "the reconcile in scope", func() bool { mu.Lock(); defer mu.Unlock(); return seen["team/inside"] != "" })
+	quiet(t, "an object out of scope was reconciled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+	if got, _ := objTypes.Load("inside"); got != "*v1.PartialObjectMetadata" {
+		t.Fatalf("the handler saw %v, want *v1.PartialObjectMetadata", got)
+	}
 }
 
 type notInScheme struct{ corev1.ConfigMap }

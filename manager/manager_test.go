@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"lease not whole seconds", manager.Options{LeaderElection: true, LeaderElectionID: "x", LeaseDuration: 1500 * time.Millisecond}, "whole number of seconds"},
 		{"invalid lease name", manager.Options{LeaderElection: true, LeaderElectionID: "Not_A_Name"}, "Not_A_Name"},
 		{"renew deadline above lease", manager.Options{LeaderElection: true, LeaderElectionID: "x", RenewDeadline: time.Minute}, "RenewDeadline"},
+		{"registerer that cannot gather", manager.Options{Registerer: prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry())}, "set Gatherer too"},
+		{"gatherer without registerer", manager.Options{Gatherer: prometheus.NewRegistry()}, "set both"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +102,54 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	if mgr.MetricsAddr() != nil || mgr.HealthProbeAddr() != nil || mgr.PprofAddr() != nil {
 		t.Fatal("servers bound before Start")
+	}
+	if _, err := manager.New(srv.Config(), manager.Options{Registerer: mgr.Registerer()}); err == nil {
+		t.Fatal("a second manager registered the same collectors on one registry")
+	}
+}
+
+// The metrics go to the registry passed in, never the global one.
+func TestMetricsOnTheRegistryPassedIn(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	reg := prometheus.NewRegistry()
+	mgr, err := manager.New(srv.Config(), manager.Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mgr.Gatherer() != prometheus.Gatherer(reg) || mgr.Registerer() != prometheus.Registerer(reg) {
+		t.Fatal("the manager does not use the registry passed in")
+	}
+	r := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.Secret{}).Complete(r); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "secret" {
+					found[f.GetName()] = true
+				}
+			}
+		}
+	}
+	for _, name := range []string{"workqueue_adds_total", "controller_runtime_max_concurrent_reconciles"} {
+		if !found[name] {
+			t.Errorf("%s{controller=\"secret\"} not on the registry passed in (found %v)", name, found)
+		}
+	}
+	global, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range global {
+		if strings.HasPrefix(f.GetName(), "workqueue_") || strings.HasPrefix(f.GetName(), "controller_runtime_") {
+			t.Fatalf("%s is on the global registry", f.GetName())
+		}
 	}
 }
 
