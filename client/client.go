@@ -102,44 +102,66 @@ type Client struct {
 	uncached   map[schema.GroupVersionKind]bool
 }
 
+func (o *Options) defaults(cfg *rest.Config) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if f := o.Factory; f != nil {
+		if o.Scheme == nil {
+			o.Scheme = f.Scheme()
+		}
+		if o.Mapper == nil {
+			o.Mapper = f.Mapper()
+		}
+		if o.HTTPClient == nil {
+			o.HTTPClient = f.HTTPClient()
+		}
+	}
+	if o.Scheme == nil {
+		o.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(o.Scheme); err != nil {
+			return fmt.Errorf("client: default scheme: %w", err)
+		}
+	}
+	if o.HTTPClient == nil {
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return fmt.Errorf("client: HTTP client for config: %w", err)
+		}
+		o.HTTPClient = c
+	}
+	if o.Mapper == nil {
+		m, err := informer.NewDiscoveryMapper(cfg, o.HTTPClient)
+		if err != nil {
+			return fmt.Errorf("client: %w", err)
+		}
+		o.Mapper = m
+	}
+	return nil
+}
+
+func (o *Options) validate() error {
+	for i, u := range o.Uncached {
+		if v := reflect.ValueOf(u); u == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+			return fmt.Errorf("client: Options.Uncached[%d] is nil", i)
+		}
+	}
+	if o.Factory != nil && o.Factory.Scheme() != o.Scheme {
+		return errors.New("client: Options.Scheme differs from the Factory's: the cache would decode other types than the client reads")
+	}
+	return nil
+}
+
 // New returns a Client for the server of cfg.
 func New(cfg *rest.Config, opts Options) (*Client, error) {
 	if cfg == nil {
 		return nil, errors.New("client: nil rest.Config")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if err := opts.defaults(cfg); err != nil {
+		return nil, err
 	}
-	if f := opts.Factory; f != nil {
-		if opts.Scheme == nil {
-			opts.Scheme = f.Scheme()
-		}
-		if opts.Mapper == nil {
-			opts.Mapper = f.Mapper()
-		}
-		if opts.HTTPClient == nil {
-			opts.HTTPClient = f.HTTPClient()
-		}
-	}
-	if opts.Scheme == nil {
-		opts.Scheme = runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
-			return nil, fmt.Errorf("client: default scheme: %w", err)
-		}
-	}
-	if opts.HTTPClient == nil {
-		c, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("client: HTTP client for config: %w", err)
-		}
-		opts.HTTPClient = c
-	}
-	if opts.Mapper == nil {
-		m, err := informer.NewDiscoveryMapper(cfg, opts.HTTPClient)
-		if err != nil {
-			return nil, fmt.Errorf("client: %w", err)
-		}
-		opts.Mapper = m
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	host := cfg.Host
 	if host == "" {

@@ -118,37 +118,54 @@ type Factory struct {
 	wg        sync.WaitGroup // informer Runs
 }
 
+func (o *FactoryOptions) defaults(cfg *rest.Config) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Scheme == nil {
+		o.Scheme = runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(o.Scheme); err != nil {
+			return fmt.Errorf("informer: default scheme: %w", err)
+		}
+	}
+	if o.HTTPClient == nil {
+		c, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return fmt.Errorf("informer: HTTP client for config: %w", err)
+		}
+		o.HTTPClient = c
+	}
+	if o.Mapper == nil {
+		m, err := NewDiscoveryMapper(cfg, o.HTTPClient)
+		if err != nil {
+			return err
+		}
+		o.Mapper = m
+	}
+	return nil
+}
+
+func (o *FactoryOptions) validate() error {
+	if isNil(o.Mapper) {
+		return errors.New("informer: FactoryOptions.Mapper is a typed nil")
+	}
+	if o.Reflector.InitialBackoff < 0 || o.Reflector.MaxBackoff < 0 {
+		return errors.New("informer: FactoryOptions.Reflector has a negative backoff")
+	}
+	return nil
+}
+
 // NewFactory returns a Factory for the server of cfg. Nothing runs until
 // Start.
 func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if cfg == nil {
 		return nil, errors.New("informer: nil rest.Config")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+	if err := opts.defaults(cfg); err != nil {
+		return nil, err
 	}
-	if opts.Scheme == nil {
-		opts.Scheme = runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(opts.Scheme); err != nil {
-			return nil, fmt.Errorf("informer: default scheme: %w", err)
-		}
-	}
-	if opts.HTTPClient == nil {
-		c, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("informer: HTTP client for config: %w", err)
-		}
-		opts.HTTPClient = c
-	}
-	if opts.Mapper == nil {
-		m, err := NewDiscoveryMapper(cfg, opts.HTTPClient)
-		if err != nil {
-			return nil, err
-		}
-		opts.Mapper = m
-	}
-	if opts.Mapper != nil && isNil(opts.Mapper) {
-		return nil, errors.New("informer: FactoryOptions.Mapper is a typed nil")
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	return &Factory{
 		cfg:       rest.CopyConfig(cfg),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -392,3 +393,29 @@ func TestFactoryErrors(t *testing.T) {
 
 // notRegistered is an object type that no scheme knows.
 type notRegistered struct{ corev1.Pod }
+
+// An explicit mapper (no discovery) is enough for the factory.
+func TestIntegrationExplicitMapper(t *testing.T) {
+	ctx := timeout(t)
+	env := newEnv(t, apiservertest.Options{})
+	if _, err := env.cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	f := env.factory(t, FactoryOptions{Mapper: m})
+	cms, err := InformerFor[*corev1.ConfigMap](f, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InformerFor[*corev1.Secret](f, Scope{}); !meta.IsNoMatchError(err) {
+		t.Fatalf("a kind the mapper does not know: %v", err)
+	}
+	startFactory(t, f)
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cms.Get("default", "c"); !ok {
+		t.Fatal("configmap not cached")
+	}
+}
