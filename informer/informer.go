@@ -53,7 +53,10 @@ type Options[T Object] struct {
 	// Transform is applied to every object received from the server, after
 	// the managedFields strip and interning, before it is queued and cached.
 	// It may modify obj in place and return it (nobody else holds it yet).
-	// An error drops the object (logged). Default: none.
+	// It must not fail on a valid object: an error (or a nil result) is
+	// logged and the object is cached as it was before Transform, because
+	// refusing one object would refuse the whole relist it came in.
+	// Default: none.
 	Transform func(obj T) (T, error)
 
 	// Indexers are extra cache indexes, next to the namespace index.
@@ -130,7 +133,7 @@ func New[T Object](lw reflector.ListerWatcher[T], opts Options[T]) (*Informer[T]
 	sopts := sharedOptions{
 		name:            opts.Name,
 		logger:          opts.Logger,
-		transform:       leanTransform(opts.KeepManagedFields, opts.DisableInterning, eraseTransform(opts.Transform)),
+		transform:       leanTransform(opts.KeepManagedFields, opts.DisableInterning, eraseTransform(opts.Transform), opts.Logger),
 		resync:          opts.ResyncPeriod,
 		detectMutations: opts.DetectMutations,
 		onMutation:      opts.OnMutation,

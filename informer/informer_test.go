@@ -406,6 +406,9 @@ func TestDefaultTransform(t *testing.T) {
 			p.Annotations = map[string]string{"transformed": "yes"}
 			return p, nil
 		}}, false, true},
+		{"failing user transform keeps the object", Options[*corev1.Pod]{Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+			return nil, errors.New("boom")
+		}}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := timeout(t)
@@ -427,8 +430,11 @@ func TestDefaultTransform(t *testing.T) {
 			if interned != tc.wantInterned {
 				t.Fatalf("strings shared = %t", interned)
 			}
-			if tc.opts.Transform != nil && a.Annotations["transformed"] != "yes" {
-				t.Fatal("user transform not applied")
+			if got := a.Annotations["transformed"] == "yes"; got != (tc.name == "user transform after") {
+				t.Fatalf("user transform applied = %t", got)
+			}
+			if inf.Len() != 2 {
+				t.Fatalf("%d objects cached, want 2", inf.Len())
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"errors"
+	"log/slog"
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,7 +70,11 @@ func internMeta(obj metav1.Object) {
 
 // leanTransform returns the transform the FIFO applies: managedFields
 // stripped (unless keep), strings interned (unless noIntern), then user's.
-func leanTransform(keep, noIntern bool, user func(Object) (Object, error)) func(Object) (Object, error) {
+//
+// A failing user transform must not stall the informer (the FIFO refuses a
+// whole relist when one object fails), so its error is logged and the object
+// is cached as it was before the user transform.
+func leanTransform(keep, noIntern bool, user func(Object) (Object, error), logger *slog.Logger) func(Object) (Object, error) {
 	if keep && noIntern && user == nil {
 		return nil
 	}
@@ -81,7 +87,14 @@ func leanTransform(keep, noIntern bool, user func(Object) (Object, error)) func(
 			in.internObject(obj)
 		}
 		if user != nil {
-			return user(obj)
+			out, err := user(obj)
+			if err == nil && !isNil(out) {
+				return out, nil
+			}
+			if err == nil {
+				err = errors.New("returned nil")
+			}
+			logger.Error("informer: transform failed; caching the object untransformed", "namespace", obj.GetNamespace(), "name", obj.GetName(), "err", err)
 		}
 		return obj, nil
 	}
