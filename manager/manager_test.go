@@ -9,12 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
@@ -523,4 +525,38 @@ func TestKindSource(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The default graceful shutdown timeout is 30 s, measured on the bubble's
+// clock: nothing here talks to a server (no informer is created).
+func TestDefaultShutdownTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mgr, err := manager.New(&rest.Config{Host: "http://127.0.0.1:1"}, manager.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			<-release
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		synctest.Wait()
+		start := time.Now()
+		cancel()
+		err = <-done
+		if !errors.Is(err, manager.ErrShutdownTimeout) {
+			t.Fatalf("Start: %v, want ErrShutdownTimeout", err)
+		}
+		if took := time.Since(start); took != manager.DefaultGracefulShutdownTimeout {
+			t.Fatalf("gave up after %v, want %v", took, manager.DefaultGracefulShutdownTimeout)
+		}
+		close(release)
+		synctest.Wait()
+	})
 }
