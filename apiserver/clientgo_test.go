@@ -572,9 +572,16 @@ func TestListPaginationAndSelectors(t *testing.T) {
 	if _, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "a in ("}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("bad label selector: %v", err)
 	}
+	// Delete a collection by selector.
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "i=1"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "i=1"}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("after deletecollection: %v %d", err, len(l.Items))
+	}
 	// All namespaces.
 	all, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil || len(all.Items) != 9 {
+	if err != nil || len(all.Items) != 6 {
 		t.Fatalf("all namespaces: %v %d", err, len(all.Items))
 	}
 	// Exact resourceVersion lists the past.

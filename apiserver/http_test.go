@@ -84,7 +84,7 @@ func TestHTTPErrors(t *testing.T) {
 		{"wrong kind", "POST", cms, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`, nil, 400, metav1.StatusReasonBadRequest, "does not match the expected kind"},
 		{"missing name", "POST", cms, `{"apiVersion":"v1","kind":"ConfigMap"}`, nil, 422, metav1.StatusReasonInvalid, "name or generateName is required"},
 		{"wrong field type", "POST", cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":5}`, nil, 400, metav1.StatusReasonBadRequest, "unknown format"},
-		{"bad metadata", "POST", cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":"nope"}}`, nil, 400, metav1.StatusReasonBadRequest, "invalid metadata"},
+		{"bad metadata", "POST", cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":"nope"}}`, nil, 400, metav1.StatusReasonBadRequest, "metadata.labels"},
 		{"strict unknown field", "POST", cms + "?fieldValidation=Strict", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1}`, nil, 400, metav1.StatusReasonBadRequest, `unknown field "bogus"`},
 		{"post to a name", "POST", cms + "/x", `{}`, nil, 405, metav1.StatusReasonMethodNotAllowed, "not supported"},
 		{"unknown resource", "GET", "/api/v1/widgets", "", nil, 404, metav1.StatusReasonNotFound, "could not find the requested resource"},

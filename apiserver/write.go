@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,53 +33,79 @@ import (
 // through their Go type, which checks field types and drops unknown fields
 // as kube-apiserver does.
 func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, badRequest("the body of the request was in an unknown format: expected a JSON object (%q)", truncate(body, 100))
+	}
+	if k.newTyped != nil {
+		return s.decodeTyped(k, body, wo)
+	}
 	obj, err := decodeMap(body)
 	if err != nil {
-		return nil, badRequest("the body of the request was in an unknown format: %v (%q)", err, truncate(body, 100))
+		return nil, badRequest("the body of the request was in an unknown format: %v", err)
 	}
 	av, _ := obj["apiVersion"].(string)
 	kd, _ := obj["kind"].(string)
-	switch {
-	case kd == "":
-		return nil, badRequest("Object 'Kind' is missing in '%s'", truncate(body, 200))
-	case av == "":
-		return nil, badRequest("Object 'apiVersion' is missing in '%s'", truncate(body, 200))
-	case av != k.apiVersion():
-		return nil, badRequest("the API version in the data (%s) does not match the expected API version (%s)", av, k.apiVersion())
-	case kd != k.kind:
-		return nil, badRequest("the kind in the data (%s) does not match the expected kind (%s)", kd, k.kind)
+	if err := checkTypeMeta(k, av, kd, body); err != nil {
+		return nil, err
 	}
 	if m, ok := obj["metadata"]; ok && m != nil {
 		mm, ok := m.(map[string]any)
 		if !ok {
-			return nil, badRequest("metadata must be an object")
+			return nil, badRequest("invalid metadata: must be an object")
 		}
 		var om metav1.ObjectMeta
 		if err := fromMap(mm, &om); err != nil {
 			return nil, badRequest("invalid metadata: %v", err)
 		}
 	}
-	if k.newTyped != nil {
-		typed := k.newTyped()
-		strict, err := sigsjson.UnmarshalStrict(body, typed, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-		if err != nil {
-			return nil, badRequest("the body of the request was in an unknown format: %v", err)
+	return obj, nil
+}
+
+// decodeTyped decodes a built-in kind through its Go type.
+func (s *Server) decodeTyped(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
+	typed := k.newTyped()
+	strict, err := sigsjson.UnmarshalStrict(body, typed, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, badRequest("the body of the request was in an unknown format: %v", err)
+	}
+	ro, ok := typed.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a runtime.Object", typed)
+	}
+	gvk := ro.GetObjectKind().GroupVersionKind()
+	if err := checkTypeMeta(k, gvk.GroupVersion().String(), gvk.Kind, body); err != nil {
+		return nil, err
+	}
+	if wo != nil {
+		var problems []string
+		for _, e := range strict {
+			problems = append(problems, e.Error())
 		}
-		if wo != nil {
-			var problems []string
-			for _, e := range strict {
-				problems = append(problems, e.Error())
-			}
-			if err := wo.unknownFields(k, problems); err != nil {
-				return nil, err
-			}
+		if err := wo.unknownFields(k, problems); err != nil {
+			return nil, err
 		}
-		if obj, err = toMap(typed); err != nil {
-			return nil, fmt.Errorf("re-encoding %s: %w", k.kind, err)
-		}
-		obj["apiVersion"], obj["kind"] = av, kd
+	}
+	obj, err := toMap(typed)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding %s: %w", k.kind, err)
 	}
 	return obj, nil
+}
+
+// checkTypeMeta checks the apiVersion and kind of a request body.
+func checkTypeMeta(k *kind, av, kd string, body []byte) error {
+	switch {
+	case kd == "":
+		return badRequest("Object 'Kind' is missing in '%s'", truncate(body, 200))
+	case av == "" || av == "/":
+		return badRequest("Object 'apiVersion' is missing in '%s'", truncate(body, 200))
+	case av != k.apiVersion():
+		return badRequest("the API version in the data (%s) does not match the expected API version (%s)", av, k.apiVersion())
+	case kd != k.kind:
+		return badRequest("the kind in the data (%s) does not match the expected kind (%s)", kd, k.kind)
+	}
+	return nil
 }
 
 func truncate(b []byte, n int) string {
