@@ -225,6 +225,25 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				p, ok := web.Get("default", "a")
 				return ok && p.Labels["version"] == "2"
 			})
+
+			// Handlers added late, from another caller of the factory: each
+			// gets a synthetic add of what is cached, then the changes.
+			late := make([]*recorder, 5)
+			for i := range late {
+				late[i] = newRecorder()
+				reg, err := same.AddHandler(late[i], HandlerOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitSynced(t, ctx, reg)
+			}
+			env.createPod(t, ctx, "default", "z", nil)
+			for _, r := range late {
+				got := r.waitFor(t, ctx, 2)
+				if !strings.HasPrefix(got[0], "add a@") || !strings.HasSuffix(got[0], "initial=true") || !strings.HasPrefix(got[1], "add z@") {
+					t.Fatalf("late handler: %q", got)
+				}
+			}
 		})
 	}
 }
