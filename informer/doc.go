@@ -22,7 +22,9 @@
 // handler too (HandlerOptions.ResyncPeriod; 10 h ± 10 % by default, NoResync
 // turns them off): OnUpdate(obj, obj) for every cached object, queued in
 // order with the handler's other notifications. A handler that panics is
-// logged and keeps receiving later notifications.
+// logged and keeps receiving later notifications. When Run's context is
+// cancelled, pending notifications are dropped and Run returns once the
+// handler calls in progress have returned.
 //
 // Handlers should only compute keys and add them to a work queue. Objects
 // passed to handlers and returned by Get, List and ByIndex are the cached
@@ -55,9 +57,15 @@
 // ask. Typed informers map a Go type to its resource through a
 // runtime.Scheme (Go type → kind) and a [Mapper] (kind → resource); by
 // default the Scheme knows k8s.io/api's types and the Mapper asks the
-// server's discovery, once per group version. Users add their CRD types to
-// the Scheme, or register their resources with meta.DefaultRESTMapper to
-// avoid discovery.
+// server's discovery, once per group version (again when a kind is
+// missing, for CRDs created since). Users add their CRD types to the Scheme,
+// or register their resources with meta.DefaultRESTMapper to avoid
+// discovery. [Factory.ForObject] gives an untyped view for code that only
+// has a runtime.Object (the cached client). Typed, unstructured and
+// metadata-only informers of one resource are distinct informers (they
+// decode differently), as in controller-runtime. Metadata-only informers ask
+// the server for PartialObjectMetadata: the cheapest way to watch a kind
+// whose content a controller never reads.
 //
 //	f, _ := informer.NewFactory(cfg, informer.FactoryOptions{})
 //	pods, _ := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: "default"})
