@@ -6,12 +6,16 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
@@ -171,5 +175,79 @@ func TestHTTPBehaviour(t *testing.T) {
 	}
 	if resp.StatusCode != 200 || strings.Join(types, ",") != "ADDED" {
 		t.Fatalf("watch: %d %v", resp.StatusCode, types)
+	}
+}
+
+// TestSlowWatcherDisconnected: a watch client that stops reading falls
+// behind the history; the server ends its stream (writers are not slowed),
+// and re-watching from the last revision it saw gets 410 Expired, after which
+// the client relists.
+func TestSlowWatcherDisconnected(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{HistoryEvents: 20})
+	cfg := srv.Config()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &rawClient{t: t, cfg: cfg}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cfg.CAData)
+	c.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	t.Cleanup(c.client.CloseIdleConnections)
+	req, _ := http.NewRequest("GET", cfg.Host+"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion="+cm.ResourceVersion, nil)
+	req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Write much more than the socket buffers hold while the client does not read.
+	payload := strings.Repeat("x", 64<<10)
+	const writes = 200
+	for i := range writes {
+		cm.Data = map[string]string{"v": fmt.Sprint(i), "payload": payload}
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Now read: the stream ends early, without an error event.
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	n, last := 0, ""
+	for sc.Scan() {
+		var ev struct {
+			Type   string
+			Object corev1.ConfigMap
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type != "MODIFIED" {
+			t.Fatalf("unexpected %s event", ev.Type)
+		}
+		n, last = n+1, ev.Object.ResourceVersion
+	}
+	if n == 0 || n >= writes {
+		t.Fatalf("the slow watch delivered %d of %d events; it should have been cut", n, writes)
+	}
+	// Re-watching from the last revision seen: 410, then a relist works.
+	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: last})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-w.ResultChan()
+	w.Stop()
+	if st, ok := ev.Object.(*metav1.Status); ev.Type != watch.Error || !ok || st.Code != http.StatusGone {
+		t.Fatalf("re-watch: %v %+v", ev.Type, ev.Object)
+	}
+	l, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Data["v"] != fmt.Sprint(writes-1) {
+		t.Fatalf("relist: %v", err)
 	}
 }
