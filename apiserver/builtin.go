@@ -44,7 +44,7 @@ func builtinKinds() []*kind {
 	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return str(o, "status", "phase") }}}
 	ns.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{"phase": "Active"}
-		if _, ok := o["spec"].(map[string]any)["finalizers"]; !ok {
+		if get(o, "spec", "finalizers") == nil {
 			setPath(o, []any{"kubernetes"}, "spec", "finalizers")
 		}
 	}

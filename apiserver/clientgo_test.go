@@ -292,6 +292,13 @@ func TestNamespaceTermination(t *testing.T) {
 	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("create in terminating namespace: %v", err)
 	}
+	// Updating the terminating namespace keeps it while content remains.
+	if _, err := cs.CoreV1().Namespaces().Patch(ctx, "ns1", types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "ns1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("terminating namespace with content was deleted: %v", err)
+	}
 	if _, err := cms.Patch(ctx, "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":[]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
