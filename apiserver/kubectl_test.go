@@ -161,6 +161,22 @@ func TestKubectl(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/2\s+0\s+0\s+`).MatchString(out) {
 		t.Fatalf("get deployments:\n%s", out)
 	}
+	// get -w on a built-in kind streams Table rows.
+	var podWatch syncBuffer
+	pw := k.cmd(ctx, "get", "pods", "-n", "demo", "--watch")
+	pw.Stdout, pw.Stderr = &podWatch, &podWatch
+	if err := pw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Go(func() { _ = pw.Wait() })
+	k.run(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`, "create", "-n", "demo", "-f", "-")
+	deadline = time.Now().Add(10 * time.Second)
+	for !regexp.MustCompile(`p1\s+0/1\s+Pending`).MatchString(podWatch.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("get pods -w:\n%s", podWatch.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	k.run("", "scale", "deployment", "web", "-n", "demo", "--replicas=3")
 	k.run("", "set", "image", "deployment/web", "-n", "demo", "nginx=nginx:2")
 	if out := k.run("", "get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.spec.replicas}/{.spec.template.spec.containers[0].image}"); out != "3/nginx:2" {

@@ -1,0 +1,44 @@
+package apiserver_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"kloop.dev/kloop/apiserver"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts apiserver.Options
+		err  string
+	}{
+		{"zero value", apiserver.Options{}, ""},
+		{"tls", apiserver.Options{TLS: true, Token: "x"}, ""},
+		{"bad addr", apiserver.Options{Addr: "nope"}, "Addr"},
+		{"negative history", apiserver.Options{HistoryEvents: -1}, "HistoryEvents"},
+		{"negative age", apiserver.Options{HistoryAge: -time.Second}, "must not be negative"},
+		{"negative bookmarks", apiserver.Options{BookmarkInterval: -time.Second}, "must not be negative"},
+		{"negative body limit", apiserver.Options{MaxRequestBytes: -1}, "MaxRequestBytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := apiserver.New(tc.opts)
+			if tc.err == "" {
+				if err != nil || srv == nil {
+					t.Fatalf("New: %v", err)
+				}
+				if srv.Token() == "" || srv.URL() != "" || srv.RESTConfig() != nil {
+					t.Fatalf("before serving: token %q url %q", srv.Token(), srv.URL())
+				}
+				if _, err := srv.Kubeconfig(); err == nil {
+					t.Fatal("a kubeconfig before serving")
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("New: %v, want an error about %s", err, tc.err)
+			}
+		})
+	}
+}
