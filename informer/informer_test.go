@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -495,5 +496,112 @@ func TestPanickingHandler(t *testing.T) {
 	waitSynced(t, ctx, reg)
 	if got := rec.waitFor(t, ctx, 1); !slices.Equal(got, []string{"add b@2 initial=true"}) {
 		t.Fatalf("events %q", got)
+	}
+}
+
+// mirror is a handler that rebuilds the cache from its notifications and
+// fails on any inconsistency (an add of a known key, an update or delete of
+// an unknown one, an update whose old state is not the one it holds).
+type mirror struct {
+	t  *testing.T
+	mu sync.Mutex // guards objs
+	// objs is the handler's view: key → resourceVersion.
+	objs map[string]string
+}
+
+func (m *mirror) OnAdd(p *corev1.Pod, _ bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := p.Namespace + "/" + p.Name
+	if _, ok := m.objs[k]; ok {
+		m.t.Errorf("add of %s, already known", k)
+	}
+	m.objs[k] = p.ResourceVersion
+}
+
+func (m *mirror) OnUpdate(old, p *corev1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := p.Namespace + "/" + p.Name
+	if rv, ok := m.objs[k]; !ok || rv != old.ResourceVersion {
+		m.t.Errorf("update of %s from %s, handler has %q", k, old.ResourceVersion, rv)
+	}
+	m.objs[k] = p.ResourceVersion
+}
+
+func (m *mirror) OnDelete(d Deleted[*corev1.Pod]) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.objs[d.Key]; !ok {
+		m.t.Errorf("delete of %s, unknown", d.Key)
+	}
+	delete(m.objs, d.Key)
+}
+
+func (m *mirror) view() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.objs)
+}
+
+// Handlers added and removed while changes and relists flow each see a
+// consistent stream — every object added once, updated from the state they
+// hold, deleted once — that ends equal to the cache.
+func TestHandlersAddedDuringChurn(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer()
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	start(t, inf)
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.watchOpened
+	var mirrors []*mirror
+	var regs []*Registration
+	for i := range 400 {
+		name := fmt.Sprint("p", i%40)
+		switch i % 3 {
+		case 0:
+			srv.change("ADDED", pod(name), true)
+		case 1:
+			srv.change("MODIFIED", pod(name, "i", fmt.Sprint(i)), true)
+		case 2:
+			// Some deletions before the relist are never sent: the relist
+			// must find them.
+			srv.change("DELETED", pod(fmt.Sprint("p", (i+7)%40)), i > 200 || i%9 != 2)
+		}
+		if i%40 == 0 {
+			m := &mirror{t: t, objs: map[string]string{}}
+			reg, err := inf.AddHandler(m, HandlerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mirrors, regs = append(mirrors, m), append(regs, reg)
+		}
+		if i == 200 {
+			srv.gone() // a relist in the middle
+			<-srv.watchOpened // the fake does not replay: wait for the new watch
+			if err := inf.RemoveHandler(regs[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Let everything settle: the cache equals the server, and every
+	// remaining handler's view equals the cache.
+	want := srv.state()
+	waitUntil(t, ctx, "cache equal to the server", func() bool {
+		got := map[string]string{}
+		for _, p := range inf.List() {
+			got[p.Namespace+"/"+p.Name] = p.ResourceVersion
+		}
+		return maps.Equal(got, want)
+	})
+	for i, m := range mirrors {
+		if i == 1 {
+			continue // removed
+		}
+		waitUntil(t, ctx, fmt.Sprintf("handler %d's view equal to the cache", i), func() bool {
+			return regs[i].Pending() == 0 && maps.Equal(m.view(), want)
+		})
 	}
 }
