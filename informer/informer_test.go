@@ -579,7 +579,7 @@ func TestHandlersAddedDuringChurn(t *testing.T) {
 			mirrors, regs = append(mirrors, m), append(regs, reg)
 		}
 		if i == 200 {
-			srv.gone() // a relist in the middle
+			srv.gone()        // a relist in the middle
 			<-srv.watchOpened // the fake does not replay: wait for the new watch
 			if err := inf.RemoveHandler(regs[1]); err != nil {
 				t.Fatal(err)
