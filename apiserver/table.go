@@ -16,7 +16,6 @@ const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
 // tableOptions are the Table parameters of a request.
 type tableOptions struct {
 	includeObject metav1.IncludeObjectPolicy
-	noHeaders     bool
 }
 
 // wantsTable reports whether the Accept header asks for a meta.k8s.io Table,
@@ -55,14 +54,12 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 	now := s.opts.Now()
 	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: lm, Rows: []metav1.TableRow{}}
 	cols := k.tableColumns()
-	if !t.noHeaders {
-		tbl.ColumnDefinitions = make([]metav1.TableColumnDefinition, 0, len(cols)+1)
-		if k.crd == nil {
-			tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."})
-		}
-		for _, c := range cols {
-			tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, c.def)
-		}
+	tbl.ColumnDefinitions = make([]metav1.TableColumnDefinition, 0, len(cols)+1)
+	if k.crd == nil {
+		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."})
+	}
+	for _, c := range cols {
+		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, c.def)
 	}
 	for _, o := range objs {
 		obj, err := s.served(k, o)

@@ -181,8 +181,10 @@ func (w *Watcher) fill() (<-chan struct{}, error) {
 	r := w.r
 	r.mu.RLock()
 	if w.seq < r.history.first {
+		first := r.history.first
 		r.mu.RUnlock()
-		return nil, fmt.Errorf("%w (needed event #%d, oldest retained #%d)", ErrWatcherTooSlow, w.seq, r.history.first)
+		w.s.opts.Logger.Debug("storage: disconnecting a watcher that fell out of the history", "lost", first-w.seq)
+		return nil, fmt.Errorf("%w (needed event #%d, oldest retained #%d)", ErrWatcherTooSlow, w.seq, first)
 	}
 	end := r.history.next()
 	if w.seq == end {
