@@ -723,3 +723,42 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("healthz: %v %s", err, raw)
 	}
 }
+
+// TestManyWatchesOneClient opens more watches over one client (one HTTP/2
+// connection) than Go's default stream limit of 250.
+func TestManyWatchesOneClient(t *testing.T) {
+	_, cs := newClients(t, apiservertest.Options{})
+	ctx := ctxT(t)
+	cms := cs.CoreV1().ConfigMaps("default")
+	l, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	watches := make([]watch.Interface, 0, n)
+	defer func() {
+		for _, w := range watches {
+			w.Stop()
+		}
+	}()
+	for range n {
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		watches = append(watches, w)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "all"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range watches {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type != watch.Added {
+				t.Fatalf("watch %d: %v", i, ev.Type)
+			}
+		case <-ctx.Done():
+			t.Fatalf("watch %d got nothing", i)
+		}
+	}
+}

@@ -199,7 +199,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-		ErrorLog:          nil,
+		// client-go multiplexes every request of a config, watches
+		// included, over one HTTP/2 connection: allow as many streams as
+		// kube-apiserver does (--http2-max-streams-per-connection).
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
