@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -205,16 +206,21 @@ func TestLeadershipLost(t *testing.T) {
 	}
 	eventually(t, "the leader-only runnable", a.leaderOnly.running.Load)
 
-	// Someone else takes the Lease over.
+	// Someone else takes the Lease over (retrying when a renewal of the
+	// leader came between the read and the write).
 	c := a.mgr.Client().Uncached()
-	lease := &coordinationv1.Lease{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
-		t.Fatal(err)
-	}
-	lease.Spec.HolderIdentity = new("thief")
-	if err := a.mgr.Client().Update(context.Background(), lease); err != nil {
-		t.Fatal(err)
-	}
+	eventually(t, "the Lease to be taken over", func() bool {
+		lease := &coordinationv1.Lease{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
+			t.Fatal(err)
+		}
+		lease.Spec.HolderIdentity = new("thief")
+		err := a.mgr.Client().Update(context.Background(), lease)
+		if err != nil && !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	select {
 	case err := <-done:
 		if !errors.Is(err, manager.ErrLeadershipLost) {

@@ -214,8 +214,8 @@ func (m *Manager) AddReadyzCheck(name string, check Checker) error {
 	return m.readyz.add(name, check)
 }
 
-// Started returns a channel closed once Start has bound its servers and
-// launched the runnables: the addresses are known then.
+// Started returns a channel closed once Start has bound its servers, started
+// the informers and launched the runnables: the addresses are known then.
 func (m *Manager) Started() <-chan struct{} { return m.startedCh }
 
 // Elected returns a channel closed when this replica becomes the leader, or
@@ -320,6 +320,10 @@ func (m *Manager) Start(ctx context.Context) error {
 			m.fail(fmt.Errorf("manager: informers: %w", err))
 		}
 	}()
+
+	// Started means the informers run: wait for the factory's Start (a
+	// moment), unless ctx is cancelled first.
+	_ = m.factory.WaitForStart(runCtx)
 
 	othersCtx, stopOthers := context.WithCancel(base)
 	defer stopOthers()
