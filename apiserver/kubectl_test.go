@@ -182,6 +182,12 @@ func TestKubectl(t *testing.T) {
 	if out := k.run("", "get", "deploy", "web", "-n", "demo", "-o", "jsonpath={.spec.replicas}/{.spec.template.spec.containers[0].image}"); out != "3/nginx:2" {
 		t.Fatalf("deployment after scale and set image: %q", out)
 	}
+	if out := k.run("", "describe", "deployment", "web", "-n", "demo"); !strings.Contains(out, "nginx:2") {
+		t.Fatalf("describe:\n%s", out)
+	}
+	if out := k.run("", "get", "events", "-n", "demo"); !strings.Contains(out, "No resources found") && !strings.Contains(out, "LAST SEEN") {
+		t.Fatalf("get events:\n%s", out)
+	}
 	k.run("", "create", "configmap", "cfg", "-n", "demo", "--from-literal=a=b")
 	if out := k.run("", "get", "all", "-n", "demo"); !strings.Contains(out, "deployment.apps/web") {
 		t.Fatalf("get all:\n%s", out)
