@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -202,7 +203,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// client-go multiplexes every request of a config, watches
 		// included, over one HTTP/2 connection: allow as many streams as
 		// kube-apiserver does (--http2-max-streams-per-connection).
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
+		ErrorLog: slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug), // e.g. TLS handshake errors
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
