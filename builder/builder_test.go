@@ -225,6 +225,46 @@ func TestOwnsMapsChildToOwner(t *testing.T) {
 	quiet(t, "a non-controller owner was reconciled", func() bool { return onlyController.get("a") == 1 })
 }
 
+// Owns of a cluster-scoped For kind enqueues the owner without a namespace;
+// deleting the child enqueues the owner again.
+func TestOwnsClusterScopedOwnerAndDelete(t *testing.T) {
+	mgr := newManager(t)
+	c := mgr.Client()
+	var mu sync.Mutex // guards reqs
+	reqs := map[reconcile.Request]int{}
+	r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reqs[req]++
+		return reconcile.Result{}, nil
+	})
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.Namespace{}).Owns(&corev1.ConfigMap{}).Complete(r); err != nil {
+		t.Fatal(err)
+	}
+	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	create(t, c, team)
+	start(t, mgr)
+	owner := reconcile.Request{NamespacedName: types.NamespacedName{Name: "team"}}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return reqs[owner] }
+	eventually(t, "the namespace's reconcile", func() bool { return count() == 1 })
+	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "child", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "Namespace", Name: "team", UID: team.UID, Controller: new(true)},
+	}}}
+	create(t, c, child)
+	eventually(t, "the owner's reconcile after the child's create", func() bool { return count() == 2 })
+	if err := c.Delete(context.Background(), child); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the owner's reconcile after the child's delete", func() bool { return count() == 3 })
+	mu.Lock()
+	defer mu.Unlock()
+	for req := range reqs {
+		if req != owner && req.Namespace != "" {
+			t.Fatalf("unexpected request %v", req)
+		}
+	}
+}
+
 // A map function fans one ConfigMap out to every Deployment that reads it.
 func TestMapFuncFansOut(t *testing.T) {
 	mgr := newManager(t)
