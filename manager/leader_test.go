@@ -22,12 +22,13 @@ import (
 	"kloop.dev/kloop/reconcile"
 )
 
-// Short timings for the tests; the renew deadline must exceed
-// RetryPeriod × leaderelection.JitterFactor.
+// Short timings for the tests, with room for a loaded CI machine (the leader
+// must renew within testRenew); the renew deadline must exceed RetryPeriod ×
+// leaderelection.JitterFactor.
 const (
-	testLease   = 2 * time.Second
-	testRenew   = time.Second
-	testRetry   = 100 * time.Millisecond
+	testLease   = 3 * time.Second
+	testRenew   = 2 * time.Second
+	testRetry   = 200 * time.Millisecond
 	electionID  = "widget-controller"
 	notElected  = 500 * time.Millisecond
 	leaderLabel = `leader_election_master_status{name="` + electionID + `"}`
@@ -126,7 +127,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 		takeover  time.Duration
 	}{
 		{"lease released on cancel", false, testLease},
-		{"lease kept until it expires", true, testLease + time.Second},
+		{"lease kept until it expires", true, testLease + 2*time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { testFailover(t, tt.keepLease, tt.takeover) })
