@@ -24,6 +24,7 @@ var (
 	allVerbs     = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	statusVerbs  = []string{"get", "patch", "update"}
 	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	serviceGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	crdGVR       = schema.GroupVersionResource{Group: apiext.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
 )
 
@@ -140,6 +141,21 @@ func builtinKinds() []*kind {
 	svc.status = true
 	svc.nameValidation = apivalidation.NameIsDNS1035Label
 	svc.columns = serviceColumns()
+	svc.carryOver = func(obj, old map[string]any) {
+		// An update that leaves the cluster IP out keeps it.
+		if str(obj, "spec", "clusterIP") == "" && str(old, "spec", "clusterIP") != "" {
+			setPath(obj, get(old, "spec", "clusterIP"), "spec", "clusterIP")
+			if ips := get(old, "spec", "clusterIPs"); ips != nil {
+				setPath(obj, ips, "spec", "clusterIPs")
+			}
+		}
+	}
+	svc.validateUpdate = func(obj, old map[string]any) field.ErrorList {
+		if newIP, oldIP := str(obj, "spec", "clusterIP"), str(old, "spec", "clusterIP"); newIP != oldIP {
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIP"), newIP, "field is immutable")}
+		}
+		return nil
+	}
 	svc.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{"loadBalancer": map[string]any{}}
 		if spec, _ := o["spec"].(map[string]any); spec != nil {

@@ -16,10 +16,23 @@ func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 	if k.crd != nil && k.crd.terminating {
 		return apierrors.NewMethodNotSupported(k.groupResource(), "create not allowed while custom resource definition is terminating; create")
 	}
-	if k.gvr == crdGVR {
+	switch k.gvr {
+	case crdGVR:
 		return s.admitCRD(obj)
+	case serviceGVR:
+		return s.allocateServiceIP(obj)
 	}
 	return nil
+}
+
+// undoAdmission releases what admitCreate reserved for an object that is not
+// (or no longer) stored.
+func (s *Server) undoAdmission(k *kind, obj map[string]any) {
+	if k.gvr == serviceGVR {
+		if ip := str(obj, "spec", "clusterIP"); ip != "" && ip != "None" {
+			s.ips.release(ip)
+		}
+	}
 }
 
 // afterWrite runs after an object was created or updated (old is nil on create).
@@ -34,6 +47,12 @@ func (s *Server) afterDelete(k *kind, o *storage.Object) {
 	switch {
 	case k.gvr == crdGVR:
 		s.syncCRD(o.Name)
+	case k.gvr == serviceGVR:
+		if obj, err := decodeMap(o.Data); err == nil {
+			s.undoAdmission(k, obj)
+		}
+	}
+	switch {
 	case k.namespaced:
 		if ns, err := s.store.Get("/namespaces", "", o.Namespace); err == nil && terminating(ns) {
 			s.finalizeNamespace(o.Namespace)

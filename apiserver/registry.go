@@ -38,6 +38,7 @@ type kind struct {
 	prepareCreate    func(obj map[string]any) // resets and defaults on create
 	validate         func(obj map[string]any) field.ErrorList
 	validateUpdate   func(obj, old map[string]any) field.ErrorList
+	carryOver        func(obj, old map[string]any)                    // fills fields an update may leave out
 	normalize        func(obj map[string]any) (map[string]any, error) // canonical form before validation
 	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
 	crd              *crdServing                                      // for custom resources

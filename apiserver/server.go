@@ -46,6 +46,7 @@ type Server struct {
 	protobuf protobufDecoder
 	openapi  *openAPI
 	crdMu    sync.Mutex // serializes syncCRD, so the registry follows the store's order
+	ips      *ipAllocator
 
 	inflight  atomic.Int64  // requests being served
 	ready     chan struct{} // closed once the server accepts connections
@@ -75,7 +76,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{})}
+	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator()}
 	s.reg.add(builtinKinds()...)
 	if s.openapi, err = newOpenAPI(); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)

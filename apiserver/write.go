@@ -324,6 +324,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 			return nil, err
 		}
 		if wo.dryRun {
+			s.undoAdmission(k, obj)
 			enc, err := k.encoder(obj)(0)
 			if err != nil {
 				return nil, err
@@ -333,6 +334,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 			return enc, err
 		}
 		o, err := s.store.Create(k.storageResource, u.GetNamespace(), u.GetName(), k.encoder(obj))
+		if err != nil {
+			s.undoAdmission(k, obj)
+		}
 		if generate && errors.Is(err, storage.ErrAlreadyExists) && attempt < 8 {
 			continue
 		}
@@ -547,6 +551,9 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		m = meta(obj)
 	}
 	m["resourceVersion"] = om["resourceVersion"]
+	if k.carryOver != nil {
+		k.carryOver(obj, old)
+	}
 	if err := s.validate(k, u, oldU); err != nil {
 		return nil, false, false, err
 	}
