@@ -83,6 +83,9 @@ func TestKubectl(t *testing.T) {
 		t.Fatalf("apply CRD: %s", out)
 	}
 
+	if out := k.run("", "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"); !strings.Contains(out, "condition met") {
+		t.Fatalf("wait: %s", out)
+	}
 	// Watch widgets from the start, in the background.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
