@@ -150,8 +150,14 @@ func testFailover(t *testing.T, keepLease bool, takeover time.Duration) {
 	if elected(b, notElected) {
 		t.Fatal("a second replica was elected while the first leads")
 	}
+	// A leader-only runnable added to the standby after Start waits for
+	// leadership.
+	late := &tracked{leader: true}
+	if err := b.mgr.Add(late); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "the every-replica runnables", func() bool { return a.every.running.Load() && b.every.running.Load() })
-	if !a.leaderOnly.running.Load() || b.leaderOnly.running.Load() {
+	if !a.leaderOnly.running.Load() || b.leaderOnly.running.Load() || late.starts.Load() != 0 {
 		t.Fatalf("leader-only runnables: leader %v, standby %v", a.leaderOnly.running.Load(), b.leaderOnly.running.Load())
 	}
 	if ma, mb := a.leaderMetric(t), b.leaderMetric(t); ma != "1" || mb != "0" {
@@ -178,7 +184,7 @@ func testFailover(t *testing.T, keepLease bool, takeover time.Duration) {
 		t.Fatalf("the standby did not take over within %v", takeover)
 	}
 	t.Logf("takeover after %v", time.Since(handover))
-	eventually(t, "the new leader's runnables", func() bool { return b.leaderOnly.running.Load() })
+	eventually(t, "the new leader's runnables", func() bool { return b.leaderOnly.running.Load() && late.running.Load() })
 	eventually(t, "the new leader's reconcile of the initial list", func() bool { return b.reconciles.Load() == 1 })
 	if mb := b.leaderMetric(t); mb != "1" {
 		t.Fatalf("%s on the new leader: %s", leaderLabel, mb)
