@@ -178,6 +178,10 @@ func builtinKinds() []*kind {
 		}},
 		{def("Up-to-date", "integer", "Number of up-to-date replicas"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "updatedReplicas") }},
 		{def("Available", "integer", "Number of available replicas"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "availableReplicas") }},
+		ageColumn(),
+		{metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of the containers"}, func(o map[string]any, _ time.Time) any { return containerField(o, "name") }},
+		{metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images of the containers"}, func(o map[string]any, _ time.Time) any { return containerField(o, "image") }},
+		{metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: "The label selector"}, func(o map[string]any, _ time.Time) any { return selectorString(o) }},
 	}
 	deploy.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{}
@@ -358,6 +362,33 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// containerField joins a field of the pod template's containers.
+func containerField(o map[string]any, f string) string {
+	cs, _ := get(o, "spec", "template", "spec", "containers").([]any)
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, str(c, f))
+	}
+	return strings.Join(out, ",")
+}
+
+// selectorString renders spec.selector as kubectl does.
+func selectorString(o map[string]any) string {
+	sel, ok := get(o, "spec", "selector").(map[string]any)
+	if !ok {
+		return "<none>"
+	}
+	ls := &metav1.LabelSelector{}
+	if err := fromMap(sel, ls); err != nil {
+		return "<invalid>"
+	}
+	s, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		return "<invalid>"
+	}
+	return s.String()
 }
 
 // validateSelectorMatchesTemplate is the selector rule of Deployments and ReplicaSets.
