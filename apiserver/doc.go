@@ -22,6 +22,9 @@
 //	discovery.go  /version, /api, /apis, aggregated discovery
 //	crd.go        serving CustomResourceDefinitions; lifecycle.go namespace and CRD deletion
 //	events.go     conversion between the two Event APIs
+//	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
+//	protobuf.go   protobuf request bodies of built-in kinds
+//	ipalloc.go    Service cluster IPs
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and
