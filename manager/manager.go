@@ -121,8 +121,8 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	m.leaders = newGroup("leader-only", m.fail)
 	m.others = newGroup("every-replica", m.fail)
 	if opts.LeaderElection {
-		lm := newLeaderMetrics()
-		if err := opts.Registerer.Register(lm); err != nil {
+		lm, err := metrics.NewLeaderElection(opts.Registerer)
+		if err != nil {
 			return nil, fmt.Errorf("manager: leader election metrics: %w", err)
 		}
 		m.elector, err = leaderelection.New(cfg, leaderelection.Options{

@@ -6,13 +6,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"kloop.dev/kloop/leaderelection"
 )
 
 // server is one bound HTTP server of the manager.
@@ -85,51 +81,4 @@ func pprofHandler() http.Handler {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
-}
-
-// leaderMetrics exposes leader_election_master_status{name}, as client-go:
-// 1 while this replica leads. It implements leaderelection.MetricsProvider.
-type leaderMetrics struct {
-	desc *prometheus.Desc
-
-	mu sync.Mutex // guards name, read
-	// name is the election's (the Lease's) name; read is nil until the
-	// elector registers.
-	name string
-	read func(*leaderelection.Status)
-}
-
-func newLeaderMetrics() *leaderMetrics {
-	return &leaderMetrics{desc: prometheus.NewDesc("leader_election_master_status",
-		"Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
-		[]string{"name"}, nil)}
-}
-
-// Register implements leaderelection.MetricsProvider.
-func (l *leaderMetrics) Register(name string, read func(*leaderelection.Status)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.name, l.read = name, read
-}
-
-// Describe implements prometheus.Collector.
-func (l *leaderMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- l.desc }
-
-// Collect implements prometheus.Collector.
-func (l *leaderMetrics) Collect(ch chan<- prometheus.Metric) {
-	l.mu.Lock()
-	name, read := l.name, l.read
-	l.mu.Unlock()
-	if read == nil {
-		return
-	}
-	var s leaderelection.Status
-	read(&s)
-	v := 0.0
-	if s.Leading {
-		v = 1
-	}
-	if m, err := prometheus.NewConstMetric(l.desc, prometheus.GaugeValue, v, name); err == nil {
-		ch <- m
-	}
 }
