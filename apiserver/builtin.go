@@ -88,6 +88,10 @@ func builtinKinds() []*kind {
 	evv1.storageResource, evv1.storageVersion = "/events", "v1"
 	evv1.convert = &conversion{toStorage: eventToCore, fromStorage: eventFromCore}
 	evv1.fields = coreEventFields() // selectors apply to the stored (core) form
+	evv1.fieldAliases = map[string]string{"reportingController": "reportingComponent"}
+	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
+		evv1.fieldAliases["regarding."+f] = "involvedObject." + f
+	}
 	evv1.columns = eventColumns(true)
 
 	sa := core("serviceaccounts", "ServiceAccount", true, func() any { return &corev1.ServiceAccount{} })

@@ -684,6 +684,10 @@ func TestEventsBothAPIs(t *testing.T) {
 	if err != nil || len(core.Items) != 1 || core.Items[0].Message != "all good" || core.Items[0].InvolvedObject.Kind != "Pod" {
 		t.Fatalf("core view: %v %+v", err, core)
 	}
+	v1list, err := cs.EventsV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=p,reportingController=kloop.dev/test"})
+	if err != nil || len(v1list.Items) != 1 {
+		t.Fatalf("events.k8s.io field selector: %v %+v", err, v1list)
+	}
 	back, err := cs.EventsV1().Events("default").Get(ctx, "e1", metav1.GetOptions{})
 	if err != nil || back.Note != "all good" || back.Regarding.Name != "p" {
 		t.Fatalf("events.k8s.io view: %v %+v", err, back)

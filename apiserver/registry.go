@@ -34,6 +34,7 @@ type kind struct {
 	nameValidation   func(name string, prefix bool) []string
 	newTyped         func() any // built-ins: Go type for decoding and strategic merge patch
 	fields           []selectableField
+	fieldAliases     map[string]string // served field label -> stored one (events.k8s.io)
 	columns          []column
 	prepareCreate    func(obj map[string]any) // resets and defaults on create
 	validate         func(obj map[string]any) field.ErrorList

@@ -31,6 +31,17 @@ func (s *Server) predicate(k *kind, q url.Values) (func(*storage.Object) bool, e
 		if err != nil {
 			return nil, badRequest("invalid field selector: %v", err)
 		}
+		if len(k.fieldAliases) > 0 {
+			sel, err = sel.Transform(func(f, v string) (string, string, error) {
+				if to, ok := k.fieldAliases[f]; ok {
+					return to, v, nil
+				}
+				return f, v, nil
+			})
+			if err != nil {
+				return nil, badRequest("invalid field selector: %v", err)
+			}
+		}
 		for _, req := range sel.Requirements() {
 			if !k.selectable(req.Field) {
 				return nil, badRequest("field label not supported: %s", req.Field)
