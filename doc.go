@@ -2,23 +2,28 @@
 // principles. It implements the whole path from a change in the API to a call
 // of a reconcile function, and back.
 //
-// The pipeline, one package per stage (the map grows as stages land):
+// The pipeline, one package per stage:
 //
-//	apiserver    embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/)
-//	reflector    lists, then watches from the list's resourceVersion; relists on 410 Gone
-//	fifo         delivers every delta in order; a relist as one atomic batch
-//	cache        thread-safe indexer keyed namespace/name, with indexes
-//	informer     pops the FIFO, updates the cache, then notifies handlers; shared Factory
-//	client       reads from the informer cache, writes to the API server
-//	handler      maps events to requests (keys, never objects); predicate/ filters events
-//	workqueue    deduplicating, fair, rate-limited, delaying, prioritised queue of keys
-//	reconcile    Reconciler, Request, Result{RequeueAfter}, Terminal errors
-//	controller   workers that take keys and call Reconcile, applying the Result rules
-//	metrics      Prometheus exposition of the stages' statistics, controller-runtime's names
+//	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/)
+//	reflector       lists, then watches from the list's resourceVersion; relists on 410 Gone
+//	fifo            delivers every delta in order; a relist as one atomic batch
+//	cache           thread-safe indexer keyed namespace/name, with indexes
+//	informer        pops the FIFO, updates the cache, then notifies handlers; shared Factory
+//	client          reads from the informer cache, writes to the API server
+//	handler         maps events to requests (keys, never objects); predicate/ filters events
+//	workqueue       deduplicating, fair, rate-limited, delaying, prioritised queue of keys
+//	reconcile       Reconciler, Request, Result{RequeueAfter}, Terminal errors
+//	controller      workers that take keys and call Reconcile, applying the Result rules
+//	manager         one shared cache, a client, runnables, leader election, probes and /metrics
+//	builder         For / Owns / Watches wiring of a controller into a manager
+//	leaderelection  leader election on a coordination.k8s.io/v1 Lease
+//	metrics         Prometheus exposition of the stages' statistics, controller-runtime's names
 //
 // Commands and examples:
 //
 //	cmd/kloop            kloop apiserver: the embedded API server for kubectl and client-go
+//	examples/demo        a Widget operator on the embedded API server
+//	examples/rawloop     informer + queue + your own worker loop, the seeds' client-go style
 //	examples/workqueue   a runnable tour of the work queue
 //
 // Separate module:
