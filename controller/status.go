@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"kloop.dev/kloop/client"
+)
+
+// StatusUpdater writes an object's status subresource:
+// (*client.Client).Status() is one.
+type StatusUpdater interface {
+	Update(ctx context.Context, obj client.Object, opts ...client.WriteOption) error
+}
+
+// UpdateStatus runs mutate, which changes obj's status in place, and writes
+// the status with w only if mutate changed it; it reports whether it wrote.
+//
+// This is the defence against the hot loop of the seeds ("your own status
+// update is an event"): every status write that changes the object sends an
+// update through the informer and enqueues the object again, so a reconcile
+// that writes the status each time never stops if anything in it varies.
+// With UpdateStatus the second reconcile finds nothing to change, writes
+// nothing, and the loop ends. (A value that changes on every call, such as
+// a timestamp set to now, still changes the status each time: set it only
+// when something else changes, as meta.SetStatusCondition does with
+// LastTransitionTime.)
+//
+// The status is the Status field of a typed object (a pointer to a struct
+// with a field named Status, as every k8s.io/api kind and every kubebuilder
+// CRD type has) or the "status" key of an *unstructured.Unstructured; an
+// object with neither is an error. The status before and after mutate is
+// compared in its JSON encoding, which is what the write would send: a
+// change the server cannot see (a metav1.Time moved within the same
+// second) is no change, and the snapshot taken before
+// mutate shares nothing with obj, whatever its DeepCopyObject does. mutate must not change obj's
+// namespace or name; its changes outside the status are not written (the
+// status subresource ignores them). If mutate fails, UpdateStatus writes
+// nothing and returns its error (obj keeps whatever mutate did). The write
+// is an Update with obj's resourceVersion: a Conflict error means obj was
+// stale; return it from Reconcile to retry with a fresh read.
+func UpdateStatus(ctx context.Context, w StatusUpdater, obj client.Object, mutate func() error, opts ...client.WriteOption) (changed bool, err error) {
+	if w == nil || isNil(w) {
+		return false, errors.New("UpdateStatus: nil StatusUpdater")
+	}
+	if isNil(obj) {
+		return false, errors.New("UpdateStatus: nil object")
+	}
+	if mutate == nil {
+		return false, errors.New("UpdateStatus: nil mutate")
+	}
+	before, err := statusJSON(obj)
+	if err != nil {
+		return false, fmt.Errorf("UpdateStatus: %w", err)
+	}
+	namespace, name := obj.GetNamespace(), obj.GetName()
+	if err := mutate(); err != nil {
+		return false, err
+	}
+	if obj.GetNamespace() != namespace || obj.GetName() != name {
+		return false, fmt.Errorf("UpdateStatus: mutate changed the object's key from %s to %s", describeKey(namespace, name), describe(obj))
+	}
+	after, err := statusJSON(obj)
+	if err != nil {
+		return false, fmt.Errorf("UpdateStatus: %w", err)
+	}
+	if bytes.Equal(before, after) {
+		return false, nil
+	}
+	if err := w.Update(ctx, obj, opts...); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// statusJSON returns the JSON encoding of obj's status: the value of its
+// "status" key for an unstructured object, of its Status field for a typed
+// one. encoding/json sorts map keys, so equal statuses encode equally.
+func statusJSON(obj runtime.Object) ([]byte, error) {
+	var st any
+	if u, ok := obj.(runtime.Unstructured); ok {
+		st = u.UnstructuredContent()["status"]
+	} else {
+		v := reflect.ValueOf(obj)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil, fmt.Errorf("%T is not a pointer to a struct", obj)
+		}
+		f := v.Elem().FieldByName("Status")
+		if !f.IsValid() {
+			return nil, fmt.Errorf("%T has no Status field", obj)
+		}
+		st = f.Interface()
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status of %T: %w", obj, err)
+	}
+	return b, nil
+}
+
+// OperationResult is what CreateOrUpdate did.
+type OperationResult string
+
+const (
+	// OperationResultNone means the object existed as wanted: no write.
+	OperationResultNone OperationResult = "unchanged"
+	// OperationResultCreated means the object was created.
+	OperationResultCreated OperationResult = "created"
+	// OperationResultUpdated means the object existed and was updated.
+	OperationResultUpdated OperationResult = "updated"
+)
+
+// ObjectWriter reads, creates and updates objects: *client.Client is one.
+type ObjectWriter interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object) error
+	Create(ctx context.Context, obj client.Object, opts ...client.WriteOption) error
+	Update(ctx context.Context, obj client.Object, opts ...client.WriteOption) error
+}
+
+// CreateOrUpdate makes the object named by obj's namespace and name look as
+// mutate wants, with controller-runtime's semantics: it reads the object
+// into obj; if it is missing, it runs mutate and creates obj; if it exists,
+// it runs mutate on what was read and updates it only if mutate changed it
+// (equality.Semantic over the whole object), so that a reconcile that finds
+// everything in place writes nothing.
+//
+// mutate must not change the namespace or name. Set in obj nothing but the
+// namespace and name before the call: the read overwrites the rest. A
+// mutate that clears a field the server defaults makes every call an
+// update. Changes to the status are not written (use UpdateStatus). With
+// reads from the cache, an object created a moment ago may not be seen yet:
+// the create then fails with AlreadyExists (apierrors.IsAlreadyExists), which
+// a reconcile can return to retry, or ignore (client.IgnoreAlreadyExists)
+// when its watch of the object will trigger the next reconcile.
+func CreateOrUpdate(ctx context.Context, c ObjectWriter, obj client.Object, mutate func() error) (OperationResult, error) {
+	if c == nil || isNil(c) {
+		return OperationResultNone, errors.New("CreateOrUpdate: nil ObjectWriter")
+	}
+	if isNil(obj) {
+		return OperationResultNone, errors.New("CreateOrUpdate: nil object")
+	}
+	key := client.KeyOf(obj)
+	run := func() error {
+		if mutate == nil {
+			return nil
+		}
+		if err := mutate(); err != nil {
+			return err
+		}
+		if client.KeyOf(obj) != key {
+			return fmt.Errorf("CreateOrUpdate: mutate changed the object's key from %s to %s", describeKey(key.Namespace, key.Name), describe(obj))
+		}
+		return nil
+	}
+	if err := c.Get(ctx, key, obj); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return OperationResultNone, err
+		}
+		if err := run(); err != nil {
+			return OperationResultNone, err
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			return OperationResultNone, err
+		}
+		return OperationResultCreated, nil
+	}
+	existing := obj.DeepCopyObject()
+	if err := run(); err != nil {
+		return OperationResultNone, err
+	}
+	if equality.Semantic.DeepEqual(existing, obj) {
+		return OperationResultNone, nil
+	}
+	if err := c.Update(ctx, obj); err != nil {
+		return OperationResultNone, err
+	}
+	return OperationResultUpdated, nil
+}
