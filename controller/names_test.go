@@ -118,3 +118,21 @@ func FuzzName(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkName(b *testing.B) {
+	long := strings.Repeat("web", 30)
+	for _, bc := range []struct {
+		desc  string
+		parts []string
+	}{
+		{"valid", []string{"web", "config"}},
+		{"hashed", []string{long, "config"}},
+	} {
+		b.Run(bc.desc, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = Name(bc.parts...)
+			}
+		})
+	}
+}
