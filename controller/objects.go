@@ -36,11 +36,11 @@ var standardFinalizers = []string{
 // characters of letters, digits, '-', '_' and '.', starting and ending with
 // a letter or digit; the API server rejects others), and it must have the
 // domain prefix, as in "example.com/cleanup", unless it is one of
-// Kubernetes' own ("kubernetes", "orphan", "foregroundDeletion"). The API
-// server only warns about an unqualified name ("prefer a domain-qualified
-// finalizer name") on custom resources and rejects it on built-in kinds;
-// kloop refuses it, since two controllers using the same bare name would
-// each remove the other's finalizer.
+// Kubernetes' own ("kubernetes", "orphan", "foregroundDeletion").
+// kube-apiserver (since 1.29) answers an unqualified name on a custom
+// resource with the warning "prefer a domain-qualified finalizer name
+// including a path (/)"; kloop refuses it, since two controllers using the
+// same bare name would each remove the other's finalizer.
 func ValidateFinalizerName(name string) error {
 	if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
 		return fmt.Errorf("%w %q: %s", ErrInvalidFinalizerName, name, strings.Join(msgs, "; "))
