@@ -40,10 +40,12 @@ type StatusUpdater interface {
 // object with neither is an error. The status before and after mutate is
 // compared in its JSON encoding, which is what the write would send: a
 // change the server cannot see (a metav1.Time moved within the same
-// second) is no change, and the snapshot taken before
-// mutate shares nothing with obj, whatever its DeepCopyObject does. mutate must not change obj's
-// namespace or name; its changes outside the status are not written (the
-// status subresource ignores them). If mutate fails, UpdateStatus writes
+// second) is no change, and the snapshot taken before mutate shares nothing
+// with obj, whatever its DeepCopyObject does. Make the status changes
+// inside mutate: changes made before the call are part of the snapshot and
+// count as no change. mutate must not change obj's namespace or name; its
+// changes outside the status are not written (the status subresource
+// ignores them). If mutate fails, UpdateStatus writes
 // nothing and returns its error (obj keeps whatever mutate did). The write
 // is an Update with obj's resourceVersion: a Conflict error means obj was
 // stale; return it from Reconcile to retry with a fresh read.
@@ -129,8 +131,9 @@ type ObjectWriter interface {
 // mutate wants, with controller-runtime's semantics: it reads the object
 // into obj; if it is missing, it runs mutate and creates obj; if it exists,
 // it runs mutate on what was read and updates it only if mutate changed it
-// (equality.Semantic over the whole object), so that a reconcile that finds
-// everything in place writes nothing.
+// (equality.Semantic over the whole object, against a DeepCopyObject taken
+// before mutate: that copy must be deep, as generated ones are), so that a
+// reconcile that finds everything in place writes nothing.
 //
 // mutate must not change the namespace or name. Set in obj nothing but the
 // namespace and name before the call: the read overwrites the rest. A
