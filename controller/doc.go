@@ -69,4 +69,16 @@
 // _reconcile_panics_total, _reconcile_timeouts_total, _reconcile_time_seconds
 // with its buckets, _max_concurrent_reconciles, _active_workers). The queue's
 // own statistics go to Options.QueueMetrics under the controller's name.
+//
+// # Helpers
+//
+// For the writes a reconcile makes: AddFinalizer / RemoveFinalizer /
+// ContainsFinalizer (names must be domain-qualified, example.com/cleanup;
+// AddFinalizer refuses an object being deleted, wrapping ErrBeingDeleted),
+// SetControllerReference / SetOwnerReference (same namespace, at most one
+// controller: *AlreadyOwnedError), UpdateStatus (writes the status only when
+// it changed, so that your own status write does not start a hot loop),
+// CreateOrUpdate (writes only when the object changed) and Name
+// (deterministic names: a second create of the same object is AlreadyExists,
+// never a duplicate; treat it with client.IgnoreAlreadyExists).
 package controller

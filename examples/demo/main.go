@@ -38,6 +38,7 @@ import (
 	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
@@ -166,26 +167,29 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.log("reconcile %-10s #%d generation=%d color=%s", req, n, w.Generation, w.Spec.Color)
 
 	if !w.DeletionTimestamp.IsZero() {
-		if hasFinalizer(&w) {
+		if controller.ContainsFinalizer(&w, finalizer) {
 			r.log("  cleanup of %s done, removing the finalizer", req)
-			w.Finalizers = removeString(w.Finalizers, finalizer)
+			controller.RemoveFinalizer(&w, finalizer)
 			if err := r.c.Update(ctx, &w); err != nil {
 				return reconcile.Result{}, err // retried with backoff, the finalizer stays
 			}
 		}
 		return reconcile.Result{}, nil
 	}
-	if !hasFinalizer(&w) {
-		w.Finalizers = append(w.Finalizers, finalizer)
+	if added, err := controller.AddFinalizer(&w, finalizer); err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err) // a bad finalizer name will not fix itself
+	} else if added {
 		if err := r.c.Update(ctx, &w); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 
 	// The owned ConfigMap, with a deterministic name: a second create is AlreadyExists.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name + "-color",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: widgetGV.String(), Kind: "Widget", Name: w.Name, UID: w.UID, Controller: new(true), BlockOwnerDeletion: new(true)}}},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: controller.Name(w.Name, "color")},
 		Data: map[string]string{"color": w.Spec.Color}}
+	if err := controller.SetControllerReference(&w, cm, r.c.Scheme()); err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
 	var existing corev1.ConfigMap
 	switch err := r.c.Get(ctx, types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}, &existing); {
 	case apierrors.IsNotFound(err):
@@ -205,32 +209,11 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// Status only when it changes: a status write is an event too.
-	if w.Status.State != "ready" || w.Status.ObservedGeneration != w.Generation {
+	_, err := controller.UpdateStatus(ctx, r.c.Status(), &w, func() error {
 		w.Status = WidgetStatus{State: "ready", ObservedGeneration: w.Generation}
-		if err := r.c.Status().Update(ctx, &w); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, nil
-}
-
-func hasFinalizer(w *Widget) bool {
-	for _, f := range w.Finalizers {
-		if f == finalizer {
-			return true
-		}
-	}
-	return false
-}
-
-func removeString(list []string, s string) []string {
-	out := list[:0]
-	for _, v := range list {
-		if v != s {
-			out = append(out, v)
-		}
-	}
-	return out
+		return nil
+	})
+	return reconcile.Result{}, err
 }
 
 func main() {
