@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -22,8 +21,7 @@ var reconcileTimeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0
 type Controller struct {
 	total, errors, terminal, panics, timeouts, reconcileTime, workers, active *prometheus.Desc
 
-	mu          sync.Mutex // guards controllers
-	controllers map[string]func(*controller.Stats)
+	controllers readers[controller.Stats]
 }
 
 var _ controller.MetricsProvider = (*Controller)(nil)
@@ -46,7 +44,6 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 		reconcileTime: prometheus.NewDesc("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller", l, nil),
 		workers:       prometheus.NewDesc("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller", l, nil),
 		active:        prometheus.NewDesc("controller_runtime_active_workers", "Number of currently used workers per controller", l, nil),
-		controllers:   map[string]func(*controller.Stats){},
 	}
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("metrics: registering controller metrics: %w", err)
@@ -57,9 +54,7 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 // Register implements controller.MetricsProvider. A second controller with
 // the same name takes over the first one's series.
 func (c *Controller) Register(name string, read func(*controller.Stats)) {
-	c.mu.Lock()
-	c.controllers[name] = read
-	c.mu.Unlock()
+	c.controllers.set(name, read)
 }
 
 // Describe implements prometheus.Collector.
@@ -71,18 +66,10 @@ func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: it reads every controller.
 func (c *Controller) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	readers := make(map[string]func(*controller.Stats), len(c.controllers))
-	for k, v := range c.controllers {
-		readers[k] = v
-	}
-	c.mu.Unlock()
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	for name, read := range readers {
-		var s controller.Stats
-		read(&s)
+	c.controllers.each(func(name string, s *controller.Stats) {
 		counter(c.total, s.Success, name, "success")
 		counter(c.total, s.RequeueAfter, name, "requeue_after")
 		counter(c.total, 0, name, "requeue") // kloop has no Result.Requeue; kept for dashboards
@@ -100,5 +87,5 @@ func (c *Controller) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstHistogram(c.reconcileTime, s.ReconcileTime.Count, s.ReconcileTime.Sum.Seconds(), buckets, name)
 		ch <- prometheus.MustNewConstMetric(c.workers, prometheus.GaugeValue, float64(s.MaxConcurrentReconciles), name)
 		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.ActiveWorkers), name)
-	}
+	})
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,8 +15,7 @@ import (
 type LeaderElection struct {
 	status, slowpath *prometheus.Desc
 
-	mu       sync.Mutex // guards electors
-	electors map[string]func(*leaderelection.Status)
+	electors readers[leaderelection.Status]
 }
 
 var _ leaderelection.MetricsProvider = (*LeaderElection)(nil)
@@ -34,7 +32,6 @@ func NewLeaderElection(reg prometheus.Registerer) (*LeaderElection, error) {
 		slowpath: prometheus.NewDesc("leader_election_slowpath_total",
 			"Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease. Please make sure to group by name.",
 			[]string{"name"}, nil),
-		electors: map[string]func(*leaderelection.Status){},
 	}
 	if err := reg.Register(l); err != nil {
 		return nil, fmt.Errorf("metrics: registering leader election metrics: %w", err)
@@ -44,9 +41,7 @@ func NewLeaderElection(reg prometheus.Registerer) (*LeaderElection, error) {
 
 // Register implements leaderelection.MetricsProvider.
 func (l *LeaderElection) Register(name string, read func(*leaderelection.Status)) {
-	l.mu.Lock()
-	l.electors[name] = read
-	l.mu.Unlock()
+	l.electors.set(name, read)
 }
 
 // Describe implements prometheus.Collector.
@@ -57,20 +52,12 @@ func (l *LeaderElection) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (l *LeaderElection) Collect(ch chan<- prometheus.Metric) {
-	l.mu.Lock()
-	readers := make(map[string]func(*leaderelection.Status), len(l.electors))
-	for k, v := range l.electors {
-		readers[k] = v
-	}
-	l.mu.Unlock()
-	for name, read := range readers {
-		var s leaderelection.Status
-		read(&s)
+	l.electors.each(func(name string, s *leaderelection.Status) {
 		leading := 0.0
 		if s.Leading {
 			leading = 1
 		}
 		ch <- prometheus.MustNewConstMetric(l.status, prometheus.GaugeValue, leading, name)
 		ch <- prometheus.MustNewConstMetric(l.slowpath, prometheus.CounterValue, float64(s.SlowPaths), name)
-	}
+	})
 }

@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,8 +22,7 @@ const maxPriorityLabels = 25
 type Workqueue struct {
 	depth, adds, queueDuration, workDuration, unfinished, longest, retries *prometheus.Desc
 
-	mu     sync.Mutex // guards queues
-	queues map[string]func(*workqueue.Stats)
+	queues readers[workqueue.Stats]
 }
 
 var _ workqueue.MetricsProvider = (*Workqueue)(nil)
@@ -53,7 +51,6 @@ func NewWorkqueue(reg prometheus.Registerer) (*Workqueue, error) {
 		retries: prometheus.NewDesc("workqueue_retries_total",
 			"Total number of items added to the workqueue with a non-zero delay (rate-limited requeues, explicit RequeueAfter or AddAfter calls)",
 			labels, nil),
-		queues: map[string]func(*workqueue.Stats){},
 	}
 	if err := reg.Register(w); err != nil {
 		return nil, fmt.Errorf("metrics: registering work queue metrics: %w", err)
@@ -62,11 +59,7 @@ func NewWorkqueue(reg prometheus.Registerer) (*Workqueue, error) {
 }
 
 // Register implements workqueue.MetricsProvider.
-func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) {
-	w.mu.Lock()
-	w.queues[name] = read
-	w.mu.Unlock()
-}
+func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) { w.queues.set(name, read) }
 
 // Describe implements prometheus.Collector.
 func (w *Workqueue) Describe(ch chan<- *prometheus.Desc) {
@@ -77,15 +70,7 @@ func (w *Workqueue) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: it reads every queue.
 func (w *Workqueue) Collect(ch chan<- prometheus.Metric) {
-	w.mu.Lock()
-	readers := make(map[string]func(*workqueue.Stats), len(w.queues))
-	for k, v := range w.queues {
-		readers[k] = v
-	}
-	w.mu.Unlock()
-	var s workqueue.Stats
-	for name, read := range readers {
-		read(&s)
+	w.queues.each(func(name string, s *workqueue.Stats) {
 		ch <- prometheus.MustNewConstMetric(w.adds, prometheus.CounterValue, float64(s.Adds), name, name)
 		ch <- prometheus.MustNewConstMetric(w.retries, prometheus.CounterValue, float64(s.Retries), name, name)
 		ch <- histogram(w.queueDuration, &s.QueueDuration, name)
@@ -104,7 +89,7 @@ func (w *Workqueue) Collect(ch chan<- prometheus.Metric) {
 		if overflowSeen {
 			ch <- prometheus.MustNewConstMetric(w.depth, prometheus.GaugeValue, float64(overflow), name, name, "exceeded_cardinality_limit")
 		}
-	}
+	})
 }
 
 // bucketBounds are workqueue.HistogramBounds in seconds, computed exactly as
