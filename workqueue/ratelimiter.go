@@ -39,9 +39,37 @@ type ExponentialOptions struct {
 // It never overflows, whatever the number of failures.
 type Exponential[K comparable] struct {
 	base, max time.Duration
+	failures  failureCounts[K]
+}
 
-	mu       sync.Mutex // guards failures
-	failures map[K]int  // failures since the key was last forgotten; absent means 0
+// failureCounts counts the failures of each key since it was last forgotten.
+type failureCounts[K comparable] struct {
+	mu sync.Mutex // guards m
+	m  map[K]int  // absent means 0
+}
+
+// add counts a failure of key and returns the count before it.
+func (f *failureCounts[K]) add(key K) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = make(map[K]int)
+	}
+	n := f.m[key]
+	f.m[key] = n + 1
+	return n
+}
+
+func (f *failureCounts[K]) forget(key K) {
+	f.mu.Lock()
+	delete(f.m, key)
+	f.mu.Unlock()
+}
+
+func (f *failureCounts[K]) count(key K) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.m[key]
 }
 
 // NewExponential returns a per-key exponential backoff.
@@ -55,16 +83,12 @@ func NewExponential[K comparable](o ExponentialOptions) (*Exponential[K], error)
 	if o.Base < 0 || o.Max < o.Base {
 		return nil, fmt.Errorf("workqueue: exponential backoff needs 0 < base <= max, got base %v, max %v", o.Base, o.Max)
 	}
-	return &Exponential[K]{base: o.Base, max: o.Max, failures: make(map[K]int)}, nil
+	return &Exponential[K]{base: o.Base, max: o.Max}, nil
 }
 
 // When records a failure and returns Base × 2^(failures before it), capped at Max.
 func (r *Exponential[K]) When(key K) time.Duration {
-	r.mu.Lock()
-	f := r.failures[key]
-	r.failures[key] = f + 1
-	r.mu.Unlock()
-	return backoff(r.base, r.max, f)
+	return backoff(r.base, r.max, r.failures.add(key))
 }
 
 // backoff is base×2^exp capped at max, without overflow.
@@ -76,18 +100,10 @@ func backoff(base, maxDelay time.Duration, exp int) time.Duration {
 }
 
 // Forget clears the failures of key.
-func (r *Exponential[K]) Forget(key K) {
-	r.mu.Lock()
-	delete(r.failures, key)
-	r.mu.Unlock()
-}
+func (r *Exponential[K]) Forget(key K) { r.failures.forget(key) }
 
 // NumRequeues returns the failures of key.
-func (r *Exponential[K]) NumRequeues(key K) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failures[key]
-}
+func (r *Exponential[K]) NumRequeues(key K) int { return r.failures.count(key) }
 
 // BucketOptions configures a Bucket limiter. The zero value is client-go's
 // default overall bucket.
@@ -217,9 +233,7 @@ type FastSlowOptions struct {
 type FastSlow[K comparable] struct {
 	fast, slow time.Duration
 	maxFast    int
-
-	mu       sync.Mutex // guards failures
-	failures map[K]int
+	failures   failureCounts[K]
 }
 
 // NewFastSlow returns a fast-then-slow limiter.
@@ -236,34 +250,22 @@ func NewFastSlow[K comparable](o FastSlowOptions) (*FastSlow[K], error) {
 	if o.Fast < 0 || o.Slow < 0 || o.MaxFast < 0 {
 		return nil, fmt.Errorf("workqueue: fast-slow limiter needs non-negative delays and count, got %v, %v, %d", o.Fast, o.Slow, o.MaxFast)
 	}
-	return &FastSlow[K]{fast: o.Fast, slow: o.Slow, maxFast: o.MaxFast, failures: make(map[K]int)}, nil
+	return &FastSlow[K]{fast: o.Fast, slow: o.Slow, maxFast: o.MaxFast}, nil
 }
 
 // When records a failure and returns Fast for the first MaxFast ones, Slow after.
 func (r *FastSlow[K]) When(key K) time.Duration {
-	r.mu.Lock()
-	f := r.failures[key] + 1
-	r.failures[key] = f
-	r.mu.Unlock()
-	if f <= r.maxFast {
+	if r.failures.add(key) < r.maxFast {
 		return r.fast
 	}
 	return r.slow
 }
 
 // Forget clears the failures of key.
-func (r *FastSlow[K]) Forget(key K) {
-	r.mu.Lock()
-	delete(r.failures, key)
-	r.mu.Unlock()
-}
+func (r *FastSlow[K]) Forget(key K) { r.failures.forget(key) }
 
 // NumRequeues returns the failures of key.
-func (r *FastSlow[K]) NumRequeues(key K) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failures[key]
-}
+func (r *FastSlow[K]) NumRequeues(key K) int { return r.failures.count(key) }
 
 // DefaultRateLimiter returns client-go's default controller rate limiter:
 // the larger of a per-key exponential backoff (5 ms doubling to 1000 s) and an
