@@ -36,7 +36,7 @@
 // metadata.managedFields (Options.KeepManagedFields opts out) and interns
 // strings (Options.DisableInterning opts out): in metadata the namespace,
 // label keys and values, annotation keys and short values, finalizers and
-// owner references' apiVersion, kind and name; elsewhere every string of at
+// owner references' apiVersion, kind, name and uid; elsewhere every string of at
 // most 64 bytes (images, node names, env values, condition types, IPs of a
 // node…) and, for unstructured objects, every map key. Canonical copies live
 // in Go's unique package, so a string no cached object uses any more is

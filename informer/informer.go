@@ -44,7 +44,7 @@ type Options[T Object] struct {
 	// DisableInterning keeps every decoded string and slice as is. Default
 	// false: strings that repeat across objects — in metadata the
 	// namespace, label keys and values, annotation keys (and values up to 64
-	// bytes), finalizers, owner references' apiVersion, kind and name; every
+	// bytes), finalizers, owner references' apiVersion, kind, name and uid; every
 	// other string up to 64 bytes; every map key of an unstructured object
 	// — are replaced by one canonical copy (Go's unique package, so a string
 	// no cached object uses any more is freed), and slices lose the spare

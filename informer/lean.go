@@ -6,6 +6,7 @@ import (
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // intern returns the canonical copy of s. The copies live in Go's unique
@@ -28,7 +29,7 @@ func StripManagedFields[T Object](obj T) (T, error) {
 // InternMetadata replaces the strings of obj's metadata that repeat across
 // objects by canonical copies: namespace, generateName, label keys and
 // values, annotation keys (and values up to 64 bytes), finalizers, and the
-// apiVersion, kind and name of owner references. It is part of the default
+// apiVersion, kind, name and uid of owner references. It is part of the default
 // transform (opt out with Options.DisableInterning).
 func InternMetadata[T Object](obj T) (T, error) {
 	internMeta(obj)
@@ -63,6 +64,7 @@ func internMeta(obj metav1.Object) {
 			refs[i].APIVersion = intern(refs[i].APIVersion)
 			refs[i].Kind = intern(refs[i].Kind)
 			refs[i].Name = intern(refs[i].Name)
+			refs[i].UID = types.UID(intern(string(refs[i].UID))) // shared by an owner's dependents
 		}
 		obj.SetOwnerReferences(refs)
 	}
