@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -77,6 +78,7 @@ func builtinKinds() []*kind {
 			o["type"] = "Opaque"
 		}
 	}
+	secret.normalize = mergeStringData
 
 	ev := core("events", "Event", true, func() any { return &corev1.Event{} })
 	ev.shortNames = []string{"ev"}
@@ -421,4 +423,28 @@ func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), tl, "`selector` does not match template `labels`")}
 	}
 	return nil
+}
+
+// mergeStringData folds a Secret's write-only stringData into data (base64,
+// overriding data's keys), as kube-apiserver's conversion does on every write;
+// stringData is never stored or returned.
+func mergeStringData(o map[string]any) (map[string]any, error) {
+	sd, ok := o["stringData"].(map[string]any)
+	delete(o, "stringData")
+	if !ok || len(sd) == 0 {
+		return o, nil
+	}
+	data, _ := o["data"].(map[string]any)
+	if data == nil {
+		data = make(map[string]any, len(sd))
+	}
+	for k, v := range sd {
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("stringData[%q]: must be a string", k)
+		}
+		data[k] = base64.StdEncoding.EncodeToString([]byte(s))
+	}
+	o["data"] = data
+	return o, nil
 }
