@@ -53,6 +53,12 @@ type Options struct {
 	// panic is counted and propagates, crashing the process. Default true.
 	RecoverPanic *bool
 
+	// NeedLeaderElection says whether a manager with leader election runs
+	// this controller only on the leader. Default true; false runs it on
+	// every replica (for controllers that only read, or that shard work
+	// themselves).
+	NeedLeaderElection *bool
+
 	// ReconcileTimeout, when positive, bounds each reconcile: its context
 	// is cancelled with the cause ErrReconcileTimeout once it expires. The
 	// controller still waits for Reconcile to return. It uses the runtime's
@@ -203,6 +209,12 @@ func (c *Controller) Watch(src Source) error {
 	}
 	c.sources = append(c.sources, src)
 	return nil
+}
+
+// NeedLeaderElection reports whether the controller runs only on the leader
+// (Options.NeedLeaderElection; default true). A manager asks it.
+func (c *Controller) NeedLeaderElection() bool {
+	return c.opts.NeedLeaderElection == nil || *c.opts.NeedLeaderElection
 }
 
 // Start runs the controller until ctx is cancelled: it starts every source,

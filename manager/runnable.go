@@ -24,19 +24,18 @@ type RunnableFunc func(ctx context.Context) error
 func (f RunnableFunc) Start(ctx context.Context) error { return f(ctx) }
 
 // LeaderElectionRunnable is implemented by a Runnable that says whether it
-// needs leadership. Without it, a *controller.Controller needs leadership
-// and any other Runnable does not (it runs on every replica).
+// needs leadership; *controller.Controller implements it (true unless its
+// Options.NeedLeaderElection is false). A Runnable without it runs on every
+// replica.
 type LeaderElectionRunnable interface {
 	NeedLeaderElection() bool
 }
 
-// needsLeader reports whether r runs only on the leader.
+// needsLeader reports whether r runs only on the leader. A
+// *controller.Controller answers itself (by default it needs leadership).
 func needsLeader(r Runnable) bool {
-	if le, ok := r.(LeaderElectionRunnable); ok {
-		return le.NeedLeaderElection()
-	}
-	_, isController := r.(*controller.Controller)
-	return isController
+	le, ok := r.(LeaderElectionRunnable)
+	return ok && le.NeedLeaderElection()
 }
 
 // errGroupStopped is returned by add once the group has stopped.
