@@ -22,10 +22,13 @@ type MetricsProvider interface {
 	Register(name string, read func(*Stats))
 }
 
-// ReconcileTimeBounds are the upper bounds (inclusive) of the reconcile time
-// histogram, controller-runtime's buckets for
-// controller_runtime_reconcile_time_seconds.
-var ReconcileTimeBounds = [...]time.Duration{
+// ReconcileTimeBounds returns the upper bounds (inclusive) of the reconcile
+// time histogram, controller-runtime's buckets for
+// controller_runtime_reconcile_time_seconds. It returns a copy: the bounds
+// are fixed.
+func ReconcileTimeBounds() [len(reconcileTimeBounds)]time.Duration { return reconcileTimeBounds }
+
+var reconcileTimeBounds = [...]time.Duration{
 	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
 	100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond,
 	300 * time.Millisecond, 350 * time.Millisecond, 400 * time.Millisecond, 450 * time.Millisecond,
@@ -40,9 +43,9 @@ var ReconcileTimeBounds = [...]time.Duration{
 
 // Histogram counts reconcile durations.
 type Histogram struct {
-	// Buckets[i] counts the durations d with ReconcileTimeBounds[i-1] < d <=
-	// ReconcileTimeBounds[i]; the last one counts those above every bound.
-	Buckets [len(ReconcileTimeBounds) + 1]uint64
+	// Buckets[i] counts the durations d with ReconcileTimeBounds()[i-1] < d <=
+	// ReconcileTimeBounds()[i]; the last one counts those above every bound.
+	Buckets [len(reconcileTimeBounds) + 1]uint64
 	// Count is the sum of Buckets; Sum the total duration.
 	Count uint64
 	Sum   time.Duration
@@ -83,12 +86,12 @@ type Stats struct {
 type stats struct {
 	success, requeueAfter, errors, terminal, panics, timeouts atomic.Uint64
 	active                                                    atomic.Int64
-	buckets                                                   [len(ReconcileTimeBounds) + 1]atomic.Uint64
+	buckets                                                   [len(reconcileTimeBounds) + 1]atomic.Uint64
 	sum                                                       atomic.Int64 // nanoseconds
 }
 
 func (s *stats) observe(d time.Duration) {
-	i, _ := slices.BinarySearch(ReconcileTimeBounds[:], d) // first bound >= d
+	i, _ := slices.BinarySearch(reconcileTimeBounds[:], d) // first bound >= d
 	s.buckets[i].Add(1)
 	s.sum.Add(int64(d))
 }

@@ -31,8 +31,8 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("metrics: NewController needs a prometheus.Registerer")
 	}
-	if len(reconcileTimeBuckets) != len(controller.ReconcileTimeBounds) {
-		return nil, fmt.Errorf("metrics: internal error: %d reconcile time buckets for %d bounds", len(reconcileTimeBuckets), len(controller.ReconcileTimeBounds))
+	if len(reconcileTimeBuckets) != len(controller.ReconcileTimeBounds()) {
+		return nil, fmt.Errorf("metrics: internal error: %d reconcile time buckets for %d bounds", len(reconcileTimeBuckets), len(controller.ReconcileTimeBounds()))
 	}
 	l := []string{"controller"}
 	c := &Controller{

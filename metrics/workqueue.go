@@ -92,10 +92,10 @@ func (w *Workqueue) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
-// bucketBounds are workqueue.HistogramBounds in seconds, computed exactly as
+// bucketBounds are workqueue.HistogramBounds() in seconds, computed exactly as
 // controller-runtime computes its buckets, so that the "le" label values
 // (9.999999999999999e-06 and all) are the same strings.
-var bucketBounds = prometheus.ExponentialBuckets(10e-9, 10, len(workqueue.HistogramBounds))
+var bucketBounds = prometheus.ExponentialBuckets(10e-9, 10, len(workqueue.HistogramBounds()))
 
 func histogram(desc *prometheus.Desc, h *workqueue.Histogram, name string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(bucketBounds))

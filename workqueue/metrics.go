@@ -18,10 +18,15 @@ type MetricsProvider interface {
 	Register(name string, read func(*Stats))
 }
 
-// HistogramBounds are the upper bounds (inclusive) of the queue's duration
-// histograms: 10 ns, 100 ns, … 1000 s, as controller-runtime's
-// ExponentialBuckets(10e-9, 10, 12).
-var HistogramBounds = [12]time.Duration{
+// numBounds is the number of bounds of the queue's duration histograms.
+const numBounds = 12
+
+// HistogramBounds returns the upper bounds (inclusive) of the queue's
+// duration histograms: 10 ns, 100 ns, … 1000 s, as controller-runtime's
+// ExponentialBuckets(10e-9, 10, 12). It returns a copy: the bounds are fixed.
+func HistogramBounds() [numBounds]time.Duration { return histogramBounds }
+
+var histogramBounds = [numBounds]time.Duration{
 	10 * time.Nanosecond, 100 * time.Nanosecond, time.Microsecond, 10 * time.Microsecond,
 	100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond,
 	time.Second, 10 * time.Second, 100 * time.Second, 1000 * time.Second,
@@ -29,16 +34,16 @@ var HistogramBounds = [12]time.Duration{
 
 // Histogram counts durations.
 type Histogram struct {
-	// Buckets[i] counts the durations d with HistogramBounds[i-1] < d <=
-	// HistogramBounds[i]; the last one counts those above every bound.
-	Buckets [len(HistogramBounds) + 1]uint64
+	// Buckets[i] counts the durations d with HistogramBounds()[i-1] < d <=
+	// HistogramBounds()[i]; the last one counts those above every bound.
+	Buckets [numBounds + 1]uint64
 	Count   uint64
 	Sum     time.Duration
 }
 
 func (h *Histogram) observe(d time.Duration) {
 	i := 0
-	for i < len(HistogramBounds) && d > HistogramBounds[i] {
+	for i < numBounds && d > histogramBounds[i] {
 		i++
 	}
 	h.Buckets[i]++
