@@ -64,8 +64,14 @@ type e2eContender struct {
 	start func(b *testing.B, cfg *rest.Config, ns string, workers int, t *seqTracker) (stop func())
 }
 
+// e2eContenders: writers-only (no controller: the server's and the
+// writers' own cost, subtracted in the "runtime cpu/event" ratio), kloop as
+// configured by default, kloop with its cache's string interning off (to show
+// what interning costs per event), controller-runtime.
 var e2eContenders = []e2eContender{
-	{"kloop", kloopE2E},
+	{writersOnly, nil},
+	{"kloop", kloopE2E(false)},
+	{"kloop-nointern", kloopE2E(true)},
 	{"controller-runtime", controllerRuntimeE2E},
 }
 
@@ -84,8 +90,14 @@ func runManager(b *testing.B, name string, start func(context.Context) error) (s
 
 // kloopE2E: manager.New, the builder's For, the manager's client (a deep copy
 // from the shared cache) in the reconcile.
-func kloopE2E(b *testing.B, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
-	mgr, err := manager.New(cfg, manager.Options{})
+func kloopE2E(noIntern bool) func(b *testing.B, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
+	return func(b *testing.B, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
+		return startKloopE2E(b, cfg, ns, workers, t, noIntern)
+	}
+}
+
+func startKloopE2E(b *testing.B, cfg *rest.Config, ns string, workers int, t *seqTracker, noIntern bool) func() {
+	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{DisableInterning: noIntern}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,8 +183,14 @@ func runE2E(b *testing.B, cs kubernetes.Interface, cfg *rest.Config, ns string, 
 			}
 		}
 	}()
-	stop := c.start(b, cfg, ns, workers, t)
-	defer stop()
+	if c.start != nil {
+		stop := c.start(b, cfg, ns, workers, t)
+		defer stop()
+	} else {
+		for j := range e2eKeys { // nothing reconciles: the writers alone
+			t.observe(j, -1)
+		}
+	}
 	if !waitFor(e2eTimeout, func() bool { return t.initialN.Load() == e2eKeys }) {
 		b.Fatalf("%s reconciled %d of %d objects of its initial list", c.name, t.initialN.Load(), e2eKeys)
 	}
@@ -202,6 +220,11 @@ func runE2E(b *testing.B, cs kubernetes.Interface, cfg *rest.Config, ns string, 
 	wg.Wait()
 	if failed.Load() {
 		b.FailNow()
+	}
+	if c.start == nil {
+		for i := max(0, n-e2eKeys); i < n; i++ {
+			t.observe(i%e2eKeys, i)
+		}
 	}
 	if !waitFor(e2eTimeout, func() bool { return t.finished.Load() == e2eKeys }) {
 		b.Fatalf("%s: %d of %d objects reached their last write %v after the last write", c.name, t.finished.Load(), e2eKeys, e2eTimeout)
@@ -242,7 +265,12 @@ func BenchmarkEventToReconcile(b *testing.B) {
 				run++
 				ns := fmt.Sprintf("bench-%d-%s-w%d", run, c.name, workers)
 				res := runE2E(b, cs, srv.Config(), ns, workers, c)
-				res.report(b)
+				if c.start == nil {
+					b.ReportMetric(res.eventsPerSec, "events/s")
+					b.ReportMetric(float64(res.cpu.Nanoseconds())/1e3, "cpu-µs/event")
+				} else {
+					res.report(b)
+				}
 				m.record(c.name, res)
 			})
 		}
@@ -325,17 +353,26 @@ type inprocContender struct {
 	start func(b *testing.B, initial []*corev1.ConfigMap, workers int, t *seqTracker) (send func(*corev1.ConfigMap), stop func())
 }
 
+// inprocContenders: kloop as configured by default, kloop with string
+// interning off (what interning costs per event), client-go.
 var inprocContenders = []inprocContender{
-	{"kloop", kloopInproc},
+	{"kloop", kloopInproc(false)},
+	{"kloop-nointern", kloopInproc(true)},
 	{"client-go", clientGoInproc},
 }
 
 // kloopInproc: informer.New (default options: managedFields dropped, strings
 // interned) → manager.NewKind with EnqueueRequestForObject → controller.New;
 // the reconcile reads the informer's cache (no copy).
-func kloopInproc(b *testing.B, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
+func kloopInproc(noIntern bool) func(b *testing.B, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
+	return func(b *testing.B, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
+		return startKloopInproc(b, initial, workers, t, noIntern)
+	}
+}
+
+func startKloopInproc(b *testing.B, initial []*corev1.ConfigMap, workers int, t *seqTracker, noIntern bool) (func(*corev1.ConfigMap), func()) {
 	w := &cmWatch{ch: make(chan reflector.Event[*corev1.ConfigMap], 1024), stop: make(chan struct{})}
-	inf, err := informer.New[*corev1.ConfigMap](&cmLW{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{})
+	inf, err := informer.New[*corev1.ConfigMap](&cmLW{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{DisableInterning: noIntern})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -365,7 +402,9 @@ func kloopInproc(b *testing.B, initial []*corev1.ConfigMap, workers int, t *seqT
 			}
 		})
 	}
-	send := func(cm *corev1.ConfigMap) { w.ch <- reflector.Event[*corev1.ConfigMap]{Type: watch.Modified, Object: cm} }
+	send := func(cm *corev1.ConfigMap) {
+		w.ch <- reflector.Event[*corev1.ConfigMap]{Type: watch.Modified, Object: cm}
+	}
 	return send, func() { cancel(); close(w.stop); wg.Wait() }
 }
 

@@ -196,14 +196,17 @@ func (m *metricRatios) record(name string, r seqResult) {
 	m.res[name] = r
 }
 
+// writersOnly names the run without a controller that metricRatios
+// subtracts to get a runtime's own CPU time per event.
+const writersOnly = "writers-only"
+
+// print prints one line per figure and kloop variant ("kloop",
+// "kloop-nointern"): the variant's figure over each anchor's.
 func (m *metricRatios) print(workload string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k, ok := m.res["kloop"]
-	if !ok {
-		return
-	}
-	for _, metric := range []struct {
+	base, hasBase := m.res[writersOnly]
+	metrics := []struct {
 		unit string
 		of   func(seqResult) float64
 	}{
@@ -211,17 +214,30 @@ func (m *metricRatios) print(workload string) {
 		{"p50 latency", func(r seqResult) float64 { return float64(r.p50) }},
 		{"p99 latency", func(r seqResult) float64 { return float64(r.p99) }},
 		{"cpu/event", func(r seqResult) float64 { return float64(r.cpu) }},
-	} {
-		out := "ratio " + workload + " (" + metric.unit + "):"
-		n := 0
-		for _, other := range []string{"client-go", "controller-runtime"} {
-			if o, ok := m.res[other]; ok && metric.of(o) > 0 {
-				out += fmt.Sprintf(" kloop/%s=%.3f", other, metric.of(k)/metric.of(o))
-				n++
-			}
+	}
+	if hasBase {
+		metrics = append(metrics, struct {
+			unit string
+			of   func(seqResult) float64
+		}{"runtime cpu/event over " + writersOnly, func(r seqResult) float64 { return float64(r.cpu - base.cpu) }})
+	}
+	for _, variant := range []string{"kloop", "kloop-nointern"} {
+		k, ok := m.res[variant]
+		if !ok {
+			continue
 		}
-		if n > 0 {
-			fmt.Println(out)
+		for _, metric := range metrics {
+			out := "ratio " + workload + " (" + metric.unit + "):"
+			n := 0
+			for _, other := range []string{"client-go", "controller-runtime"} {
+				if o, ok := m.res[other]; ok && metric.of(o) > 0 {
+					out += fmt.Sprintf(" %s/%s=%.3f", variant, other, metric.of(k)/metric.of(o))
+					n++
+				}
+			}
+			if n > 0 {
+				fmt.Println(out)
+			}
 		}
 	}
 }
