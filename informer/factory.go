@@ -368,7 +368,7 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	s, err := newShared(lw, sharedOptions{
 		name:      name,
 		logger:    f.logger,
-		transform: leanTransform(f.opts.KeepManagedFields, f.opts.DisableInterning, transform, f.logger),
+		lean:      newLean(f.opts.KeepManagedFields, f.opts.DisableInterning, transform, f.logger),
 		resync:    resyncDefault(f.opts.ResyncPeriod),
 		reflector: withName(f.opts.Reflector, name, f.logger),
 	})

@@ -133,7 +133,7 @@ func New[T Object](lw reflector.ListerWatcher[T], opts Options[T]) (*Informer[T]
 	sopts := sharedOptions{
 		name:            opts.Name,
 		logger:          opts.Logger,
-		transform:       leanTransform(opts.KeepManagedFields, opts.DisableInterning, eraseTransform(opts.Transform), opts.Logger),
+		lean:            newLean(opts.KeepManagedFields, opts.DisableInterning, eraseTransform(opts.Transform), opts.Logger),
 		resync:          opts.ResyncPeriod,
 		detectMutations: opts.DetectMutations,
 		onMutation:      opts.OnMutation,
@@ -258,7 +258,7 @@ func (i *Informer[T]) Queued() int { return i.s.fifo.Len() }
 type sharedOptions struct {
 	name            string
 	logger          *slog.Logger
-	transform       func(Object) (Object, error)
+	lean            *lean // nil: no transform
 	indexers        map[string]cache.IndexFunc[Object]
 	resync          time.Duration
 	detectMutations bool
@@ -311,7 +311,12 @@ func newShared(lw reflector.ListerWatcher[Object], o sharedOptions) (*shared, er
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)
 	}
-	q, err := fifo.New(fifo.Options[Object]{KnownObjects: ix, Transform: o.transform, Logger: o.logger})
+	var transform func(Object) (Object, error)
+	if o.lean != nil {
+		o.lean.cached = ix.Get
+		transform = o.lean.transform
+	}
+	q, err := fifo.New(fifo.Options[Object]{KnownObjects: ix, Transform: transform, Logger: o.logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)
 	}

@@ -2,11 +2,13 @@ package informer
 
 import (
 	"reflect"
+	"strings"
 	"sync"
-	"unique"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // maxInterned is the longest string interned outside metadata: short
@@ -15,117 +17,344 @@ import (
 // rarely do.
 const maxInterned = 64
 
-// interner replaces the short strings of objects by canonical copies. Its
-// plans (per struct type, the fields that can hold strings) are computed
-// once per type.
+// interner replaces the short strings of objects by canonical copies.
+//
+// Typed objects are walked by a plan compiled once per Go type: a tree of
+// functions that read fields at fixed offsets (no reflect.Value on the hot
+// path). When the informer caches a previous version of the object (an
+// update, a relist), the walk runs over both at once: a string equal to the
+// one at the same place in the previous version takes that (already
+// canonical) copy, so only the strings that changed go through the
+// canonical store. The previous version is only read.
 type interner struct {
-	// plans maps reflect.Type to *plan; written once per type.
+	// plans maps reflect.Type to *compiled; complete entries only.
 	plans sync.Map
+	// planMu serializes compilation (plans of recursive types are built as
+	// a group and published together).
+	planMu sync.Mutex
+
+	// mu guards the string table (cur, prev, inserts, lastSize). The
+	// informer's transform runs on its reflector's goroutine, so it is
+	// uncontended; it is taken once per object.
+	mu sync.Mutex
+	// cur and prev hold the canonical copy of every string interned in
+	// the current and the previous generation (key and value are the same
+	// string). A string found in prev moves to cur. When a generation has
+	// inserted as many strings as the table held at its start (at least
+	// minGeneration), cur becomes prev and the old prev is dropped: a
+	// string no object interned during a whole generation is released by
+	// the table (objects still using it keep their copy), so the table
+	// stays within a small multiple of the strings in use.
+	cur, prev map[string]string
+	inserts   int
+	lastSize  int
 }
 
-// plan lists the fields of a struct type worth visiting.
-type plan struct {
-	fields []int
+// minGeneration is the fewest strings a generation inserts before the
+// table rotates.
+const minGeneration = 4096
+
+// intern returns the canonical copy of s; in.mu must be held.
+func (in *interner) intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	if c, ok := in.cur[s]; ok {
+		return c
+	}
+	if c, ok := in.prev[s]; ok {
+		in.cur[c] = c
+		return c
+	}
+	if in.cur == nil {
+		in.cur = make(map[string]string)
+	}
+	// A copy of its own: s may be part of a larger buffer.
+	c := strings.Clone(s)
+	in.cur[c] = c
+	in.inserts++
+	if in.inserts >= max(minGeneration, in.lastSize) {
+		in.prev, in.cur = in.cur, make(map[string]string, len(in.cur))
+		in.lastSize, in.inserts = len(in.prev), 0
+	}
+	return c
+}
+
+// walkFn interns the strings of the value at p, taking those equal to the
+// value at old (same type; nil when there is no previous version).
+type walkFn func(p, old unsafe.Pointer)
+
+// compiled boxes a type's walkFn so that recursive types can refer to
+// their own plan before it is complete.
+type compiled struct {
+	fn walkFn
+}
+
+// sliceHeader is the memory layout of every Go slice.
+type sliceHeader struct {
+	data unsafe.Pointer
+	len  int
+	cap  int
 }
 
 var (
 	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
 	typeMetaType   = reflect.TypeFor[metav1.TypeMeta]()
+	stringMapType  = reflect.TypeFor[map[string]string]()
 )
 
-// internObject interns obj's metadata (see internMeta) and, for typed and
-// unstructured objects, every other string of at most maxInterned bytes
-// (and every map key of an unstructured object).
-func (in *interner) internObject(obj Object) {
-	internMeta(obj)
+func noop(unsafe.Pointer, unsafe.Pointer) {}
+
+// internObject interns obj's metadata (namespace, generateName, labels,
+// annotation keys and short values, finalizers, owner references) and, for
+// typed and unstructured objects, every other string of at most
+// maxInterned bytes (and every map key of an unstructured object). prev is
+// the version of obj the cache holds, or nil; it is never modified.
+func (in *interner) internObject(obj, prev Object) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		internJSONMap(o.Object, false)
-	case *metav1.PartialObjectMetadata:
-	default:
-		v := reflect.ValueOf(obj)
-		if v.Kind() == reflect.Pointer && !v.IsNil() {
-			in.walk(v.Elem())
+		internMeta(obj, in.intern)
+		in.internJSONMap(o.Object, false)
+		return
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		internMeta(obj, in.intern)
+		return
+	}
+	t := v.Type().Elem()
+	var old unsafe.Pointer
+	if prev != nil {
+		if pv := reflect.ValueOf(prev); pv.Type() == v.Type() && !pv.IsNil() {
+			old = pv.UnsafePointer()
 		}
 	}
+	in.compile(t).fn(v.UnsafePointer(), old)
 }
 
-// walk interns the strings reachable from v (addressable).
-func (in *interner) walk(v reflect.Value) {
-	switch v.Kind() {
+// compile returns the plan of type t.
+func (in *interner) compile(t reflect.Type) *compiled {
+	if c, ok := in.plans.Load(t); ok {
+		return c.(*compiled)
+	}
+	in.planMu.Lock()
+	defer in.planMu.Unlock()
+	building := map[reflect.Type]*compiled{}
+	c := in.build(t, building)
+	for bt, bc := range building {
+		in.plans.Store(bt, bc)
+	}
+	return c
+}
+
+// build returns the plan of t, from the published plans, the plans being
+// built (a recursive type: its fn is filled in before anything runs), or
+// built now.
+func (in *interner) build(t reflect.Type, building map[reflect.Type]*compiled) *compiled {
+	if c, ok := in.plans.Load(t); ok {
+		return c.(*compiled)
+	}
+	if c, ok := building[t]; ok {
+		return c
+	}
+	c := &compiled{fn: noop}
+	building[t] = c
+	c.fn = in.op(t, building)
+	return c
+}
+
+// op builds the walkFn of type t.
+func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walkFn {
+	if !mayHoldString(t, 0) {
+		return noop
+	}
+	switch t.Kind() {
 	case reflect.String:
-		if s := v.String(); s != "" && len(s) <= maxInterned && v.CanSet() {
-			v.SetString(unique.Make(s).Value())
+		return func(p, old unsafe.Pointer) {
+			s := (*string)(p)
+			*s = in.canonical(*s, old, maxInterned)
 		}
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			in.walk(v.Elem())
+	case reflect.Pointer:
+		e := in.build(t.Elem(), building)
+		return func(p, old unsafe.Pointer) {
+			np := *(*unsafe.Pointer)(p)
+			if np == nil {
+				return
+			}
+			var op unsafe.Pointer
+			if old != nil {
+				op = *(*unsafe.Pointer)(old)
+			}
+			e.fn(np, op)
 		}
 	case reflect.Struct:
-		p := in.plan(v.Type())
-		for _, i := range p.fields {
-			in.walk(v.Field(i))
+		switch t {
+		case objectMetaType:
+			return func(p, old unsafe.Pointer) { in.internObjectMeta((*metav1.ObjectMeta)(p), (*metav1.ObjectMeta)(old)) }
+		case typeMetaType:
+			return noop // constants of the type
+		}
+		type field struct {
+			off uintptr
+			c   *compiled
+		}
+		var fields []field
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() || f.Type == typeMetaType || !mayHoldString(f.Type, 0) {
+				continue
+			}
+			fields = append(fields, field{f.Offset, in.build(f.Type, building)})
+		}
+		if len(fields) == 0 {
+			return noop
+		}
+		return func(p, old unsafe.Pointer) {
+			for _, f := range fields {
+				var of unsafe.Pointer
+				if old != nil {
+					of = unsafe.Add(old, f.off)
+				}
+				f.c.fn(unsafe.Add(p, f.off), of)
+			}
 		}
 	case reflect.Slice:
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return // []byte
-		}
-		if n := v.Len(); v.Cap() > n && v.CanSet() {
-			// A decoder grows slices by doubling: keep only what is used
-			// (a quarter of a decoded Pod's slice memory is spare capacity).
-			exact := reflect.MakeSlice(v.Type(), n, n)
-			reflect.Copy(exact, v)
-			v.Set(exact)
-		}
-		for i := range v.Len() {
-			in.walk(v.Index(i))
+		e := in.build(t.Elem(), building)
+		size := t.Elem().Size()
+		return func(p, old unsafe.Pointer) {
+			h := (*sliceHeader)(p)
+			if h.cap > h.len {
+				// A decoder grows slices by doubling: keep only what is
+				// used (a quarter of a decoded Pod's slice memory is spare
+				// capacity).
+				v := reflect.NewAt(t, p).Elem()
+				exact := reflect.MakeSlice(t, h.len, h.len)
+				reflect.Copy(exact, v)
+				v.Set(exact)
+			}
+			var oh *sliceHeader
+			if old != nil {
+				oh = (*sliceHeader)(old)
+			}
+			for i := range h.len {
+				var oe unsafe.Pointer
+				if oh != nil && i < oh.len {
+					oe = unsafe.Add(oh.data, uintptr(i)*size)
+				}
+				e.fn(unsafe.Add(h.data, uintptr(i)*size), oe)
+			}
 		}
 	case reflect.Array:
-		for i := range v.Len() {
-			in.walk(v.Index(i))
+		e := in.build(t.Elem(), building)
+		size, n := t.Elem().Size(), t.Len()
+		return func(p, old unsafe.Pointer) {
+			for i := range n {
+				var oe unsafe.Pointer
+				if old != nil {
+					oe = unsafe.Add(old, uintptr(i)*size)
+				}
+				e.fn(unsafe.Add(p, uintptr(i)*size), oe)
+			}
 		}
 	case reflect.Map:
-		if m, ok := v.Interface().(map[string]string); ok {
-			internStringMap(m)
-			return
+		if t == stringMapType {
+			return func(p, old unsafe.Pointer) {
+				var om map[string]string
+				if old != nil {
+					om = *(*map[string]string)(old)
+				}
+				in.internStringMap(*(*map[string]string)(p), om, maxInterned)
+			}
 		}
-		t := v.Type()
-		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String {
-			// Re-assigning an equal key stores the new key string: no
-			// allocation, the map keeps its size.
+		// Named string types: through reflect, without the previous
+		// version (rare in API types).
+		return func(p, _ unsafe.Pointer) {
+			v := reflect.NewAt(t, p).Elem()
 			it := v.MapRange()
 			for it.Next() {
 				k, e := it.Key(), it.Value()
 				nk := reflect.New(t.Key()).Elem()
-				nk.SetString(intern(k.String()))
+				nk.SetString(in.intern(k.String()))
 				ne := reflect.New(t.Elem()).Elem()
-				s := e.String()
-				if len(s) <= maxInterned {
-					s = intern(s)
-				}
-				ne.SetString(s)
+				ne.SetString(in.canonical(e.String(), nil, maxInterned))
 				v.SetMapIndex(nk, ne)
 			}
 		}
+	case reflect.Interface:
+		// The dynamic value of an interface cannot be written in place;
+		// what a pointer in it reaches can.
+		return func(p, _ unsafe.Pointer) {
+			v := reflect.NewAt(t, p).Elem()
+			if v.IsNil() {
+				return
+			}
+			if x := v.Elem(); x.Kind() == reflect.Pointer && !x.IsNil() {
+				in.compile(x.Type().Elem()).fn(x.UnsafePointer(), nil)
+			}
+		}
 	}
+	return noop
 }
 
-// plan returns the fields of struct type t that can hold strings: exported,
-// not ObjectMeta (interned apart) nor TypeMeta (constants).
-func (in *interner) plan(t reflect.Type) *plan {
-	if p, ok := in.plans.Load(t); ok {
-		return p.(*plan)
+// canonical returns the canonical copy of s if it is not empty and at most
+// limit bytes long (s itself otherwise). old, if not nil, points at the
+// string at the same place in the previous version of the object: when it
+// is equal, it is that canonical copy.
+func (in *interner) canonical(s string, old unsafe.Pointer, limit int) string {
+	if s == "" || len(s) > limit {
+		return s
 	}
-	p := &plan{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() || f.Type == objectMetaType || f.Type == typeMetaType || !mayHoldString(f.Type, 0) {
-			continue
+	if old != nil {
+		if o := *(*string)(old); o == s {
+			return o
 		}
-		p.fields = append(p.fields, i)
 	}
-	in.plans.Store(t, p)
-	return p
+	return in.intern(s)
+}
+
+// canonicalOf is canonical with the previous string as a value.
+func (in *interner) canonicalOf(s, old string, limit int) string {
+	if s == "" || len(s) > limit {
+		return s
+	}
+	if s == old {
+		return old
+	}
+	return in.intern(s)
+}
+
+// internObjectMeta interns the strings of m that repeat across objects,
+// taking those equal to old's (nil: none). Names, UIDs, resource versions
+// and timestamps are unique to each object and stay as they are.
+func (in *interner) internObjectMeta(m, old *metav1.ObjectMeta) {
+	const noLimit = int(^uint(0) >> 1)
+	if old == nil {
+		old = &metav1.ObjectMeta{}
+	}
+	m.Namespace = in.canonicalOf(m.Namespace, old.Namespace, noLimit)
+	m.GenerateName = in.canonicalOf(m.GenerateName, old.GenerateName, noLimit)
+	in.internStringMap(m.Labels, old.Labels, maxInterned)
+	in.internStringMap(m.Annotations, old.Annotations, maxInterned)
+	for i := range m.Finalizers {
+		var o string
+		if i < len(old.Finalizers) {
+			o = old.Finalizers[i]
+		}
+		m.Finalizers[i] = in.canonicalOf(m.Finalizers[i], o, noLimit)
+	}
+	for i := range m.OwnerReferences {
+		r := &m.OwnerReferences[i]
+		var o metav1.OwnerReference
+		if i < len(old.OwnerReferences) {
+			o = old.OwnerReferences[i]
+		}
+		r.APIVersion = in.canonicalOf(r.APIVersion, o.APIVersion, noLimit)
+		r.Kind = in.canonicalOf(r.Kind, o.Kind, noLimit)
+		r.Name = in.canonicalOf(r.Name, o.Name, noLimit)
+		r.UID = types.UID(in.canonicalOf(string(r.UID), string(o.UID), noLimit)) // shared by an owner's dependents
+	}
 }
 
 // mayHoldString reports whether a value of type t can contain a string
@@ -144,9 +373,12 @@ func mayHoldString(t reflect.Type, depth int) bool {
 	case reflect.Map:
 		return t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String
 	case reflect.Struct:
+		if t == objectMetaType {
+			return true
+		}
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if f.IsExported() && f.Type != objectMetaType && f.Type != typeMetaType && mayHoldString(f.Type, depth+1) {
+			if f.IsExported() && f.Type != typeMetaType && mayHoldString(f.Type, depth+1) {
 				return true
 			}
 		}
@@ -154,15 +386,29 @@ func mayHoldString(t reflect.Type, depth int) bool {
 	return false
 }
 
-// internStringMap interns the keys and short values of m in place:
-// re-assigning an equal key stores the new key string, so the map neither
-// grows nor allocates.
-func internStringMap(m map[string]string) {
-	for k, v := range m {
-		if len(v) <= maxInterned {
-			v = intern(v)
+// internStringMap interns the keys and the values of at most limit bytes
+// of m in place, taking the key and value strings of old (the same map in
+// the previous version of the object, or nil) where they are equal.
+// Re-assigning an equal key stores the given key string, so the map
+// neither grows nor allocates.
+func (in *interner) internStringMap(m, old map[string]string, limit int) {
+	if len(m) == 0 {
+		return
+	}
+	matched := 0
+	for ok, ov := range old {
+		v, found := m[ok]
+		if !found {
+			continue
 		}
-		m[intern(k)] = v
+		matched++
+		m[ok] = in.canonicalOf(v, ov, limit)
+	}
+	if matched == len(m) {
+		return
+	}
+	for k, v := range m {
+		m[in.intern(k)] = in.canonicalOf(v, "", limit)
 	}
 }
 
@@ -172,25 +418,25 @@ var uniqueMetaFields = map[string]bool{"name": true, "uid": true, "resourceVersi
 
 // internJSONMap interns the keys and short string values of an unstructured
 // object, in place, except the unique fields of its metadata (isMeta).
-func internJSONMap(m map[string]any, isMeta bool) {
+func (in *interner) internJSONMap(m map[string]any, isMeta bool) {
 	for k, v := range m {
 		switch x := v.(type) {
 		case string:
 			if len(x) <= maxInterned && !(isMeta && uniqueMetaFields[k]) {
-				v = intern(x)
+				v = in.intern(x)
 			}
 		case map[string]any:
-			internJSONMap(x, k == "metadata")
+			in.internJSONMap(x, k == "metadata")
 		case []any:
-			v = internJSONSlice(x)
+			v = in.internJSONSlice(x)
 		}
-		m[intern(k)] = v
+		m[in.intern(k)] = v
 	}
 }
 
 // internJSONSlice interns s's strings in place and returns s without
 // spare capacity.
-func internJSONSlice(s []any) []any {
+func (in *interner) internJSONSlice(s []any) []any {
 	if cap(s) > len(s) {
 		s = append(make([]any, 0, len(s)), s...)
 	}
@@ -198,12 +444,12 @@ func internJSONSlice(s []any) []any {
 		switch x := v.(type) {
 		case string:
 			if len(x) <= maxInterned {
-				s[i] = intern(x)
+				s[i] = in.intern(x)
 			}
 		case map[string]any:
-			internJSONMap(x, false)
+			in.internJSONMap(x, false)
 		case []any:
-			s[i] = internJSONSlice(x)
+			s[i] = in.internJSONSlice(x)
 		}
 	}
 	return s

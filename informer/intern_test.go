@@ -2,11 +2,14 @@ package informer
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -34,8 +37,8 @@ func TestInternTyped(t *testing.T) {
 	a, b := decodedPods(t)
 	wantA, wantB := a.DeepCopy(), b.DeepCopy()
 	in := &interner{}
-	in.internObject(a)
-	in.internObject(b)
+	in.internObject(a, nil)
+	in.internObject(b, nil)
 	if !reflect.DeepEqual(a, wantA) || !reflect.DeepEqual(b, wantB) {
 		t.Fatal("interning changed the objects' content")
 	}
@@ -81,7 +84,7 @@ func TestInternUnstructured(t *testing.T) {
 	want := objs[0].DeepCopy()
 	in := &interner{}
 	for _, o := range objs {
-		in.internObject(o)
+		in.internObject(o, nil)
 	}
 	if !reflect.DeepEqual(objs[0].Object, want.Object) {
 		t.Fatal("interning changed the object's content")
@@ -103,5 +106,241 @@ func TestInternUnstructured(t *testing.T) {
 	}
 	if !sameData(specKey(objs[0]), specKey(objs[1])) {
 		t.Error("map key not shared")
+	}
+}
+
+// BenchmarkInternPod measures the default interning of one realistic Pod
+// decoded from JSON (no string shared with the cache), first with no
+// previous version (a list, an add), then against the previous version of
+// the same Pod, as an update is interned.
+func BenchmarkInternPod(b *testing.B) {
+	data, err := json.Marshal(realisticPod(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	decode := func() *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := json.Unmarshal(data, p); err != nil {
+			b.Fatal(err)
+		}
+		p.ManagedFields = nil
+		return p
+	}
+	const pool = 512
+	for _, withPrev := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prev=%t", withPrev), func(b *testing.B) {
+			in := &interner{}
+			prev := decode()
+			in.internObject(prev, nil)
+			objs := make([]*corev1.Pod, pool)
+			for i := range objs {
+				objs[i] = decode()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if i%pool == 0 && i > 0 {
+					b.StopTimer()
+					for j := range objs {
+						objs[j] = decode()
+					}
+					b.StartTimer()
+				}
+				var p Object
+				if withPrev {
+					p = prev
+				}
+				in.internObject(objs[i%pool], p)
+			}
+		})
+	}
+}
+
+// TestInternAgainstPrevious interns an update against the cached version
+// it replaces: the content never changes, the previous version is never
+// written, strings equal to the previous version's take its copies, and
+// changed ones are canonical (shared with an unrelated object).
+func TestInternAgainstPrevious(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(p *corev1.Pod)
+	}{
+		{"unchanged", func(*corev1.Pod) {}},
+		{"label value changed", func(p *corev1.Pod) { p.Labels["app"] = "api" }},
+		{"label added", func(p *corev1.Pod) { p.Labels["tier"] = "front" }},
+		{"label removed", func(p *corev1.Pod) { delete(p.Labels, "app") }},
+		{"labels dropped", func(p *corev1.Pod) { p.Labels = nil }},
+		{"image changed", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "registry.example.com/shop/web:1.43.0" }},
+		{"env shorter", func(p *corev1.Pod) { p.Spec.Containers[0].Env = p.Spec.Containers[0].Env[:3] }},
+		{"container added", func(p *corev1.Pod) {
+			c := p.Spec.Containers[0]
+			c.Name, c.Image = "sidecar", "registry.example.com/proxy:2"
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}},
+		{"readiness probe dropped", func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = nil }},
+		{"owner and finalizer", func(p *corev1.Pod) {
+			p.OwnerReferences[0].Name = "web-2-other"
+			p.Finalizers = append(p.Finalizers, "example.com/cleanup")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &interner{}
+			prev, _ := decodedPods(t)
+			in.internObject(prev, nil)
+			prevSnap := prev.DeepCopy()
+			next, _ := decodedPods(t)
+			tt.change(next)
+			want := next.DeepCopy()
+			in.internObject(next, prev)
+			if !reflect.DeepEqual(next, want) {
+				t.Fatal("interning changed the object's content")
+			}
+			if !reflect.DeepEqual(prev, prevSnap) {
+				t.Fatal("interning wrote the previous version")
+			}
+			if next.Spec.NodeName != "" && !sameData(next.Spec.NodeName, prev.Spec.NodeName) {
+				t.Error("unchanged node name does not take the previous version's copy")
+			}
+			if keyOf(next.Labels, "pod-template-hash") != "" && !sameData(keyOf(next.Labels, "pod-template-hash"), keyOf(prev.Labels, "pod-template-hash")) {
+				t.Error("unchanged label key does not take the previous version's copy")
+			}
+			// Every interned string is the canonical one: an unrelated
+			// object interned afterwards with nothing previous shares it.
+			other := want.DeepCopy()
+			data, err := json.Marshal(other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := &corev1.Pod{}
+			if err := json.Unmarshal(data, fresh); err != nil {
+				t.Fatal(err)
+			}
+			in.internObject(fresh, nil)
+			for i := range next.Spec.Containers {
+				if !sameData(next.Spec.Containers[i].Image, fresh.Spec.Containers[i].Image) {
+					t.Errorf("container %d image not canonical", i)
+				}
+			}
+			for k := range next.Labels {
+				if !sameData(keyOf(next.Labels, k), keyOf(fresh.Labels, k)) || !sameData(next.Labels[k], fresh.Labels[k]) {
+					t.Errorf("label %q not canonical", k)
+				}
+			}
+			if len(next.OwnerReferences) > 0 && !sameData(next.OwnerReferences[0].Name, fresh.OwnerReferences[0].Name) {
+				t.Error("owner name not canonical")
+			}
+		})
+	}
+}
+
+// TestInternSameObject: an object interned against itself (a source that
+// re-sends the cached pointer) is left as it is.
+func TestInternSameObject(t *testing.T) {
+	in := &interner{}
+	p, _ := decodedPods(t)
+	in.internObject(p, nil)
+	want := p.DeepCopy()
+	in.internObject(p, p)
+	if !reflect.DeepEqual(p, want) {
+		t.Fatal("interning changed the object's content")
+	}
+}
+
+type internName string
+
+// internNode is a recursive type with the less common kinds the plan
+// handles: arrays, interfaces, maps of named string types, nested
+// ObjectMeta.
+type internNode struct {
+	Name     string
+	Children []*internNode
+	Any      any
+	Named    map[internName]internName
+	Pair     [2]string
+	Meta     metav1.ObjectMeta
+	private  string
+}
+
+func TestInternPlanKinds(t *testing.T) {
+	mk := func() *internNode {
+		b := func(s string) string { return string([]byte(s)) } // a fresh copy
+		return &internNode{
+			Name: b("root"),
+			Children: []*internNode{
+				{Name: b("child"), Any: &internNode{Name: b("in-any")}, Pair: [2]string{b("a"), b("b")}},
+				nil,
+			},
+			Any:     b("plain string in an interface"),
+			Named:   map[internName]internName{internName(b("k")): internName(b("v"))},
+			Meta:    metav1.ObjectMeta{Namespace: b("ns"), Labels: map[string]string{b("l"): b("v")}},
+			private: b("private"),
+		}
+	}
+	in := &interner{}
+	x, y := mk(), mk()
+	want := mk()
+	fn := in.compile(reflect.TypeFor[internNode]()).fn
+	fn(unsafe.Pointer(x), nil)
+	fn(unsafe.Pointer(y), unsafe.Pointer(x))
+	for _, n := range []*internNode{x, y} {
+		if !reflect.DeepEqual(n, want) {
+			t.Fatalf("interning changed the content: %+v", n)
+		}
+	}
+	for name, pair := range map[string][2]string{
+		"name":        {x.Name, y.Name},
+		"child name":  {x.Children[0].Name, y.Children[0].Name},
+		"in any":      {x.Children[0].Any.(*internNode).Name, y.Children[0].Any.(*internNode).Name},
+		"array":       {x.Children[0].Pair[1], y.Children[0].Pair[1]},
+		"namespace":   {x.Meta.Namespace, y.Meta.Namespace},
+		"named value": {string(x.Named["k"]), string(y.Named["k"])},
+	} {
+		if !sameData(pair[0], pair[1]) {
+			t.Errorf("%s not shared", name)
+		}
+	}
+	if sameData(x.private, y.private) {
+		t.Error("unexported field interned")
+	}
+}
+
+// TestInternAcrossCollections: canonical copies outlive garbage
+// collections (Go's unique package drops a copy as soon as no Handle
+// references it, which would stop sharing after every GC).
+func TestInternAcrossCollections(t *testing.T) {
+	in := &interner{}
+	a, b := decodedPods(t)
+	in.internObject(a, nil)
+	runtime.GC()
+	runtime.GC()
+	in.internObject(b, nil)
+	if !sameData(a.Spec.Containers[0].Image, b.Spec.Containers[0].Image) {
+		t.Fatal("image not shared after a garbage collection")
+	}
+}
+
+// TestInternTableGenerations: the table rotates, so strings that stop
+// being interned are released, and it stays within a small multiple of the
+// strings in use.
+func TestInternTableGenerations(t *testing.T) {
+	in := &interner{}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	hot := in.intern(string([]byte("hot")))
+	for i := range 10 * minGeneration {
+		in.intern(fmt.Sprintf("churn-%d", i))
+		if i%100 == 0 && !sameData(in.intern(string([]byte("hot"))), hot) {
+			t.Fatalf("string in use lost its canonical copy after %d inserts", i)
+		}
+	}
+	if n := len(in.cur) + len(in.prev); n > 2*minGeneration+1 {
+		t.Fatalf("table holds %d strings, want at most %d", n, 2*minGeneration+1)
+	}
+	if _, ok := in.cur["churn-0"]; ok {
+		t.Fatal("string unused for generations still in the table")
+	}
+	if _, ok := in.prev["churn-0"]; ok {
+		t.Fatal("string unused for generations still in the table")
 	}
 }

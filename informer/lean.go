@@ -9,10 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// intern returns the canonical copy of s. The copies live in Go's unique
-// package, which frees a string once no cached object references it, so an
-// informer's strings never pin memory after their objects are gone.
-func intern(s string) string {
+// internUnique returns the canonical copy of s in Go's unique package (for
+// InternMetadata, which has no informer to keep a table). Its canonical
+// copies only last while a unique.Handle references them, so strings are
+// shared among the objects interned between two garbage collections.
+func internUnique(s string) string {
 	if s == "" {
 		return ""
 	}
@@ -32,11 +33,11 @@ func StripManagedFields[T Object](obj T) (T, error) {
 // apiVersion, kind, name and uid of owner references. It is part of the default
 // transform (opt out with Options.DisableInterning).
 func InternMetadata[T Object](obj T) (T, error) {
-	internMeta(obj)
+	internMeta(obj, internUnique)
 	return obj, nil
 }
 
-func internMeta(obj metav1.Object) {
+func internMeta(obj metav1.Object, intern func(string) string) {
 	if ns := obj.GetNamespace(); ns != "" {
 		obj.SetNamespace(intern(ns))
 	}
@@ -46,11 +47,11 @@ func internMeta(obj metav1.Object) {
 	// Typed objects return their own maps (interned in place, no
 	// allocation); unstructured ones return copies, written back.
 	if m := obj.GetLabels(); len(m) > 0 {
-		internStringMap(m)
+		internStringMapFunc(m, intern)
 		obj.SetLabels(m)
 	}
 	if m := obj.GetAnnotations(); len(m) > 0 {
-		internStringMap(m)
+		internStringMapFunc(m, intern)
 		obj.SetAnnotations(m)
 	}
 	if fs := obj.GetFinalizers(); len(fs) > 0 {
@@ -70,34 +71,63 @@ func internMeta(obj metav1.Object) {
 	}
 }
 
-// leanTransform returns the transform the FIFO applies: managedFields
-// stripped (unless keep), strings interned (unless noIntern), then user's.
+// lean is the transform the FIFO applies: managedFields stripped (unless
+// keep), strings interned (unless noIntern), then the user's transform.
+type lean struct {
+	keep, noIntern bool
+	user           func(Object) (Object, error)
+	logger         *slog.Logger
+	in             interner
+	// cached returns the version of an object the informer's cache holds
+	// (set once by the informer before it starts, nil before): interning
+	// takes the strings that did not change from it.
+	cached func(namespace, name string) (Object, bool)
+}
+
+// newLean returns the informer's transform, nil if it has nothing to do.
 //
 // A failing user transform must not stall the informer (the FIFO refuses a
 // whole relist when one object fails), so its error is logged and the object
 // is cached as it was before the user transform.
-func leanTransform(keep, noIntern bool, user func(Object) (Object, error), logger *slog.Logger) func(Object) (Object, error) {
+func newLean(keep, noIntern bool, user func(Object) (Object, error), logger *slog.Logger) *lean {
 	if keep && noIntern && user == nil {
 		return nil
 	}
-	in := &interner{}
-	return func(obj Object) (Object, error) {
-		if !keep {
-			obj.SetManagedFields(nil)
-		}
-		if !noIntern {
-			in.internObject(obj)
-		}
-		if user != nil {
-			out, err := user(obj)
-			if err == nil && !isNil(out) {
-				return out, nil
+	return &lean{keep: keep, noIntern: noIntern, user: user, logger: logger}
+}
+
+func (l *lean) transform(obj Object) (Object, error) {
+	if !l.keep {
+		obj.SetManagedFields(nil)
+	}
+	if !l.noIntern {
+		var prev Object
+		if l.cached != nil {
+			if p, ok := l.cached(obj.GetNamespace(), obj.GetName()); ok {
+				prev = p
 			}
-			if err == nil {
-				err = errors.New("returned nil")
-			}
-			logger.Error("informer: transform failed; caching the object untransformed", "namespace", obj.GetNamespace(), "name", obj.GetName(), "err", err)
 		}
-		return obj, nil
+		l.in.internObject(obj, prev)
+	}
+	if l.user != nil {
+		out, err := l.user(obj)
+		if err == nil && !isNil(out) {
+			return out, nil
+		}
+		if err == nil {
+			err = errors.New("returned nil")
+		}
+		l.logger.Error("informer: transform failed; caching the object untransformed", "namespace", obj.GetNamespace(), "name", obj.GetName(), "err", err)
+	}
+	return obj, nil
+}
+
+// internStringMapFunc interns the keys and short values of m in place.
+func internStringMapFunc(m map[string]string, intern func(string) string) {
+	for k, v := range m {
+		if len(v) <= maxInterned {
+			v = intern(v)
+		}
+		m[intern(k)] = v
 	}
 }
