@@ -8,7 +8,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // maxInterned is the longest string interned outside metadata: short
@@ -82,6 +81,11 @@ func (in *interner) intern(s string) string {
 
 // walkFn interns the strings of the value at p, taking those equal to the
 // value at old (same type; nil when there is no previous version).
+//
+// sameMemory: the walk never writes memory that the previous version
+// reaches (a pointer, slice array or map it shares with the new object):
+// that memory is cached, already interned, and read concurrently by
+// handlers. Nor does it write a string that is already the canonical copy.
 type walkFn func(p, old unsafe.Pointer)
 
 // compiled boxes a type's walkFn so that recursive types can refer to
@@ -131,6 +135,12 @@ func (in *interner) internObject(obj, prev Object) {
 			old = pv.UnsafePointer()
 		}
 	}
+	if old == v.UnsafePointer() {
+		// The cached object itself, sent again (a relist by a source that
+		// hands out the objects it was given): already interned, and
+		// shared with readers, so it must not be written.
+		return
+	}
 	in.compile(t).fn(v.UnsafePointer(), old)
 }
 
@@ -174,7 +184,9 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 	case reflect.String:
 		return func(p, old unsafe.Pointer) {
 			s := (*string)(p)
-			*s = in.canonical(*s, old, maxInterned)
+			if c := in.canonical(*s, old, maxInterned); unsafe.StringData(c) != unsafe.StringData(*s) {
+				*s = c
+			}
 		}
 	case reflect.Pointer:
 		e := in.build(t.Elem(), building)
@@ -185,7 +197,9 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 			}
 			var op unsafe.Pointer
 			if old != nil {
-				op = *(*unsafe.Pointer)(old)
+				if op = *(*unsafe.Pointer)(old); op == np {
+					return // the cached version's: see sameMemory
+				}
 			}
 			e.fn(np, op)
 		}
@@ -212,6 +226,9 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 			return noop
 		}
 		return func(p, old unsafe.Pointer) {
+			if p == old {
+				return // the cached version's: see sameMemory
+			}
 			for _, f := range fields {
 				var of unsafe.Pointer
 				if old != nil {
@@ -238,6 +255,9 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 			if old != nil {
 				oh = (*sliceHeader)(old)
 			}
+			if oh != nil && oh.data == h.data && oh.len >= h.len {
+				return // the cached version's: see sameMemory
+			}
 			for i := range h.len {
 				var oe unsafe.Pointer
 				if oh != nil && i < oh.len {
@@ -263,6 +283,9 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 			return func(p, old unsafe.Pointer) {
 				var om map[string]string
 				if old != nil {
+					if *(*unsafe.Pointer)(old) == *(*unsafe.Pointer)(p) {
+						return // the cached version's: see sameMemory
+					}
 					om = *(*map[string]string)(old)
 				}
 				in.internStringMap(*(*map[string]string)(p), om, maxInterned)
@@ -270,7 +293,10 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 		}
 		// Named string types: through reflect, without the previous
 		// version (rare in API types).
-		return func(p, _ unsafe.Pointer) {
+		return func(p, old unsafe.Pointer) {
+			if old != nil && *(*unsafe.Pointer)(old) == *(*unsafe.Pointer)(p) {
+				return // the cached version's: see sameMemory
+			}
 			v := reflect.NewAt(t, p).Elem()
 			it := v.MapRange()
 			for it.Next() {
@@ -330,31 +356,52 @@ func (in *interner) canonicalOf(s, old string, limit int) string {
 // and timestamps are unique to each object and stay as they are.
 func (in *interner) internObjectMeta(m, old *metav1.ObjectMeta) {
 	const noLimit = int(^uint(0) >> 1)
+	if m == old {
+		return // the cached version's: see sameMemory
+	}
 	if old == nil {
 		old = &metav1.ObjectMeta{}
 	}
-	m.Namespace = in.canonicalOf(m.Namespace, old.Namespace, noLimit)
-	m.GenerateName = in.canonicalOf(m.GenerateName, old.GenerateName, noLimit)
+	setString(&m.Namespace, in.canonicalOf(m.Namespace, old.Namespace, noLimit))
+	setString(&m.GenerateName, in.canonicalOf(m.GenerateName, old.GenerateName, noLimit))
 	in.internStringMap(m.Labels, old.Labels, maxInterned)
 	in.internStringMap(m.Annotations, old.Annotations, maxInterned)
-	for i := range m.Finalizers {
-		var o string
-		if i < len(old.Finalizers) {
-			o = old.Finalizers[i]
+	if !sameArray(m.Finalizers, old.Finalizers) {
+		for i := range m.Finalizers {
+			var o string
+			if i < len(old.Finalizers) {
+				o = old.Finalizers[i]
+			}
+			setString(&m.Finalizers[i], in.canonicalOf(m.Finalizers[i], o, noLimit))
 		}
-		m.Finalizers[i] = in.canonicalOf(m.Finalizers[i], o, noLimit)
 	}
-	for i := range m.OwnerReferences {
-		r := &m.OwnerReferences[i]
-		var o metav1.OwnerReference
-		if i < len(old.OwnerReferences) {
-			o = old.OwnerReferences[i]
+	if !sameArray(m.OwnerReferences, old.OwnerReferences) {
+		for i := range m.OwnerReferences {
+			r := &m.OwnerReferences[i]
+			var o metav1.OwnerReference
+			if i < len(old.OwnerReferences) {
+				o = old.OwnerReferences[i]
+			}
+			setString(&r.APIVersion, in.canonicalOf(r.APIVersion, o.APIVersion, noLimit))
+			setString(&r.Kind, in.canonicalOf(r.Kind, o.Kind, noLimit))
+			setString(&r.Name, in.canonicalOf(r.Name, o.Name, noLimit))
+			uid := in.canonicalOf(string(r.UID), string(o.UID), noLimit) // shared by an owner's dependents
+			setString((*string)(&r.UID), uid)
 		}
-		r.APIVersion = in.canonicalOf(r.APIVersion, o.APIVersion, noLimit)
-		r.Kind = in.canonicalOf(r.Kind, o.Kind, noLimit)
-		r.Name = in.canonicalOf(r.Name, o.Name, noLimit)
-		r.UID = types.UID(in.canonicalOf(string(r.UID), string(o.UID), noLimit)) // shared by an owner's dependents
 	}
+}
+
+// setString stores c in *dst unless *dst already is that copy (see
+// sameMemory).
+func setString(dst *string, c string) {
+	if unsafe.StringData(c) != unsafe.StringData(*dst) {
+		*dst = c
+	}
+}
+
+// sameArray reports whether a's elements are in old's array.
+func sameArray[E any](a, old []E) bool {
+	return len(a) > 0 && len(old) >= len(a) && &a[0] == &old[0]
 }
 
 // mayHoldString reports whether a value of type t can contain a string
@@ -392,7 +439,7 @@ func mayHoldString(t reflect.Type, depth int) bool {
 // Re-assigning an equal key stores the given key string, so the map
 // neither grows nor allocates.
 func (in *interner) internStringMap(m, old map[string]string, limit int) {
-	if len(m) == 0 {
+	if len(m) == 0 || sameMap(m, old) {
 		return
 	}
 	matched := 0
@@ -402,7 +449,7 @@ func (in *interner) internStringMap(m, old map[string]string, limit int) {
 			continue
 		}
 		matched++
-		m[ok] = in.canonicalOf(v, ov, limit)
+		m[ok] = in.canonicalOf(v, ov, limit) // also stores ok, the canonical key
 	}
 	if matched == len(m) {
 		return
@@ -453,4 +500,9 @@ func (in *interner) internJSONSlice(s []any) []any {
 		}
 	}
 	return s
+}
+
+// sameMap reports whether m and old are the same map.
+func sameMap(m, old map[string]string) bool {
+	return old != nil && *(*unsafe.Pointer)(unsafe.Pointer(&m)) == *(*unsafe.Pointer)(unsafe.Pointer(&old))
 }

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"kloop.dev/kloop/reflector"
 )
 
 func sameData(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
@@ -342,5 +346,56 @@ func TestInternTableGenerations(t *testing.T) {
 	}
 	if _, ok := in.prev["churn-0"]; ok {
 		t.Fatal("string unused for generations still in the table")
+	}
+}
+
+// TestResentCachedObjectsAreNotWritten: a source that sends the cached
+// objects themselves again (as fakes do) while handlers read them: the
+// default transform must not write them (run with -race).
+func TestResentCachedObjectsAreNotWritten(t *testing.T) {
+	var pods []*corev1.Pod
+	for i := range 20 {
+		pods = append(pods, realisticPod(i))
+	}
+	srv := newFakeServer(pods...)
+	inf, err := New[*corev1.Pod](srv, Options[*corev1.Pod]{Reflector: reflector.Options{DisableWatchList: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	if _, err := inf.AddHandler(HandlerFuncs[*corev1.Pod]{UpdateFunc: func(_, p *corev1.Pod) {
+		if _, err := json.Marshal(p); err != nil {
+			t.Error(err)
+		}
+		reads.Add(1)
+	}}, HandlerOptions{ResyncPeriod: NoResync}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := start(t, inf)
+	defer stop()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.watchOpened
+	cached := inf.List()
+	want := make([]*corev1.Pod, len(cached))
+	for i, p := range cached {
+		want[i] = p.DeepCopy()
+	}
+	const rounds = 20
+	for range rounds {
+		srv.mu.Lock()
+		for _, p := range cached {
+			srv.watch.ch <- reflector.Event[*corev1.Pod]{Type: watch.Modified, Object: p}
+		}
+		srv.mu.Unlock()
+	}
+	for reads.Load() < int64(rounds*len(cached)) {
+		runtime.Gosched()
+	}
+	for i, p := range cached {
+		if !reflect.DeepEqual(p, want[i]) {
+			t.Fatalf("cached %s/%s changed", p.Namespace, p.Name)
+		}
 	}
 }
