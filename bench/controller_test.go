@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -140,6 +141,10 @@ func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *s
 // builder's For, the manager's client (a deep copy from the cache) in the
 // reconcile.
 func controllerRuntimeE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
+	// Parts of controller-runtime log through its process-wide root logger
+	// whatever the manager's Logger; unset, it prints a warning with a stack
+	// into the benchmark's output.
+	silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
 	mgr, err := ctrl.NewManager(cfg, crmanager.Options{
 		Logger:                 logr.Discard(), // as kloop's default; else its log package warns with a stack
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -167,6 +172,8 @@ func controllerRuntimeE2E(tb testing.TB, cfg *rest.Config, ns string, workers in
 	}
 	return runManager(tb, "controller-runtime", mgr.Start)
 }
+
+var silenceControllerRuntime sync.Once
 
 // runE2E creates e2eKeys ConfigMaps in a fresh namespace ns, starts the
 // contender, waits until it reconciled each once, then e2eWriters goroutines
