@@ -1,11 +1,14 @@
 package informer
 
 import (
+	"hash/maphash"
 	"reflect"
 	"strings"
 	"sync"
 	"unsafe"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -47,6 +50,15 @@ type interner struct {
 	cur, prev map[string]string
 	inserts   int
 	lastSize  int
+
+	// seed hashes maps for the map tables; prepStrings is internStrings
+	// (one method value for every call). Both set on first use.
+	seed        maphash.Seed
+	prepStrings func(map[string]string)
+	// stringMaps and resources share equal labels, annotations and
+	// resource lists between cached objects (see mapTable).
+	stringMaps mapTable[string, string]
+	resources  mapTable[corev1.ResourceName, resource.Quantity]
 }
 
 // minGeneration is the fewest strings a generation inserts before the
@@ -102,9 +114,10 @@ type sliceHeader struct {
 }
 
 var (
-	objectMetaType = reflect.TypeFor[metav1.ObjectMeta]()
-	typeMetaType   = reflect.TypeFor[metav1.TypeMeta]()
-	stringMapType  = reflect.TypeFor[map[string]string]()
+	objectMetaType   = reflect.TypeFor[metav1.ObjectMeta]()
+	typeMetaType     = reflect.TypeFor[metav1.TypeMeta]()
+	stringMapType    = reflect.TypeFor[map[string]string]()
+	resourceListType = reflect.TypeFor[corev1.ResourceList]()
 )
 
 func noop(unsafe.Pointer, unsafe.Pointer) {}
@@ -117,6 +130,10 @@ func noop(unsafe.Pointer, unsafe.Pointer) {}
 func (in *interner) internObject(obj, prev Object) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	if in.prepStrings == nil {
+		in.seed = maphash.MakeSeed()
+		in.prepStrings = in.internStrings
+	}
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
 		internMeta(obj, in.intern)
@@ -279,6 +296,18 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 			}
 		}
 	case reflect.Map:
+		if t == resourceListType {
+			return func(p, old unsafe.Pointer) {
+				m := (*corev1.ResourceList)(p)
+				var om corev1.ResourceList
+				if old != nil {
+					om = *(*corev1.ResourceList)(old)
+				}
+				if c := in.resources.canonical(in.seed, *m, om, nil); !samePtr(c, *m) {
+					*m = c
+				}
+			}
+		}
 		if t == stringMapType {
 			return func(p, old unsafe.Pointer) {
 				var om map[string]string
@@ -364,8 +393,8 @@ func (in *interner) internObjectMeta(m, old *metav1.ObjectMeta) {
 	}
 	setString(&m.Namespace, in.canonicalOf(m.Namespace, old.Namespace, noLimit))
 	setString(&m.GenerateName, in.canonicalOf(m.GenerateName, old.GenerateName, noLimit))
-	in.internStringMap(m.Labels, old.Labels, maxInterned)
-	in.internStringMap(m.Annotations, old.Annotations, maxInterned)
+	in.shareStringMap(&m.Labels, old.Labels)
+	in.shareStringMap(&m.Annotations, old.Annotations)
 	if !sameArray(m.Finalizers, old.Finalizers) {
 		for i := range m.Finalizers {
 			var o string
@@ -404,6 +433,22 @@ func sameArray[E any](a, old []E) bool {
 	return len(a) > 0 && len(old) >= len(a) && &a[0] == &old[0]
 }
 
+// shareStringMap interns the strings of the labels or annotations *m and
+// replaces *m by the canonical map of its content (old: the same map in the
+// cached version, or nil).
+func (in *interner) shareStringMap(m *map[string]string, old map[string]string) {
+	if len(*m) == 0 || samePtr(*m, old) {
+		return
+	}
+	if c := in.stringMaps.canonical(in.seed, *m, old, in.prepStrings); !samePtr(c, *m) {
+		*m = c
+	}
+}
+
+// internStrings interns the keys and short values of a map that is about
+// to become canonical.
+func (in *interner) internStrings(m map[string]string) { in.internStringMap(m, nil, maxInterned) }
+
 // mayHoldString reports whether a value of type t can contain a string
 // the walk would intern.
 func mayHoldString(t reflect.Type, depth int) bool {
@@ -418,7 +463,7 @@ func mayHoldString(t reflect.Type, depth int) bool {
 	case reflect.Slice:
 		return t.Elem().Kind() != reflect.Uint8 && mayHoldString(t.Elem(), depth+1)
 	case reflect.Map:
-		return t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String
+		return t == resourceListType || t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String
 	case reflect.Struct:
 		if t == objectMetaType {
 			return true

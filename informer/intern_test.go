@@ -2,6 +2,7 @@ package informer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -10,10 +11,12 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"kloop.dev/kloop/cache"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -398,4 +401,72 @@ func TestResentCachedObjectsAreNotWritten(t *testing.T) {
 			t.Fatalf("cached %s/%s changed", p.Namespace, p.Name)
 		}
 	}
+}
+
+// TestShareMaps: equal labels, annotations and resource lists of cached
+// objects are one map; unequal ones are not; contents never change.
+func TestShareMaps(t *testing.T) {
+	in := &interner{}
+	a, b := decodedPods(t) // two Pods of one ReplicaSet, other names
+	c, _ := decodedPods(t)
+	c.Labels["tier"] = "other"
+	c.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
+	want := []*corev1.Pod{a.DeepCopy(), b.DeepCopy(), c.DeepCopy()}
+	for _, p := range []*corev1.Pod{a, b, c} {
+		in.internObject(p, nil)
+	}
+	for i, p := range []*corev1.Pod{a, b, c} {
+		if !reflect.DeepEqual(p, want[i]) {
+			t.Fatalf("pod %d: sharing changed the content", i)
+		}
+	}
+	ra, rb, rc := a.Spec.Containers[0].Resources, b.Spec.Containers[0].Resources, c.Spec.Containers[0].Resources
+	for name, same := range map[string]bool{
+		"labels a b":      samePtr(a.Labels, b.Labels),
+		"annotations a b": samePtr(a.Annotations, b.Annotations),
+		"limits a b":      samePtr(ra.Limits, rb.Limits),
+		"requests a b":    samePtr(ra.Requests, rb.Requests),
+		"requests a c":    samePtr(ra.Requests, rc.Requests),
+	} {
+		if !same {
+			t.Errorf("%s not shared", name)
+		}
+	}
+	for name, same := range map[string]bool{
+		"labels a c": samePtr(a.Labels, c.Labels),
+		"limits a c": samePtr(ra.Limits, rc.Limits),
+	} {
+		if same {
+			t.Errorf("%s shared though different", name)
+		}
+	}
+}
+
+// TestMutationOfSharedMapDetected: the mutation detector still reports a
+// handler that writes a cached object's map, even when the map is shared.
+func TestMutationOfSharedMapDetected(t *testing.T) {
+	srv := newFakeServer(realisticPod(0), realisticPod(1))
+	inf, err := New[*corev1.Pod](srv, Options[*corev1.Pod]{DetectMutations: true, OnMutation: func(error) {}, Reflector: quickReflector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := start(t, inf)
+	defer stop()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pods := inf.List()
+	if len(pods) != 2 || !samePtr(pods[0].Labels, pods[1].Labels) {
+		t.Fatal("labels of the two Pods not shared")
+	}
+	if err := inf.Check(); err != nil {
+		t.Fatalf("Check before any mutation: %v", err)
+	}
+	pods[0].Labels["mutated"] = "yes" // a contract violation, on purpose
+	err = inf.Check()
+	var me *cache.MutationError
+	if !errors.As(err, &me) {
+		t.Fatalf("Check = %v, want a MutationError", err)
+	}
+	delete(pods[0].Labels, "mutated")
 }
