@@ -41,14 +41,16 @@ type Options[T Object] struct {
 	// Default false: they are dropped before caching (they are about half
 	// of a typical object and controllers do not read them).
 	KeepManagedFields bool
-	// DisableInterning keeps every decoded string and slice as is. Default
-	// false: strings that repeat across objects — in metadata the
+	// DisableInterning keeps every decoded string, map and slice as is.
+	// Default false: strings that repeat across objects — in metadata the
 	// namespace, label keys and values, annotation keys (and values up to 64
 	// bytes), finalizers, owner references' apiVersion, kind, name and uid; every
 	// other string up to 64 bytes; every map key of an unstructured object
-	// — are replaced by one canonical copy (Go's unique package, so a string
-	// no cached object uses any more is freed), and slices lose the spare
-	// capacity the decoder left.
+	// — are replaced by one canonical copy held by the informer; equal
+	// labels, annotations and resource lists of typed objects become one
+	// shared map; and slices lose the spare capacity the decoder left.
+	// Strings and maps no object brings any more are released by the
+	// informer's tables within two generations (see the package doc).
 	DisableInterning bool
 	// Transform is applied to every object received from the server, after
 	// the managedFields strip and interning, before it is queued and cached.

@@ -30,8 +30,12 @@ func StripManagedFields[T Object](obj T) (T, error) {
 // InternMetadata replaces the strings of obj's metadata that repeat across
 // objects by canonical copies: namespace, generateName, label keys and
 // values, annotation keys (and values up to 64 bytes), finalizers, and the
-// apiVersion, kind, name and uid of owner references. It is part of the default
-// transform (opt out with Options.DisableInterning).
+// apiVersion, kind, name and uid of owner references. The default transform
+// does this and more with tables of its own; InternMetadata is for a
+// Transform of your own with Options.DisableInterning. Its canonical copies
+// live in Go's unique package, which keeps a copy only while a Handle to it
+// exists: objects interned between two garbage collections share strings,
+// objects interned after one may get new copies.
 func InternMetadata[T Object](obj T) (T, error) {
 	internMeta(obj, internUnique)
 	return obj, nil
