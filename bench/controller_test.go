@@ -266,7 +266,13 @@ func runE2E(tb testing.TB, cs kubernetes.Interface, cfg *rest.Config, ns string,
 // each runtime's shared informer → For's handler → queue → a no-op reconcile
 // that reads its object from the manager's cache. kloop and controller-runtime
 // v0.25.2 run one after the other against the same server, each in its own
-// namespace, with 1 and 4 workers. b.N is the number of writes.
+// namespace, with 1 and 4 workers; 128 ConfigMaps, 4 writers
+// (BENCH_E2E_WRITERS). b.N is the number of writes. Two more runs give
+// context: writers-only (no controller: what the server and writers alone
+// achieve and cost) and kloop-nointern (kloop with its cache's string
+// interning off).
+//
+//	go test -run XXX -bench 'EventToReconcile$' -benchtime 10000x -count 3 .
 //
 // events/s is writes per second from the first write until a reconcile saw
 // the last write of every object (the writers and the server share the 2 cores
@@ -620,7 +626,10 @@ func inprocModes(tb testing.TB) []inprocMode {
 // rate-limiting queue + worker loop. rate=100k paces the feeder at 100,000
 // events/s (batches every millisecond); unpaced feeds as fast as the pipeline
 // accepts. Figures as in BenchmarkEventToReconcile, with latency from the
-// event's entry into the fake watch.
+// event's entry into the fake watch. kloop-nointern is kloop with string
+// interning off.
+//
+//	go test -run XXX -bench EventToReconcileInProcess -benchtime 200000x -count 3 .
 func BenchmarkEventToReconcileInProcess(b *testing.B) {
 	for _, mode := range inprocModes(b) {
 		for _, workers := range []int{1, 4} {
