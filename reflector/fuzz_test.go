@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	kjson "sigs.k8s.io/json"
 )
 
 func newPod() *corev1.Pod                         { return &corev1.Pod{} }
@@ -97,6 +99,44 @@ func FuzzListDecoder(f *testing.F) {
 					t.Fatal("nil item")
 				}
 			}
+		}
+	})
+}
+
+// FuzzTypedDecodeMatchesAPIMachinery: a typed object decoded from a list
+// equals what apimachinery's JSON serializer decodes from the same bytes
+// (sigs.k8s.io/json, case-sensitive, as in kube's codecs); where the
+// serializer refuses an object (a wrong type for a field), so does the list
+// decoder.
+func FuzzTypedDecodeMatchesAPIMachinery(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"name":"a","labels":{"x":"y"}},"spec":{"containers":[{"name":"c","image":"i"}]}}`))
+	f.Add([]byte(`{"Metadata":{"name":"a"},"SPEC":{"nodeName":"n"},"metadata":{"namespace":"ns"}}`))
+	f.Add([]byte(`{"metadata":{"name":"a","name":"b"}}`))
+	f.Add([]byte(`{"spec":{"containers":[{"resources":{"limits":{"cpu":"100m","memory":"1Gi"}}}]}}`))
+	f.Add([]byte(`{"spec":{"containers":[{"ports":[{"containerPort":"80"}]}]}}`))
+	f.Add([]byte(`{"status":{"startTime":"2026-01-02T03:04:05Z","podIP":"10.0.0.1"}}`))
+	f.Add([]byte(`{"metadata":{"creationTimestamp":null,"generation":1e3}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want := &corev1.Pod{}
+		wantErr := kjson.UnmarshalCaseSensitivePreserveInts(data, want)
+		var syntax *json.SyntaxError
+		if wantErr != nil && (errors.As(wantErr, &syntax) || !json.Valid(data)) {
+			return // not one JSON value: the list around it is not one item either
+		}
+		list := append(append([]byte(`{"kind":"PodList","items":[`), data...), "]}"...)
+		got, err := decodeList(bytes.NewReader(list), newPod, false, podsGVR.GroupVersion())
+		if wantErr != nil {
+			if err == nil {
+				t.Fatalf("apimachinery refuses %s (%v), the list decoder accepts it", data, wantErr)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("apimachinery decodes %s, the list decoder fails: %v", data, err)
+		}
+		if len(got.Items) != 1 || !reflect.DeepEqual(got.Items[0], want) {
+			t.Fatalf("decoded differently from apimachinery:\n got %+v\nwant %+v", got.Items, want)
 		}
 	})
 }
