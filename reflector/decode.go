@@ -7,7 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"unicode/utf8"
+
+	jsoniter "github.com/json-iterator/go"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,6 +53,15 @@ func newDecoder(r io.Reader, isUnstructured bool) decoder {
 // decodeList decodes a list response:
 // {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"..","continue":".."},"items":[...]}.
 func decodeList[T Object](r io.Reader, newObj func() T, isUnstructured bool, gv schema.GroupVersion) (*List[T], error) {
+	if !isUnstructured {
+		return decodeTypedList(r, newObj)
+	}
+	return decodeStdList(r, newObj, isUnstructured, gv)
+}
+
+// decodeStdList is decodeList with encoding/json (unstructured objects) or
+// sigs.k8s.io/json (typed objects).
+func decodeStdList[T Object](r io.Reader, newObj func() T, isUnstructured bool, gv schema.GroupVersion) (*List[T], error) {
 	dec := newDecoder(bufio.NewReaderSize(r, 32<<10), isUnstructured)
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("decoding list: %w", err)
@@ -290,3 +303,172 @@ func skipValue(dec decoder) error {
 	var v json.RawMessage
 	return dec.Decode(&v)
 }
+
+// typedJSON is json-iterator configured to match keys case-sensitively, as
+// apimachinery does. It only caches per-type decoders (as encoding/json
+// does internally); nothing about it changes after creation.
+var typedJSON = jsoniter.Config{CaseSensitive: true}.Froze()
+
+// decodeTypedList decodes a list of typed objects with json-iterator
+// (about 2.4 times faster than encoding/json or sigs.k8s.io/json on Pods),
+// from the whole response (a page) in memory. A list json-iterator could
+// read differently from apimachinery — see listCheck; or items of a type
+// holding interface values — or that it refuses, is decoded by decodeStdList
+// instead, so results and errors are apimachinery's
+// (FuzzTypedDecodeMatchesAPIMachinery, FuzzTypedCRDecodeMatchesAPIMachinery).
+func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
+	// The page in memory, in chunks (one contiguous buffer grown by
+	// doubling would touch three times as much fresh memory), checked as
+	// it arrives.
+	var chunks [][]byte
+	var chk listCheck
+	for size := 32 << 10; ; size = min(2*size, 1<<20) {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+			chk.scan(c[:n])
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("decoding list: %w", err)
+		}
+	}
+	body := func() io.Reader {
+		rs := make([]io.Reader, len(chunks))
+		for i, c := range chunks {
+			rs[i] = bytes.NewReader(c)
+		}
+		return io.MultiReader(rs...)
+	}
+	std := func() (*List[T], error) {
+		return decodeStdList(body(), newObj, false, schema.GroupVersion{})
+	}
+	if t := reflect.TypeOf(newObj()); t.Kind() != reflect.Pointer || holdsInterface(t.Elem(), map[reflect.Type]bool{}) {
+		// json-iterator makes numbers in interface values float64 where
+		// apimachinery makes integers int64.
+		return std()
+	}
+	if chk.risky {
+		return std()
+	}
+	it := jsoniter.Parse(typedJSON, body(), 32<<10)
+	if it.WhatIsNext() != jsoniter.ObjectValue {
+		return std()
+	}
+	list := &List[T]{}
+	var kind string
+	it.ReadObjectCB(func(it *jsoniter.Iterator, k string) bool {
+		switch k {
+		case "kind":
+			kind = it.ReadString()
+		case "metadata":
+			var m metav1.ListMeta
+			it.ReadVal(&m)
+			list.ResourceVersion, list.Continue = m.ResourceVersion, m.Continue
+		case "items":
+			list.Items = nil
+			if it.ReadNil() {
+				return true
+			}
+			it.ReadArrayCB(func(it *jsoniter.Iterator) bool {
+				obj := newObj()
+				if !it.ReadNil() {
+					it.ReadVal(obj)
+				}
+				list.Items = append(list.Items, obj)
+				return it.Error == nil
+			})
+		default:
+			it.Skip()
+		}
+		return it.Error == nil
+	})
+	if it.Error != nil {
+		return std() // apimachinery's answer: an error, or what it makes of it
+	}
+	if kind == "Status" {
+		return nil, errors.New("decoding list: the server sent a Status instead of a list")
+	}
+	return list, nil
+}
+
+// listCheck scans a list's bytes, in consecutive pieces, for what
+// json-iterator could read differently from apimachinery: a \u escape,
+// bytes that are not valid UTF-8 (encoding/json replaces invalid sequences
+// by U+FFFD; a sequence cut between two pieces counts too, which only costs
+// speed), and numbers (outside strings) with a run of 10 digits or more:
+// json-iterator reads up to 9 digits exactly and checks the range of every
+// integer type on them, but can let longer integers overflow an int32 or an
+// int64 without an error.
+type listCheck struct {
+	risky            bool
+	inString, escape bool
+	run              int
+}
+
+func (c *listCheck) scan(b []byte) {
+	if c.risky {
+		return
+	}
+	if !utf8.Valid(b) {
+		c.risky = true
+		return
+	}
+	for _, ch := range b {
+		switch {
+		case c.escape:
+			c.escape = false
+			if ch == 'u' {
+				c.risky = true
+				return
+			}
+		case c.inString:
+			if ch == '\\' {
+				c.escape = true
+			} else if ch == '"' {
+				c.inString = false
+			}
+		case ch == '"':
+			c.inString, c.run = true, 0
+		case ch >= '0' && ch <= '9':
+			if c.run++; c.run >= 10 {
+				c.risky = true
+				return
+			}
+		default:
+			c.run = 0
+		}
+	}
+}
+
+// holdsInterface reports whether a value of type t can hold an interface
+// value decoded from JSON (not below a type that decodes itself).
+func holdsInterface(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsInterface(t.Elem(), seen)
+	case reflect.Map:
+		return holdsInterface(t.Key(), seen) || holdsInterface(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && holdsInterface(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
