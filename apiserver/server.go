@@ -96,7 +96,12 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Token returns the bearer token clients must send.
+// Compact discards the watch history up to the current revision, as an etcd
+// compaction does: watches and lists from an older resourceVersion get 410
+// Gone (Expired) from then on. Tests use it to force a relist.
+func (s *Server) Compact() { s.store.Compact(s.store.Revision()) }
+
+// Token returns the bearer token the server requires.
 func (s *Server) Token() string { return s.opts.Token }
 
 // CAData returns the PEM certificate clients must trust with TLS, or nil.

@@ -60,9 +60,12 @@ type Store struct {
 	// in commit order.
 	rev atomic.Int64
 
-	mu sync.RWMutex // guards resources (the map, not the resources)
+	mu sync.RWMutex // guards resources (the map, not the resources) and compacted
 	// resources maps a resource name to its state; entries are never removed.
 	resources map[string]*resource
+	// compacted is the revision of the last Compact; resources created later
+	// start their history there.
+	compacted int64
 }
 
 // New returns an empty store.
@@ -105,6 +108,7 @@ func (s *Store) resource(name string) *resource {
 	if r = s.resources[name]; r == nil {
 		r = &resource{objects: map[string]*Object{}}
 		r.history.max = s.opts.HistoryEvents
+		r.history.compacted = s.compacted
 		s.resources[name] = r
 	}
 	return r
@@ -228,6 +232,23 @@ func (s *Store) encode(encode EncodeFunc, namespace, name string) (*Object, erro
 	}
 	o.ResourceVersion = rev
 	return o, nil
+}
+
+// Compact discards the history up to and including revision rev in every
+// resource, as etcd's compaction does: a watch or list at an older revision
+// then fails with ErrExpired (410 Gone). Watches already past rev go on.
+func (s *Store) Compact(rev int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.compacted = max(s.compacted, rev)
+	for _, r := range s.resources {
+		r.mu.Lock()
+		for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
+			r.history.evict()
+		}
+		r.history.compacted = max(r.history.compacted, rev)
+		r.mu.Unlock()
+	}
 }
 
 // commit appends ev to the history and wakes the watchers; r.mu is held.

@@ -232,6 +232,40 @@ func TestListExactExpired(t *testing.T) {
 	}
 }
 
+// Compact expires every older revision in every resource (and in resources
+// first written after it), like etcd's compaction; the current one still works.
+func TestCompact(t *testing.T) {
+	s := newStore(t, Options{})
+	for i := range 3 {
+		if _, err := s.Create("pods", "", strconv.Itoa(i), enc("", strconv.Itoa(i), "", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.List("pods", ListOptions{Revision: 1, Exact: true}); err != nil {
+		t.Fatalf("list at 1 before compaction: %v", err)
+	}
+	s.Compact(s.Revision())
+	for _, tc := range []struct {
+		res     string
+		rev     int64
+		expired bool
+	}{
+		{"pods", 1, true},
+		{"pods", 2, true},
+		{"pods", 3, false},
+		{"configmaps", 2, true}, // first used after the compaction
+	} {
+		_, err := s.List(tc.res, ListOptions{Revision: tc.rev, Exact: true})
+		if got := errors.Is(err, ErrExpired); got != tc.expired {
+			t.Errorf("list %s at %d: %v, want expired=%v", tc.res, tc.rev, err, tc.expired)
+		}
+		_, err = s.Watch(tc.res, WatchOptions{Revision: tc.rev})
+		if got := errors.Is(err, ErrExpired); got != tc.expired {
+			t.Errorf("watch %s from %d: %v, want expired=%v", tc.res, tc.rev, err, tc.expired)
+		}
+	}
+}
+
 // collect reads n events from w.
 func collect(t *testing.T, w *Watcher, n int) []*Event {
 	t.Helper()
