@@ -6,8 +6,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
@@ -57,4 +60,77 @@ func TestNewServer(t *testing.T) {
 
 func isUnauthorized(err error) bool {
 	return err != nil && (fmt.Sprint(err) == "Unauthorized" || fmt.Sprint(err) == "the server has asked for the client to provide credentials")
+}
+
+// Every target gives a working client, a fresh namespace of the test's own, a
+// kubeconfig whose context is that namespace, and a compaction that makes
+// older resourceVersions Gone.
+func TestForEachTarget(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		ctx := context.Background()
+		if (env.Embedded != nil) != (env.Target == apiservertest.Embedded) {
+			t.Fatalf("target %s, embedded server %v", env.Target, env.Embedded)
+		}
+		kcfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: env.Kubeconfig()}, nil)
+		ns, _, err := kcfg.Namespace()
+		if err != nil || ns != env.Namespace {
+			t.Fatalf("kubeconfig namespace %q (%v), want %q", ns, err, env.Namespace)
+		}
+		cfg, err := kcfg.ClientConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, cfg := range map[string]*rest.Config{"Config": env.Config(), "Kubeconfig": cfg} {
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cms, err := cs.CoreV1().ConfigMaps(env.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil || len(cms.Items) != 0 {
+				t.Fatalf("%s: list in the fresh namespace: %d items, %v", name, len(cms.Items), err)
+			}
+		}
+		cs, err := kubernetes.NewForConfig(env.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Events: kube-apiserver has no watch cache for them, so its watches
+		// see etcd's compaction directly.
+		events := cs.CoreV1().Events(env.Namespace)
+		var first string
+		for i := range 3 {
+			ev := &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("e%d", i)},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: env.Namespace, Name: "p"},
+				Reason:         "Test", Message: "m", Type: corev1.EventTypeNormal,
+			}
+			out, err := events.Create(ctx, ev, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == "" {
+				first = out.ResourceVersion
+			}
+		}
+		w, err := events.Watch(ctx, metav1.ListOptions{ResourceVersion: first})
+		if err != nil {
+			t.Fatalf("watch before compaction: %v", err)
+		}
+		w.Stop()
+		if err := env.Compact(ctx); err != nil {
+			t.Fatalf("Compact: %v", err)
+		}
+		w, err = events.Watch(ctx, metav1.ListOptions{ResourceVersion: first})
+		if err == nil {
+			ev, ok := <-w.ResultChan()
+			w.Stop()
+			st, isStatus := ev.Object.(*metav1.Status)
+			if !ok || ev.Type != "ERROR" || !isStatus || st.Code != 410 {
+				t.Fatalf("watch from %s after compaction: %v %v, want a 410 error event", first, ev.Type, ev.Object)
+			}
+		} else if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+			t.Fatalf("watch from %s after compaction: %v, want 410", first, err)
+		}
+	})
 }
