@@ -1,15 +1,19 @@
 package client
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/internal/testcrd"
 )
@@ -17,73 +21,97 @@ import (
 // A user's CRD struct works end to end: typed informer from the factory,
 // cached reads, writes and the status subresource.
 func TestCRDTypes(t *testing.T) {
-	ctx := timeout(t)
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	testcrd.AddToScheme(scheme)
-	e := newEnvScheme(t, scheme)
-	c := e.c
-	if err := c.Create(ctx, testcrd.CRD()); err != nil {
-		t.Fatal(err)
-	}
-	w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w1"}, Spec: testcrd.WidgetSpec{Color: "red", Size: 3}}
-	eventually(t, ctx, "the CRD served", func() error {
-		err := c.Create(ctx, w)
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return err
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
 		}
+		testcrd.AddToScheme(scheme)
+		e := newEnvScheme(t, ae, scheme)
+		c := e.c
+		ns := e.Namespace
+		installWidgets(t, ctx, c)
+		w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1"}, Spec: testcrd.WidgetSpec{Color: "red", Size: 3}}
+		eventually(t, ctx, "the CRD served", func() error {
+			err := c.Create(ctx, w)
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				return err
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		})
+		if w.UID == "" || w.Kind != "Widget" {
+			t.Fatalf("created %+v", w)
+		}
+		w.Status.State = "ready"
+		if err := c.Status().Update(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+
+		widgets, err := informer.InformerFor[*testcrd.Widget](e.factory, informer.Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return nil
+		if err := widgets.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var got testcrd.Widget
+		eventually(t, ctx, "the status in the cache", func() error {
+			if err := c.Get(ctx, KeyOf(w), &got); err != nil {
+				return err
+			}
+			if got.Status.State != "ready" {
+				return apierrors.NewConflict(schema.GroupResource{}, "", nil)
+			}
+			return nil
+		})
+		if got.Spec.Color != "red" || got.Spec.Size != 3 {
+			t.Fatalf("cached %+v", got)
+		}
+		if n := e.factory.NumInformers(); n != 1 {
+			t.Fatalf("%d informers: the client and InformerFor should share one", n)
+		}
+		var list testcrd.WidgetList
+		if err := c.List(ctx, &list, InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 1 || list.Items[0].Name != "w1" || list.Items[0].Kind != "Widget" {
+			t.Fatalf("list %+v", list.Items)
+		}
+		if err := c.Delete(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, ctx, "the delete in the cache", func() error {
+			if _, ok := widgets.Get(ns, "w1"); ok {
+				return apierrors.NewConflict(schema.GroupResource{}, "", nil)
+			}
+			return nil
+		})
 	})
-	if w.UID == "" || w.Kind != "Widget" {
-		t.Fatalf("created %+v", w)
-	}
-	w.Status.State = "ready"
-	if err := c.Status().Update(ctx, w); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	widgets, err := informer.InformerFor[*testcrd.Widget](e.factory, informer.Scope{})
-	if err != nil {
+// installWidgets creates the Widget CRD unless it exists (it is
+// cluster-scoped: on the real server every test of the binary shares it) and
+// waits until it is Established.
+func installWidgets(t *testing.T, ctx context.Context, c *Client) {
+	t.Helper()
+	if err := c.Create(ctx, testcrd.CRD()); IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	if err := widgets.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var got testcrd.Widget
-	eventually(t, ctx, "the status in the cache", func() error {
-		if err := c.Get(ctx, KeyOf(w), &got); err != nil {
+	eventually(t, ctx, "the CRD Established", func() error {
+		crd := testcrd.CRD()
+		if err := c.Uncached().Get(ctx, KeyOf(crd), crd); err != nil {
 			return err
 		}
-		if got.Status.State != "ready" {
-			return apierrors.NewConflict(schema.GroupResource{}, "", nil)
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cond := range conds {
+			if m, ok := cond.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return nil
+			}
 		}
-		return nil
-	})
-	if got.Spec.Color != "red" || got.Spec.Size != 3 {
-		t.Fatalf("cached %+v", got)
-	}
-	if n := e.factory.NumInformers(); n != 1 {
-		t.Fatalf("%d informers: the client and InformerFor should share one", n)
-	}
-	var list testcrd.WidgetList
-	if err := c.List(ctx, &list, InNamespace("default")); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 || list.Items[0].Name != "w1" || list.Items[0].Kind != "Widget" {
-		t.Fatalf("list %+v", list.Items)
-	}
-	if err := c.Delete(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, ctx, "the delete in the cache", func() error {
-		if _, ok := widgets.Get("default", "w1"); ok {
-			return apierrors.NewConflict(schema.GroupResource{}, "", nil)
-		}
-		return nil
+		return fmt.Errorf("conditions %v", conds)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -157,18 +158,24 @@ func pod(name string, labels ...string) *corev1.Pod {
 	return p
 }
 
-// recorder is a Handler that records what it is told, as text.
-type recorder struct {
+// recorder is a Handler of Pods that records what it is told, as text.
+type recorder = recorderOf[*corev1.Pod]
+
+func newRecorder() *recorder { return newRecorderOf[*corev1.Pod]() }
+
+// recorderOf is a Handler that records what it is told, as text.
+type recorderOf[T Object] struct {
 	mu     sync.Mutex // guards events
 	events []string
 	signal chan struct{}
-	// check, if set, runs inside each call (before recording).
-	check func(event string, obj *corev1.Pod)
+	// check, if set, runs inside each call (before recording); obj is
+	// nil-valued for a tombstone without an object.
+	check func(event string, obj T)
 }
 
-func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1)} }
+func newRecorderOf[T Object]() *recorderOf[T] { return &recorderOf[T]{signal: make(chan struct{}, 1)} }
 
-func (r *recorder) record(ev string, obj *corev1.Pod) {
+func (r *recorderOf[T]) record(ev string, obj T) {
 	if r.check != nil {
 		r.check(ev, obj)
 	}
@@ -181,30 +188,30 @@ func (r *recorder) record(ev string, obj *corev1.Pod) {
 	}
 }
 
-func (r *recorder) OnAdd(p *corev1.Pod, initial bool) {
-	r.record(fmt.Sprintf("add %s@%s initial=%t", p.Name, p.ResourceVersion, initial), p)
+func (r *recorderOf[T]) OnAdd(p T, initial bool) {
+	r.record(fmt.Sprintf("add %s@%s initial=%t", p.GetName(), p.GetResourceVersion(), initial), p)
 }
 
-func (r *recorder) OnUpdate(old, p *corev1.Pod) {
-	r.record(fmt.Sprintf("update %s@%s->%s", p.Name, old.ResourceVersion, p.ResourceVersion), p)
+func (r *recorderOf[T]) OnUpdate(old, p T) {
+	r.record(fmt.Sprintf("update %s@%s->%s", p.GetName(), old.GetResourceVersion(), p.GetResourceVersion()), p)
 }
 
-func (r *recorder) OnDelete(d Deleted[*corev1.Pod]) {
+func (r *recorderOf[T]) OnDelete(d Deleted[T]) {
 	rv := "?"
-	if d.Object != nil {
-		rv = d.Object.ResourceVersion
+	if v := reflect.ValueOf(d.Object); v.IsValid() && !v.IsNil() {
+		rv = d.Object.GetResourceVersion()
 	}
 	r.record(fmt.Sprintf("delete %s@%s unknown=%t", d.Key, rv, d.FinalStateUnknown), d.Object)
 }
 
-func (r *recorder) snapshot() []string {
+func (r *recorderOf[T]) snapshot() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
 }
 
 // waitFor waits until the recorder has n events.
-func (r *recorder) waitFor(t *testing.T, ctx context.Context, n int) []string {
+func (r *recorderOf[T]) waitFor(t *testing.T, ctx context.Context, n int) []string {
 	t.Helper()
 	for {
 		if ev := r.snapshot(); len(ev) >= n {

@@ -2,12 +2,17 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
-	"net/http/httptest"
+	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,88 +27,189 @@ import (
 	"kloop.dev/kloop/reflector"
 )
 
-// cuttable serves the embedded server's handler over plain HTTP and can cut
-// every open watch and refuse new ones, as a network partition would.
-type cuttable struct {
-	h http.Handler
+// The integration tests below run on both servers (apiservertest.ForEachTarget):
+// kloop's embedded API server and a real kube-apiserver with etcd. On the real
+// one every test of the binary shares the server, so tests work in their own
+// namespaces and scope cluster-wide informers by a label of their own.
 
-	mu      sync.Mutex // guards blocked, cancels, accepts
+// link is an http.RoundTripper between the informers and a server (either
+// target) that can be partitioned: open watches are cut and new ones refused
+// with 503 until heal. It also records what was asked.
+type link struct {
+	next http.RoundTripper
+
+	mu      sync.Mutex // guards the fields below
 	blocked bool
-	accepts []string // Accept headers seen
-	cancels map[int]context.CancelFunc
-	next    int
+	accepts []string                   // Accept headers seen
+	watches map[string]int             // resource → watch requests (streaming lists included)
+	lists   map[string]int             // resource → other GET requests
+	cancels map[int]context.CancelFunc // of the open watches
+	bodies  map[int]*cutBody           // of the open watches
+	nextID  int
 }
 
-func (c *cuttable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	isWatch := r.URL.Query().Get("watch") == "true"
-	c.mu.Lock()
-	c.accepts = append(c.accepts, r.Header.Get("Accept"))
-	if c.blocked && isWatch {
-		c.mu.Unlock()
-		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":503,"reason":"ServiceUnavailable","message":"partitioned"}`, http.StatusServiceUnavailable)
-		return
+func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
+	isWatch := req.URL.Query().Get("watch") == "true"
+	resource := path.Base(req.URL.Path)
+	l.mu.Lock()
+	l.accepts = append(l.accepts, req.Header.Get("Accept"))
+	if !isWatch {
+		if req.Method == http.MethodGet {
+			l.lists[resource]++
+		}
+		l.mu.Unlock()
+		return l.next.RoundTrip(req)
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	id := c.next
-	c.next++
-	c.cancels[id] = cancel
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.cancels, id)
-		c.mu.Unlock()
+	l.watches[resource]++
+	if l.blocked {
+		l.mu.Unlock()
+		body := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","code":503,"reason":"ServiceUnavailable","message":"partitioned"}`
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)),
+			ContentLength: int64(len(body)), Request: req}, nil
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	id := l.nextID
+	l.nextID++
+	l.cancels[id] = cancel
+	l.mu.Unlock()
+	done := func() {
+		l.mu.Lock()
+		delete(l.cancels, id)
+		delete(l.bodies, id)
+		l.mu.Unlock()
 		cancel()
-	}()
-	c.h.ServeHTTP(w, r.WithContext(ctx))
+	}
+	resp, err := l.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		done()
+		return nil, err
+	}
+	body := &cutBody{ReadCloser: resp.Body, hook: done}
+	l.mu.Lock()
+	l.bodies[id] = body
+	l.mu.Unlock()
+	resp.Body = body
+	return resp, nil
+}
+
+// cutBody is a watch's response body that the link can cut: from then on
+// reads fail, even one under way whose bytes arrived after the cut (the
+// transport closes the connection asynchronously; without this, an event
+// written after the partition could still get through).
+type cutBody struct {
+	io.ReadCloser
+	cut  atomic.Bool
+	once sync.Once
+	hook func()
+}
+
+var errPartitioned = errors.New("link partitioned")
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.cut.Load() {
+		return 0, errPartitioned
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.cut.Load() {
+		return 0, errPartitioned
+	}
+	return n, err
+}
+
+func (b *cutBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.hook)
+	return err
 }
 
 // partition cuts the open watches and refuses new ones until heal.
-func (c *cuttable) partition() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.blocked = true
-	for _, cancel := range c.cancels {
+func (l *link) partition() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.blocked = true
+	for _, b := range l.bodies {
+		b.cut.Store(true)
+	}
+	for _, cancel := range l.cancels {
 		cancel()
 	}
 }
 
-func (c *cuttable) heal() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.blocked = false
+func (l *link) heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.blocked = false
 }
 
+// counts returns the watch and list requests of a resource collection
+// ("pods") so far.
+func (l *link) counts(resource string) (watches, lists int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.watches[resource], l.lists[resource]
+}
+
+// testEnv is a server under test: the informers reach it through a link,
+// the test's writes (cs) directly.
 type testEnv struct {
+	*apiservertest.Env
 	cfg    *rest.Config
-	client *http.Client
+	client *http.Client // through net
 	cs     *kubernetes.Clientset
-	net    *cuttable
+	net    *link
 }
 
-// newEnv starts an embedded API server behind a cuttable link, with an
-// HTTP client whose connections are closed when the test ends.
-func newEnv(t *testing.T, opts apiservertest.Options) *testEnv {
+// newEnv wraps env with HTTP clients whose connections are closed when the
+// test ends (the real server outlives the test).
+func newEnv(t *testing.T, env *apiservertest.Env) *testEnv {
 	t.Helper()
-	srv := apiservertest.NewServer(t, opts)
-	c := &cuttable{h: srv.Handler(), cancels: map[int]context.CancelFunc{}}
-	hs := httptest.NewServer(c)
-	t.Cleanup(func() {
-		c.partition()
-		hs.Close()
-	})
-	cfg := &rest.Config{Host: hs.URL, BearerToken: srv.Token(), QPS: -1}
-	tr := &http.Transport{}
+	cfg := env.Config()
+	l := &link{cancels: map[int]context.CancelFunc{}, bodies: map[int]*cutBody{}, watches: map[string]int{}, lists: map[string]int{}}
+	t.Cleanup(l.partition)
+	cs, err := kubernetes.NewForConfigAndClient(cfg, httpClient(t, cfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testEnv{Env: env, cfg: cfg, client: httpClient(t, cfg, l), cs: cs, net: l}
+}
+
+// httpClient returns a client for cfg with a transport of its own, closed
+// when the test ends; l, if not nil, is put in front of the transport.
+func httpClient(t *testing.T, cfg *rest.Config, l *link) *http.Client {
+	t.Helper()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
 	t.Cleanup(tr.CloseIdleConnections)
-	rt, err := rest.HTTPWrappersForConfig(cfg, tr)
+	var base http.RoundTripper = tr
+	if l != nil {
+		l.next = tr
+		base = l
+	}
+	rt, err := rest.HTTPWrappersForConfig(cfg, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: rt}
-	cs, err := kubernetes.NewForConfigAndClient(cfg, client)
-	if err != nil {
+	return &http.Client{Transport: rt}
+}
+
+// otherNamespace creates a second namespace for the test, unique like the
+// first, and returns its name.
+func (e *testEnv) otherNamespace(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	name := e.Namespace
+	if len(name) > 61 {
+		name = name[len(name)-61:] // keeps the random suffix
+	}
+	name = "b-" + name
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return &testEnv{cfg: cfg, client: client, cs: cs, net: c}
+	return name
 }
 
 func (e *testEnv) factory(t *testing.T, opts FactoryOptions) *Factory {
@@ -159,255 +265,463 @@ func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool)
 	}
 }
 
+// rvOrder compares two resourceVersions. They are opaque to clients; both
+// servers make them decimal numbers growing with each write, and tests
+// compare only their order.
+func rvOrder(t *testing.T, a, b string) int {
+	t.Helper()
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Errorf("resourceVersions %q, %q are not decimal", a, b)
+		return 0
+	}
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}
+
+// Sync, updates and deletes through shared informers (one per scope) of
+// namespace and label scope, then handlers added after the sync.
 func TestIntegrationSyncUpdateDelete(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		watchList bool
 	}{{"list then watch", false}, {"streaming list", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := timeout(t)
-			env := newEnv(t, apiservertest.Options{})
-			env.createPod(t, ctx, "default", "a", map[string]string{"app": "web"})
-			env.createPod(t, ctx, "default", "b", map[string]string{"app": "db"})
-			env.createPod(t, ctx, "kube-system", "c", map[string]string{"app": "web"})
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+				ctx := timeout(t)
+				env := newEnv(t, ae)
+				ns, ns2 := env.Namespace, env.otherNamespace(t, ctx)
+				// Cluster-wide scopes select this test's objects by label.
+				mine := "kloop-test=" + ns
+				labels := func(app string) map[string]string { return map[string]string{"app": app, "kloop-test": ns} }
+				env.createPod(t, ctx, ns, "a", labels("web"))
+				env.createPod(t, ctx, ns, "b", labels("db"))
+				env.createPod(t, ctx, ns2, "c", labels("web"))
 
-			f := env.factory(t, FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}})
-			pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: "default"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			same, err := InformerFor[*corev1.Pod](f, Scope{Namespace: "default"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			web, err := InformerFor[*corev1.Pod](f, Scope{LabelSelector: "app=web"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if same.s != pods.s || web.s == pods.s {
-				t.Fatal("the factory does not share exactly one informer per scope")
-			}
-			rec := newRecorder()
-			reg, err := pods.AddHandler(rec, HandlerOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			startFactory(t, f)
-			if err := f.WaitForCacheSync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitSynced(t, ctx, reg)
-			if pods.Len() != 2 || web.Len() != 2 {
-				t.Fatalf("default: %d pods, app=web: %d pods", pods.Len(), web.Len())
-			}
-			for _, p := range pods.List() {
-				if p.ManagedFields != nil {
-					t.Fatal("managedFields cached")
-				}
-			}
-
-			a, _ := pods.Get("default", "a")
-			a = a.DeepCopy()
-			a.Labels["version"] = "2"
-			if _, err := env.cs.CoreV1().Pods("default").Update(ctx, a, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := env.cs.CoreV1().Pods("default").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			got := rec.waitFor(t, ctx, 4)
-			slices.Sort(got[:2])
-			prefixes := []string{"add a@", "add b@", "update a@", "delete default/b@"}
-			if len(got) != 4 || !slices.EqualFunc(got, prefixes, strings.HasPrefix) {
-				t.Fatalf("events %q", got)
-			}
-			waitUntil(t, ctx, "the update in the label-scoped informer", func() bool {
-				p, ok := web.Get("default", "a")
-				return ok && p.Labels["version"] == "2"
-			})
-
-			// Handlers added late, from another caller of the factory: each
-			// gets a synthetic add of what is cached, then the changes.
-			late := make([]*recorder, 5)
-			for i := range late {
-				late[i] = newRecorder()
-				reg, err := same.AddHandler(late[i], HandlerOptions{})
+				f := env.factory(t, FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}})
+				pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
-				waitSynced(t, ctx, reg)
-			}
-			env.createPod(t, ctx, "default", "z", nil)
-			for _, r := range late {
-				got := r.waitFor(t, ctx, 2)
-				if !strings.HasPrefix(got[0], "add a@") || !strings.HasSuffix(got[0], "initial=true") || !strings.HasPrefix(got[1], "add z@") {
-					t.Fatalf("late handler: %q", got)
+				same, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
+				web, err := InformerFor[*corev1.Pod](f, Scope{LabelSelector: "app=web," + mine})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if same.s != pods.s || web.s == pods.s {
+					t.Fatal("the factory does not share exactly one informer per scope")
+				}
+				rec := newRecorder()
+				reg, err := pods.AddHandler(rec, HandlerOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				startFactory(t, f)
+				if err := f.WaitForCacheSync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				waitSynced(t, ctx, reg)
+				if pods.Len() != 2 || web.Len() != 2 {
+					t.Fatalf("%s: %d pods, app=web: %d pods", ns, pods.Len(), web.Len())
+				}
+				if _, ok := web.Get(ns2, "c"); !ok {
+					t.Fatal("app=web: pod c of the other namespace missing")
+				}
+				for _, p := range pods.List() {
+					if p.ManagedFields != nil {
+						t.Fatal("managedFields cached")
+					}
+				}
+
+				a, _ := pods.Get(ns, "a")
+				a = a.DeepCopy()
+				a.Labels["version"] = "2"
+				if _, err := env.cs.CoreV1().Pods(ns).Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if err := env.cs.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				got := rec.waitFor(t, ctx, 4)
+				slices.Sort(got[:2])
+				prefixes := []string{"add a@", "add b@", "update a@", "delete " + ns + "/b@"}
+				if len(got) != 4 || !slices.EqualFunc(got, prefixes, strings.HasPrefix) {
+					t.Fatalf("events %q", got)
+				}
+				waitUntil(t, ctx, "the update in the label-scoped informer", func() bool {
+					p, ok := web.Get(ns, "a")
+					return ok && p.Labels["version"] == "2"
+				})
+
+				// Handlers added late, from another caller of the factory: each
+				// gets a synthetic add of what is cached, then the changes.
+				late := make([]*recorder, 5)
+				for i := range late {
+					late[i] = newRecorder()
+					reg, err := same.AddHandler(late[i], HandlerOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					waitSynced(t, ctx, reg)
+				}
+				env.createPod(t, ctx, ns, "z", nil)
+				for _, r := range late {
+					got := r.waitFor(t, ctx, 2)
+					if !strings.HasPrefix(got[0], "add a@") || !strings.HasSuffix(got[0], "initial=true") || !strings.HasPrefix(got[1], "add z@") {
+						t.Fatalf("late handler: %q", got)
+					}
+				}
+			})
 		})
 	}
 }
 
-// The watch is cut for longer than the server keeps history while objects
-// are deleted, changed and created: the informer gets 410 Gone, relists,
-// and handlers get tombstones with FinalStateUnknown; the cache equals the
-// server afterwards.
+// The watch is cut while objects are deleted, changed and created, and the
+// server's history is compacted before it comes back: the informer gets
+// 410 Gone, relists, and handlers get tombstones with FinalStateUnknown
+// carrying the last cached state; the cache equals the server afterwards.
+//
+// The kind is core/v1 Event: kube-apiserver has no watch cache for Events,
+// so its watches see etcd's compaction and answer 410 as kloop's embedded
+// server does (its watch cache would keep serving other kinds from old
+// positions).
 func TestIntegrationRelistAfterGone(t *testing.T) {
-	ctx := timeout(t)
-	env := newEnv(t, apiservertest.Options{HistoryEvents: 2})
-	for _, n := range []string{"a", "b", "c"} {
-		env.createPod(t, ctx, "default", n, nil)
-	}
-	f := env.factory(t, FactoryOptions{})
-	pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: "default"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRecorder()
-	reg, err := pods.AddHandler(rec, HandlerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startFactory(t, f)
-	waitSynced(t, ctx, reg)
-	rec.waitFor(t, ctx, 3)
-	lastB, _ := pods.Get("default", "b")
+	for _, tc := range []struct {
+		name      string
+		watchList bool
+	}{{"list then watch", false}, {"streaming list", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+				ctx := timeout(t)
+				env := newEnv(t, ae)
+				ns := env.Namespace
+				ec := env.cs.CoreV1().Events(ns)
+				for _, n := range []string{"a", "b", "c"} {
+					if _, err := ec.Create(ctx, event(ns, n, "first"), metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				f := env.factory(t, FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}})
+				events, err := InformerFor[*corev1.Event](f, Scope{Namespace: ns})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := newRecorderOf[*corev1.Event]()
+				reg, err := events.AddHandler(rec, HandlerOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				startFactory(t, f)
+				waitSynced(t, ctx, reg)
+				rec.waitFor(t, ctx, 3)
+				lastB, _ := events.Get(ns, "b")
 
-	env.net.partition()
-	pc := env.cs.CoreV1().Pods("default")
-	if err := pc.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := pc.Get(ctx, "c", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Labels = map[string]string{"changed": "yes"}
-	if _, err := pc.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	env.createPod(t, ctx, "default", "d", nil)
-	env.net.heal()
+				env.net.partition()
+				if err := ec.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				c, err := ec.Get(ctx, "c", metav1.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Message = "changed"
+				if _, err := ec.Update(ctx, c, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := ec.Create(ctx, event(ns, "d", "first"), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				// Every watch is refused until heal: the informer comes back
+				// at its old position, which the compaction makes Gone.
+				if err := env.Compact(ctx); err != nil {
+					t.Fatal(err)
+				}
+				env.net.heal()
 
-	got := rec.waitFor(t, ctx, 7)
-	var tomb []string
-	for _, ev := range got[3:] {
-		if ev[:6] == "delete" {
-			tomb = append(tomb, ev)
+				got := rec.waitFor(t, ctx, 7)
+				var tomb []string
+				for _, ev := range got[3:] {
+					if strings.HasPrefix(ev, "delete") {
+						tomb = append(tomb, ev)
+					}
+				}
+				if want := fmt.Sprintf("delete %s/b@%s unknown=true", ns, lastB.ResourceVersion); !slices.Equal(tomb, []string{want}) {
+					t.Fatalf("tombstones %q, want %q (all: %q)", tomb, want, got)
+				}
+				list, err := ec.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]string{}
+				for _, e := range list.Items {
+					want[e.Name] = e.ResourceVersion + " " + e.Message
+				}
+				waitUntil(t, ctx, "the cache equal to the server", func() bool {
+					have := map[string]string{}
+					for _, e := range events.List() {
+						have[e.Name] = e.ResourceVersion + " " + e.Message
+					}
+					return maps.Equal(have, want)
+				})
+				if len(want) != 3 || !strings.HasSuffix(want["c"], " changed") {
+					t.Fatalf("server state %v", want)
+				}
+			})
+		})
+	}
+}
+
+func event(ns, name, msg string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, Name: name},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "subject"},
+		Reason:         "Test", Message: msg, Type: corev1.EventTypeNormal,
+	}
+}
+
+// Many handlers on one informer share its one watch; each gets every event
+// in the server's order, and a stuck handler holds up none of the others
+// and then gets everything, in order, too.
+func TestIntegrationManyHandlers(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		env := newEnv(t, ae)
+		ns := env.Namespace
+		env.createPod(t, ctx, ns, "before", nil)
+		f := env.factory(t, FactoryOptions{})
+		pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if want := fmt.Sprintf("delete default/b@%s unknown=true", lastB.ResourceVersion); !slices.Equal(tomb, []string{want}) {
-		t.Fatalf("tombstones %q, want %q (all: %q)", tomb, want, got)
-	}
-	list, err := pc.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{}
-	for _, p := range list.Items {
-		want[p.Name] = p.ResourceVersion
-	}
-	have := map[string]string{}
-	for _, p := range pods.List() {
-		have[p.Name] = p.ResourceVersion
-	}
-	if fmt.Sprint(have) != fmt.Sprint(want) {
-		t.Fatalf("cache %v, server %v", have, want)
-	}
+		release := make(chan struct{})
+		releaseOnce := sync.OnceFunc(func() { close(release) })
+		defer releaseOnce() // a failing test must not leave it stuck
+		stuck := newRecorder()
+		var once sync.Once
+		stuck.check = func(string, *corev1.Pod) { once.Do(func() { <-release }) }
+		if _, err := pods.AddHandler(stuck, HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fast := make([]*recorder, 20)
+		for i := range fast {
+			fast[i] = newRecorder()
+			if _, err := pods.AddHandler(fast[i], HandlerOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		startFactory(t, f)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		var want []string
+		for i := range n {
+			p := env.createPod(t, ctx, ns, fmt.Sprint("p", i), nil)
+			want = append(want, fmt.Sprintf("add %s@%s initial=false", p.Name, p.ResourceVersion))
+		}
+		want = append([]string{"add before@"}, want...)
+		match := func(got []string) bool {
+			return len(got) == len(want) && strings.HasPrefix(got[0], want[0]) &&
+				strings.HasSuffix(got[0], "initial=true") && slices.Equal(got[1:], want[1:])
+		}
+		for i, r := range fast {
+			if got := r.waitFor(t, ctx, n+1); !match(got) {
+				t.Fatalf("handler %d got\n%q\nwant\n%q", i, got, want)
+			}
+		}
+		if got := len(stuck.snapshot()); got != 0 {
+			t.Fatalf("the stuck handler got %d events", got)
+		}
+		if watches, lists := env.net.counts("pods"); watches != 1 || lists != 0 {
+			t.Errorf("%d watch and %d list requests for %d handlers, want one streaming list", watches, lists, len(fast)+1)
+		}
+		releaseOnce()
+		if got := stuck.waitFor(t, ctx, n+1); !match(got) {
+			t.Fatalf("the stuck handler, released, got\n%q\nwant\n%q", got, want)
+		}
+	})
+}
+
+// Every handler call finds the cache already holding (at least) the state
+// of its event: the informer updates the cache, then notifies.
+func TestIntegrationCacheBeforeNotification(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		env := newEnv(t, ae)
+		ns := env.Namespace
+		f := env.factory(t, FactoryOptions{})
+		pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu      sync.Mutex // guards checked
+			checked int
+		)
+		rec := newRecorder()
+		rec.check = func(ev string, p *corev1.Pod) {
+			mu.Lock()
+			checked++
+			mu.Unlock()
+			cached, ok := pods.Get(p.Namespace, p.Name)
+			if strings.HasPrefix(ev, "delete") {
+				if ok {
+					t.Errorf("%s: object still cached", ev)
+				}
+				return
+			}
+			if !ok {
+				t.Errorf("%s: not in the cache", ev)
+				return
+			}
+			if rvOrder(t, cached.ResourceVersion, p.ResourceVersion) < 0 {
+				t.Errorf("%s: cache has resourceVersion %s, older than the event's", ev, cached.ResourceVersion)
+			}
+		}
+		if _, err := pods.AddHandler(rec, HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		startFactory(t, f)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// No object is deleted before all adds and updates are seen, and no
+		// name comes back, so an add or update must find its object cached
+		// at least as new as the event, and a delete must find it gone.
+		const n = 10
+		pc := env.cs.CoreV1().Pods(ns)
+		for i := range n {
+			p := env.createPod(t, ctx, ns, fmt.Sprint("p", i), nil)
+			p.Labels = map[string]string{"v": "2"}
+			if _, err := pc.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec.waitFor(t, ctx, 2*n)
+		for i := range n {
+			if err := pc.Delete(ctx, fmt.Sprint("p", i), metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := rec.waitFor(t, ctx, 3*n)
+		mu.Lock()
+		defer mu.Unlock()
+		if checked != 3*n || len(got) != 3*n {
+			t.Fatalf("checked %d calls, %d events: %q", checked, len(got), got)
+		}
+	})
 }
 
 func TestIntegrationUnstructuredAndMetadata(t *testing.T) {
-	ctx := timeout(t)
-	env := newEnv(t, apiservertest.Options{})
-	env.createPod(t, ctx, "default", "a", map[string]string{"app": "web"})
-	f := env.factory(t, FactoryOptions{})
-	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-	u, err := f.Unstructured(gvk, Scope{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := f.Metadata(gvk, Scope{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	typed, err := InformerFor[*corev1.Pod](f, Scope{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.s == m.s || u.s == typed.s || m.s == typed.s {
-		t.Fatal("forms share an informer")
-	}
-	startFactory(t, f)
-	if err := f.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	uo, ok := u.Get("default", "a")
-	if !ok || uo.GetKind() != "Pod" || uo.GetLabels()["app"] != "web" {
-		t.Fatalf("unstructured: %v %v", uo, ok)
-	}
-	if _, found, _ := unstructured.NestedSlice(uo.Object, "spec", "containers"); !found {
-		t.Fatal("unstructured pod without spec.containers")
-	}
-	if uo.GetManagedFields() != nil {
-		t.Fatal("managedFields cached")
-	}
-	env.net.mu.Lock()
-	metaAsked := slices.ContainsFunc(env.net.accepts, func(a string) bool { return strings.Contains(a, "as=PartialObjectMetadata") })
-	env.net.mu.Unlock()
-	if !metaAsked {
-		t.Fatal("the metadata informer never asked for PartialObjectMetadata")
-	}
-	mo, ok := m.Get("default", "a")
-	if !ok || mo.Labels["app"] != "web" || mo.Kind != "Pod" || mo.APIVersion != "v1" {
-		t.Fatalf("metadata: %+v %v", mo, ok)
-	}
-	// Created after Start: runs at once.
-	env.createPod(t, ctx, "kube-system", "b", nil)
-	late, err := f.Metadata(gvk, Scope{Namespace: "kube-system"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := late.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if late.Len() != 1 {
-		t.Fatalf("late informer has %d objects", late.Len())
-	}
-	waitUntil(t, ctx, "the new pod in the all-namespaces metadata informer", func() bool { return m.Len() == 2 })
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		env := newEnv(t, ae)
+		ns := env.Namespace
+		env.createPod(t, ctx, ns, "a", map[string]string{"app": "web"})
+		f := env.factory(t, FactoryOptions{})
+		gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+		u, err := f.Unstructured(gvk, Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := f.Metadata(gvk, Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed, err := InformerFor[*corev1.Pod](f, Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.s == m.s || u.s == typed.s || m.s == typed.s {
+			t.Fatal("forms share an informer")
+		}
+		startFactory(t, f)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		uo, ok := u.Get(ns, "a")
+		if !ok || uo.GetKind() != "Pod" || uo.GetLabels()["app"] != "web" {
+			t.Fatalf("unstructured: %v %v", uo, ok)
+		}
+		if _, found, _ := unstructured.NestedSlice(uo.Object, "spec", "containers"); !found {
+			t.Fatal("unstructured pod without spec.containers")
+		}
+		if uo.GetManagedFields() != nil {
+			t.Fatal("managedFields cached")
+		}
+		env.net.mu.Lock()
+		metaAsked := slices.ContainsFunc(env.net.accepts, func(a string) bool { return strings.Contains(a, "as=PartialObjectMetadata") })
+		env.net.mu.Unlock()
+		if !metaAsked {
+			t.Fatal("the metadata informer never asked for PartialObjectMetadata")
+		}
+		mo, ok := m.Get(ns, "a")
+		if !ok || mo.Labels["app"] != "web" || mo.Kind != "Pod" || mo.APIVersion != "v1" {
+			t.Fatalf("metadata: %+v %v", mo, ok)
+		}
+		// Created after Start: runs at once.
+		ns2 := env.otherNamespace(t, ctx)
+		env.createPod(t, ctx, ns2, "b", nil)
+		late, err := f.Metadata(gvk, Scope{Namespace: ns2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := late.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if late.Len() != 1 {
+			t.Fatalf("late informer has %d objects", late.Len())
+		}
+		waitUntil(t, ctx, "the new pod in the all-namespaces metadata informer", func() bool {
+			_, ok := m.Get(ns2, "b")
+			return ok
+		})
+	})
 }
 
 func TestFactoryErrors(t *testing.T) {
-	env := newEnv(t, apiservertest.Options{})
-	f := env.factory(t, FactoryOptions{})
-	for name, fn := range map[string]func() error{
-		"namespace on a cluster-scoped kind": func() error {
-			_, err := InformerFor[*corev1.Namespace](f, Scope{Namespace: "default"})
-			return err
-		},
-		"bad label selector": func() error {
-			_, err := InformerFor[*corev1.Pod](f, Scope{LabelSelector: "a=(b"})
-			return err
-		},
-		"unknown kind": func() error {
-			_, err := f.Unstructured(corev1.SchemeGroupVersion.WithKind("Nope"), Scope{})
-			return err
-		},
-		"unstructured through InformerFor": func() error {
-			_, err := InformerFor[*unstructured.Unstructured](f, Scope{})
-			return err
-		},
-		"type not in scheme": func() error {
-			_, err := InformerFor[*notRegistered](f, Scope{})
-			return err
-		},
-	} {
-		if err := fn(); err == nil {
-			t.Errorf("%s: no error", name)
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		env := newEnv(t, ae)
+		f := env.factory(t, FactoryOptions{})
+		for name, fn := range map[string]func() error{
+			"namespace on a cluster-scoped kind": func() error {
+				_, err := InformerFor[*corev1.Namespace](f, Scope{Namespace: env.Namespace})
+				return err
+			},
+			"bad label selector": func() error {
+				_, err := InformerFor[*corev1.Pod](f, Scope{LabelSelector: "a=(b"})
+				return err
+			},
+			"unknown kind": func() error {
+				_, err := f.Unstructured(corev1.SchemeGroupVersion.WithKind("Nope"), Scope{})
+				return err
+			},
+			"unstructured through InformerFor": func() error {
+				_, err := InformerFor[*unstructured.Unstructured](f, Scope{})
+				return err
+			},
+			"type not in scheme": func() error {
+				_, err := InformerFor[*notRegistered](f, Scope{})
+				return err
+			},
+		} {
+			if err := fn(); err == nil {
+				t.Errorf("%s: no error", name)
+			}
 		}
-	}
-	if _, err := NewFactory(nil, FactoryOptions{}); err == nil {
-		t.Error("nil config accepted")
-	}
+		if _, err := NewFactory(nil, FactoryOptions{}); err == nil {
+			t.Error("nil config accepted")
+		}
+	})
 }
 
 // notRegistered is an object type that no scheme knows.
@@ -415,26 +729,28 @@ type notRegistered struct{ corev1.Pod }
 
 // An explicit mapper (no discovery) is enough for the factory.
 func TestIntegrationExplicitMapper(t *testing.T) {
-	ctx := timeout(t)
-	env := newEnv(t, apiservertest.Options{})
-	if _, err := env.cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-	f := env.factory(t, FactoryOptions{Mapper: m})
-	cms, err := InformerFor[*corev1.ConfigMap](f, Scope{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := InformerFor[*corev1.Secret](f, Scope{}); !meta.IsNoMatchError(err) {
-		t.Fatalf("a kind the mapper does not know: %v", err)
-	}
-	startFactory(t, f)
-	if err := f.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := cms.Get("default", "c"); !ok {
-		t.Fatal("configmap not cached")
-	}
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		env := newEnv(t, ae)
+		if _, err := env.cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		m := meta.NewDefaultRESTMapper(nil)
+		m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+		f := env.factory(t, FactoryOptions{Mapper: m})
+		cms, err := InformerFor[*corev1.ConfigMap](f, Scope{Namespace: env.Namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := InformerFor[*corev1.Secret](f, Scope{}); !meta.IsNoMatchError(err) {
+			t.Fatalf("a kind the mapper does not know: %v", err)
+		}
+		startFactory(t, f)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := cms.Get(env.Namespace, "c"); !ok {
+			t.Fatal("configmap not cached")
+		}
+	})
 }

@@ -2,40 +2,52 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
-var configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+// The integration tests below run on both servers (apiservertest.ForEachTarget):
+// kloop's embedded API server and a real kube-apiserver with etcd.
+
+var (
+	configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+	eventsGVR     = corev1.SchemeGroupVersion.WithResource("events")
+)
 
 // mapStore applies what the reflector pushes the way the informer's cache
 // does, and records the calls.
-type mapStore struct {
-	mu       sync.Mutex        // guards objs, replaces, changed
-	objs     map[string]string // name → data["v"]
+type mapStore[T Object] struct {
+	val func(T) string // the value recorded for an object
+
+	mu       sync.Mutex        // guards objs, replaces, last
+	objs     map[string]string // name → val(object)
 	replaces int
+	last     string        // the last bookmark's resourceVersion
 	changed  chan struct{} // signalled (without blocking) on each call
 }
 
-func newMapStore() *mapStore {
-	return &mapStore{objs: map[string]string{}, changed: make(chan struct{}, 1)}
+func newMapStore[T Object](val func(T) string) *mapStore[T] {
+	return &mapStore[T]{val: val, objs: map[string]string{}, changed: make(chan struct{}, 1)}
 }
 
-func (s *mapStore) apply(f func()) error {
+func (s *mapStore[T]) apply(f func()) error {
 	s.mu.Lock()
 	f()
 	s.mu.Unlock()
@@ -45,28 +57,34 @@ func (s *mapStore) apply(f func()) error {
 	}
 	return nil
 }
-func (s *mapStore) Add(o *corev1.ConfigMap) error {
-	return s.apply(func() { s.objs[o.Name] = o.Data["v"] })
+func (s *mapStore[T]) Add(o T) error {
+	return s.apply(func() { s.objs[o.GetName()] = s.val(o) })
 }
-func (s *mapStore) Update(o *corev1.ConfigMap) error { return s.Add(o) }
-func (s *mapStore) Delete(o *corev1.ConfigMap) error {
-	return s.apply(func() { delete(s.objs, o.Name) })
+func (s *mapStore[T]) Update(o T) error { return s.Add(o) }
+func (s *mapStore[T]) Delete(o T) error {
+	return s.apply(func() { delete(s.objs, o.GetName()) })
 }
-func (s *mapStore) Replace(os []*corev1.ConfigMap, _ string) error {
+func (s *mapStore[T]) Replace(os []T, _ string) error {
 	return s.apply(func() {
 		s.replaces++
 		s.objs = map[string]string{}
 		for _, o := range os {
-			s.objs[o.Name] = o.Data["v"]
+			s.objs[o.GetName()] = s.val(o)
 		}
 	})
 }
-func (s *mapStore) Bookmark(string) error { return nil }
+func (s *mapStore[T]) Bookmark(rv string) error { return s.apply(func() { s.last = rv }) }
 
-// waitEqual waits until the store holds want (10 s at most).
-func (s *mapStore) waitEqual(t *testing.T, want map[string]string) {
+func (s *mapStore[T]) replaceCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replaces
+}
+
+// waitEqual waits until the store holds want (20 s at most).
+func (s *mapStore[T]) waitEqual(t *testing.T, want map[string]string) {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(20 * time.Second)
 	for {
 		s.mu.Lock()
 		ok := maps.Equal(s.objs, want)
@@ -84,12 +102,13 @@ func (s *mapStore) waitEqual(t *testing.T, want map[string]string) {
 }
 
 // gate is a transport that can cut the open watches and hold new ones, to
-// put a gap into the reflector's view of the server.
+// put a gap into the reflector's view of the server, and answer watches
+// with injected failures. It sits between the reflector and either server.
 type gate struct {
 	next http.RoundTripper
 
 	mu      sync.Mutex // guards the fields below
-	bodies  []io.Closer
+	bodies  []*cutBody
 	held    bool
 	release chan struct{}
 	watches []string // the query of each watch request
@@ -127,11 +146,35 @@ func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := g.next.RoundTrip(req)
 	if err == nil {
+		b := &cutBody{ReadCloser: resp.Body}
+		resp.Body = b
 		g.mu.Lock()
-		g.bodies = append(g.bodies, resp.Body)
+		g.bodies = append(g.bodies, b)
 		g.mu.Unlock()
 	}
 	return resp, err
+}
+
+// cutBody is a watch's response body that the gate can cut: from then on
+// reads fail, even one under way whose bytes arrived after the cut (closing
+// the body does not stop a read already under way from returning data
+// written after the cut).
+type cutBody struct {
+	io.ReadCloser
+	cut atomic.Bool
+}
+
+var errCut = errors.New("watch cut by the test")
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if b.cut.Load() {
+		return 0, errCut
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.cut.Load() {
+		return 0, errCut
+	}
+	return n, err
 }
 
 // cut closes the open watches and holds new ones until open is called.
@@ -140,6 +183,7 @@ func (g *gate) cut() {
 	defer g.mu.Unlock()
 	g.held, g.release = true, make(chan struct{})
 	for _, b := range g.bodies {
+		b.cut.Store(true)
 		b.Close()
 	}
 	g.bodies = nil
@@ -158,171 +202,312 @@ func (g *gate) watchQueries() []string {
 	return append([]string(nil), g.watches...)
 }
 
-func cm(name, v string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("v1")
-	u.SetKind("ConfigMap")
-	u.SetName(name)
-	u.SetNamespace("default")
-	_ = unstructured.SetNestedField(u.Object, v, "data", "v")
-	return u
+func (g *gate) listCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lists
 }
 
-// TestEmbeddedServer runs the reflector with the REST ListerWatcher
-// against kloop's embedded API server: initial sync (streaming list, and
-// list+watch), updates and deletes through the watch, and a gap longer than
-// the server's history with deletes in it, repaired by a relist.
-func TestEmbeddedServer(t *testing.T) {
-	for _, watchList := range []bool{true, false} {
-		t.Run(fmt.Sprintf("watchList=%t", watchList), func(t *testing.T) {
-			srv := apiservertest.NewServer(t, apiservertest.Options{HistoryEvents: 5})
-			cfg := srv.Config()
-			dyn, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cms := dyn.Resource(configMapsGVR).Namespace("default")
-			ctx := t.Context()
-			server := map[string]string{}
-			for i := range 3 {
-				name := fmt.Sprintf("cm-%d", i)
-				if _, err := cms.Create(ctx, cm(name, "1"), metav1.CreateOptions{}); err != nil {
+// target is a server under test as the reflector tests use it: its Env, a
+// clientset for writes and an HTTP client, behind a gate, for the reflector.
+// Both have their own transport, closed when the test ends.
+type target struct {
+	env  *apiservertest.Env
+	cfg  *rest.Config
+	cs   *kubernetes.Clientset
+	gate *gate
+	lwc  *http.Client // the reflector's client, through gate
+}
+
+func newTarget(t *testing.T, env *apiservertest.Env) *target {
+	t.Helper()
+	cfg := env.Config()
+	cs, err := kubernetes.NewForConfigAndClient(cfg, httpClient(t, cfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{}
+	return &target{env: env, cfg: cfg, cs: cs, gate: g, lwc: httpClient(t, cfg, g)}
+}
+
+// httpClient returns a client for cfg with a transport of its own (closed
+// when the test ends: the real server outlives the test, its idle
+// connections must not); g, if not nil, is put in front of the transport.
+func httpClient(t *testing.T, cfg *rest.Config, g *gate) *http.Client {
+	t.Helper()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	var base http.RoundTripper = tr
+	if g != nil {
+		g.next = tr
+		base = g
+	}
+	rt, err := rest.HTTPWrappersForConfig(cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Transport: rt}
+}
+
+// runUntilEnd runs r until the test ends.
+func runUntilEnd[T Object](t *testing.T, r *Reflector[T]) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func event(ns, name, msg string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, Name: name},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "subject"},
+		Reason:         "Test", Message: msg, Type: corev1.EventTypeNormal,
+	}
+}
+
+func eventMessage(e *corev1.Event) string { return e.Message }
+
+// setMessage changes an event's message (a merge patch: no resourceVersion
+// needed) and returns its new resourceVersion.
+func (tg *target) setMessage(t *testing.T, ctx context.Context, name, msg string) string {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"message":%q}`, msg)
+	out, err := tg.cs.CoreV1().Events(tg.env.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.ResourceVersion
+}
+
+// serverEvents lists the events of the test's namespace: name → message.
+func (tg *target) serverEvents(t *testing.T, ctx context.Context) map[string]string {
+	t.Helper()
+	l, err := tg.cs.CoreV1().Events(tg.env.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range l.Items {
+		out[e.Name] = e.Message
+	}
+	return out
+}
+
+// rvAtLeast reports whether resourceVersion a is at or after b. Kubernetes
+// resourceVersions are opaque; both servers make them decimal numbers that
+// grow with each write, and tests compare only their order.
+func rvAtLeast(t *testing.T, a, b string) bool {
+	t.Helper()
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("resourceVersions %q, %q are not decimal", a, b)
+	}
+	return x >= y
+}
+
+// TestServer runs the reflector with the REST ListerWatcher against each
+// server: initial sync (streaming list; list+watch; a streaming list the
+// server refuses with 422, falling back to list+watch), updates, creates
+// and deletes through the watch, then a gap in the watch with a delete and
+// updates in it, after which the server's history is compacted: the watch
+// from the old position gets 410 Gone and one relist repairs the store.
+//
+// The resource is core/v1 Events: kube-apiserver keeps no watch cache for
+// them, so its watches see etcd's compaction and answer 410 as kloop's
+// embedded server does (for cached kinds kube-apiserver's watch cache keeps
+// serving old positions after a compaction).
+func TestServer(t *testing.T) {
+	for _, mode := range []string{"watch-list", "list+watch", "watch-list rejected"} {
+		t.Run(mode, func(t *testing.T) {
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+				tg := newTarget(t, env)
+				ctx := t.Context()
+				events := tg.cs.CoreV1().Events(env.Namespace)
+				server := map[string]string{}
+				for i := range 3 {
+					name := fmt.Sprintf("e-%d", i)
+					if _, err := events.Create(ctx, event(env.Namespace, name, "1"), metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					server[name] = "1"
+				}
+				if mode == "watch-list rejected" {
+					// What a server without streaming lists answers.
+					tg.gate.fail = []*http.Response{failure(422, "Invalid", "")}
+				}
+				lw, err := NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
+					RESTOptions[*corev1.Event]{HTTPClient: tg.lwc})
+				if err != nil {
 					t.Fatal(err)
 				}
-				server[name] = "1"
-			}
-
-			hc, err := rest.HTTPClientFor(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr := hc.Transport
-			if tr == nil {
-				tr = http.DefaultTransport
-			}
-			g := &gate{next: tr}
-			lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "default",
-				RESTOptions[*corev1.ConfigMap]{HTTPClient: &http.Client{Transport: g}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := newMapStore()
-			r, err := New[*corev1.ConfigMap](lw, st, Options{DisableWatchList: !watchList, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- r.Run(rctx) }()
-			defer func() {
-				cancel()
-				<-done
-			}()
-
-			// Sync.
-			st.waitEqual(t, server)
-
-			// Updates, creates and deletes through the watch.
-			if _, err := cms.Update(ctx, cm("cm-0", "2"), metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			server["cm-0"] = "2"
-			if _, err := cms.Create(ctx, cm("cm-3", "1"), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			server["cm-3"] = "1"
-			if err := cms.Delete(ctx, "cm-1", metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			delete(server, "cm-1")
-			st.waitEqual(t, server)
-			// Watch events reach the store only after the sync completed.
-			if !r.HasSynced() {
-				t.Error("HasSynced false after sync")
-			}
-			if q := g.watchQueries()[0]; strings.Contains(q, "sendInitialEvents=true") != watchList {
-				t.Errorf("first watch %q, streaming list %t", q, watchList)
-			}
-			replaces := st.replaces
-
-			// A gap longer than the history (5 events), with deletes in it.
-			g.cut()
-			if err := cms.Delete(ctx, "cm-2", metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			delete(server, "cm-2")
-			for i := range 8 {
-				v := fmt.Sprint(10 + i)
-				if _, err := cms.Update(ctx, cm("cm-0", v), metav1.UpdateOptions{}); err != nil {
+				st := newMapStore(eventMessage)
+				r, err := New[*corev1.Event](lw, st, Options{DisableWatchList: mode == "list+watch",
+					InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+				if err != nil {
 					t.Fatal(err)
 				}
-				server["cm-0"] = v
-			}
-			g.open()
-			st.waitEqual(t, server)
-			if st.replaces != replaces+1 {
-				t.Errorf("%d Replace calls after the gap, want 1 (a relist)", st.replaces-replaces)
-			}
+				runUntilEnd(t, r)
+
+				// Sync.
+				st.waitEqual(t, server)
+
+				// Updates, creates and deletes through the watch.
+				server["e-0"] = "2"
+				tg.setMessage(t, ctx, "e-0", "2")
+				if _, err := events.Create(ctx, event(env.Namespace, "e-3", "1"), metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				server["e-3"] = "1"
+				if err := events.Delete(ctx, "e-1", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				delete(server, "e-1")
+				st.waitEqual(t, server)
+				// Watch events reach the store only after the sync completed.
+				if !r.HasSynced() {
+					t.Error("HasSynced false after sync")
+				}
+				qs := tg.gate.watchQueries()
+				streamed := strings.Contains(qs[0], "sendInitialEvents=true")
+				if streamed != (mode != "list+watch") {
+					t.Errorf("first watch %q in mode %s", qs[0], mode)
+				}
+				lists := tg.gate.listCount()
+				switch mode {
+				case "watch-list":
+					if lists != 0 {
+						t.Errorf("%d list requests with a streaming list", lists)
+					}
+				case "watch-list rejected":
+					if lists == 0 || len(qs) < 2 || strings.Contains(qs[1], "sendInitialEvents") {
+						t.Errorf("no fallback to list+watch after a 422: %d lists, watches %q", lists, qs)
+					}
+				}
+
+				replaces := st.replaceCount()
+
+				// A gap with a delete in it; then the history is compacted.
+				tg.gate.cut()
+				if err := events.Delete(ctx, "e-2", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				delete(server, "e-2")
+				for i := range 3 {
+					v := fmt.Sprint(10 + i)
+					tg.setMessage(t, ctx, "e-0", v)
+					server["e-0"] = v
+				}
+				if err := env.Compact(ctx); err != nil {
+					t.Fatal(err)
+				}
+				tg.gate.open()
+				st.waitEqual(t, server)
+				if got := st.replaceCount() - replaces; got != 1 {
+					t.Errorf("%d Replace calls after the gap, want 1 (a relist)", got)
+				}
+				if have := tg.serverEvents(t, ctx); !maps.Equal(have, server) {
+					t.Errorf("the server holds %v, the test expected %v", have, server)
+				}
+			})
 		})
 	}
 }
 
-// bookmarkStore records bookmarks.
-type bookmarkStore struct {
-	*mapStore
-	mu   sync.Mutex // guards last
-	last string
+// A streaming list ends its initial events with a bookmark at the position
+// the list was read at: the reflector's position moves past changes to
+// other kinds made before it started, although no object of its own kind
+// carries that resourceVersion. (Unlike periodic bookmarks, which
+// kube-apiserver sends about once a minute, this one is immediate on both
+// servers.)
+func TestServerInitialEventsBookmark(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		tg := newTarget(t, env)
+		ctx := t.Context()
+		created, err := tg.cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx,
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A change to another kind only, after the ConfigMap.
+		secret, err := tg.cs.CoreV1().Secrets(env.Namespace).Create(ctx,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rvAtLeast(t, created.ResourceVersion, secret.ResourceVersion) {
+			t.Fatalf("ConfigMap at %s, Secret created after it at %s", created.ResourceVersion, secret.ResourceVersion)
+		}
+		lw, err := NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
+			RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
+		r, err := New[*corev1.ConfigMap](lw, st, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runUntilEnd(t, r)
+		st.waitEqual(t, map[string]string{"cm": "1"})
+		// The position is set right after the store's Replace.
+		for deadline := time.Now().Add(10 * time.Second); !r.HasSynced(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("not synced after the Replace")
+			}
+		}
+		if pos := r.LastSyncResourceVersion(); !rvAtLeast(t, pos, secret.ResourceVersion) {
+			t.Fatalf("position %s after the streaming list, want at least %s (the Secret's)", pos, secret.ResourceVersion)
+		}
+		if q := tg.gate.watchQueries(); len(q) == 0 || !strings.Contains(q[0], "sendInitialEvents=true") {
+			t.Fatalf("watches %q, want a streaming list", q)
+		}
+	})
 }
 
-func (s *bookmarkStore) Bookmark(rv string) error {
-	s.mu.Lock()
-	s.last = rv
-	s.mu.Unlock()
-	return s.apply(func() {})
-}
-
-// On a quiet watch, bookmarks carry the position past changes to other
-// kinds, so that a restarted watch does not start from an old revision.
-func TestEmbeddedServerBookmarkProgress(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{BookmarkInterval: 20 * time.Millisecond})
-	cfg := srv.Config()
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+// On a quiet watch, periodic bookmarks carry the position past changes to
+// other kinds, so that a restarted watch does not start from an old
+// revision. Embedded only: kube-apiserver sends them about once a minute
+// (not configurable), too slow for a test; Options.BookmarkInterval makes
+// the embedded server send them every 20 ms.
+func TestEmbeddedServerPeriodicBookmarks(t *testing.T) {
+	env := apiservertest.Start(t, apiservertest.Embedded, apiservertest.Options{BookmarkInterval: 20 * time.Millisecond})
+	tg := newTarget(t, env)
 	ctx := t.Context()
-	if _, err := dyn.Resource(configMapsGVR).Namespace("default").Create(ctx, cm("cm", "1"), metav1.CreateOptions{}); err != nil {
+	if _, err := tg.cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "default", RESTOptions[*corev1.ConfigMap]{})
+	lw, err := NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
+		RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &bookmarkStore{mapStore: newMapStore()}
+	st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
 	r, err := New[*corev1.ConfigMap](lw, st, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	runUntilEnd(t, r)
 	st.waitEqual(t, map[string]string{"cm": "1"})
 
 	// Changes to another kind only.
-	secret := &unstructured.Unstructured{}
-	secret.SetAPIVersion("v1")
-	secret.SetKind("Secret")
-	secret.SetName("s")
-	secret.SetNamespace("default")
-	created, err := dyn.Resource(corev1.SchemeGroupVersion.WithResource("secrets")).Namespace("default").Create(ctx, secret, metav1.CreateOptions{})
+	created, err := tg.cs.CoreV1().Secrets(env.Namespace).Create(ctx,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := created.GetResourceVersion()
+	want := created.ResourceVersion
 	timeout := time.After(10 * time.Second)
 	for r.LastSyncResourceVersion() != want {
 		select {
@@ -351,81 +536,68 @@ func failure(code int, reason, retryAfter string) *http.Response {
 // A broken watch answered by 429 (with Retry-After) and 500s is retried from
 // the same resourceVersion after the waits, without a single relist, and
 // loses nothing.
-func TestEmbeddedServerThrottledWatch(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	cfg := srv.Config()
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cms := dyn.Resource(configMapsGVR).Namespace("default")
-	ctx := t.Context()
-	if _, err := cms.Create(ctx, cm("cm", "1"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := hc.Transport
-	if tr == nil {
-		tr = http.DefaultTransport
-	}
-	g := &gate{next: tr}
-	lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "default",
-		RESTOptions[*corev1.ConfigMap]{HTTPClient: &http.Client{Transport: g}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := newMapStore()
-	r, err := New[*corev1.ConfigMap](lw, st, Options{DisableWatchList: true, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(rctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	st.waitEqual(t, map[string]string{"cm": "1"})
-	updated, err := cms.Update(ctx, cm("cm", "2"), metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.waitEqual(t, map[string]string{"cm": "2"}) // the watch is open
-	// The position moves right after the store call.
-	rv := updated.GetResourceVersion()
-	for deadline := time.Now().Add(10 * time.Second); r.LastSyncResourceVersion() != rv; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("position %q, want %q", r.LastSyncResourceVersion(), rv)
+func TestServerThrottledWatch(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		tg := newTarget(t, env)
+		ctx := t.Context()
+		cms := tg.cs.CoreV1().ConfigMaps(env.Namespace)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "1"}}
+		cm, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		lw, err := NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
+			RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
+		r, err := New[*corev1.ConfigMap](lw, st, Options{DisableWatchList: true, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runUntilEnd(t, r)
+		st.waitEqual(t, map[string]string{"cm": "1"})
+		cm.Data["v"] = "2"
+		updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.waitEqual(t, map[string]string{"cm": "2"}) // the watch is open
+		// The position moves right after the store call.
+		rv := updated.ResourceVersion
+		for deadline := time.Now().Add(10 * time.Second); r.LastSyncResourceVersion() != rv; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("position %q, want %q", r.LastSyncResourceVersion(), rv)
+			}
+		}
 
-	g.mu.Lock()
-	g.fail = []*http.Response{failure(429, "TooManyRequests", "1"), failure(500, "InternalError", ""), failure(500, "InternalError", "")}
-	lists := g.lists
-	g.mu.Unlock()
-	start := time.Now()
-	g.cut()
-	if _, err := cms.Update(ctx, cm("cm", "3"), metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	g.open()
-	st.waitEqual(t, map[string]string{"cm": "3"})
-	if d := time.Since(start); d < time.Second {
-		t.Errorf("recovered after %v, before the 1 s Retry-After", d)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.lists != lists {
-		t.Errorf("%d relists on 429/500, want none", g.lists-lists)
-	}
-	retries := g.watches[len(g.watches)-4:]
-	for _, q := range retries {
-		if !strings.Contains(q, "resourceVersion="+rv+"&") {
-			t.Errorf("watch retry %q, want resourceVersion=%s", q, rv)
+		g := tg.gate
+		g.mu.Lock()
+		g.fail = []*http.Response{failure(429, "TooManyRequests", "1"), failure(500, "InternalError", ""), failure(500, "InternalError", "")}
+		lists := g.lists
+		g.mu.Unlock()
+		start := time.Now()
+		g.cut()
+		updated.Data["v"] = "3"
+		if _, err := cms.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
 		}
-	}
+		g.open()
+		st.waitEqual(t, map[string]string{"cm": "3"})
+		if d := time.Since(start); d < time.Second {
+			t.Errorf("recovered after %v, before the 1 s Retry-After", d)
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.lists != lists {
+			t.Errorf("%d relists on 429/500, want none", g.lists-lists)
+		}
+		retries := g.watches[len(g.watches)-4:]
+		for _, q := range retries {
+			if !strings.Contains(q, "resourceVersion="+rv+"&") {
+				t.Errorf("watch retry %q, want resourceVersion=%s", q, rv)
+			}
+		}
+	})
 }
