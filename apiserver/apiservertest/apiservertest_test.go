@@ -81,6 +81,8 @@ func TestForEachTarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The Env's dialer closes the connections when the test ends.
+		cfg.Dial = env.Config().Dial
 		for name, cfg := range map[string]*rest.Config{"Config": env.Config(), "Kubeconfig": cfg} {
 			cs, err := kubernetes.NewForConfig(cfg)
 			if err != nil {

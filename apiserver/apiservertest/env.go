@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -112,11 +113,17 @@ func Start(t testing.TB, target Target, opts Options) *Env {
 			t.Fatalf("apiservertest: %v", err)
 		}
 		env.real = srv
+		// The server outlives the test: its connections are closed when
+		// the test ends (after the test's own cleanups), so that no client
+		// goroutine outlives it either (goleak).
+		conns := &connTracker{}
+		t.Cleanup(conns.closeAll)
 		env.cfg = &rest.Config{
 			Host:            srv.url,
 			BearerToken:     srv.token,
 			TLSClientConfig: rest.TLSClientConfig{CAData: srv.caPEM},
 			QPS:             -1,
+			Dial:            conns.dial,
 		}
 	default:
 		t.Fatalf("apiservertest: unknown target %q", target)
@@ -177,6 +184,40 @@ func (e *Env) Compact(ctx context.Context) error {
 		return nil
 	}
 	return e.real.compact(ctx)
+}
+
+// connTracker dials the real server and closes every connection it made
+// when the test ends.
+type connTracker struct {
+	mu     sync.Mutex // guards conns and closed
+	conns  []net.Conn
+	closed bool
+}
+
+func (c *connTracker) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		conn.Close()
+		return nil, errors.New("apiservertest: the test has ended")
+	}
+	c.conns = append(c.conns, conn)
+	return conn, nil
+}
+
+func (c *connTracker) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
 }
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)

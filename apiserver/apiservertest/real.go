@@ -161,7 +161,7 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	); err != nil {
 		return err
 	}
-	plain := &http.Client{Timeout: 2 * time.Second}
+	plain := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	if err := waitFor(60*time.Second, etcdLog, func() bool {
 		resp, err := plain.Get(s.etcdURL + "/health")
 		if err != nil {
@@ -199,7 +199,7 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	); err != nil {
 		return err
 	}
-	tlsClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: s.tlsConfig()}}
+	tlsClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: s.tlsConfig(), DisableKeepAlives: true}}
 	if err := waitFor(120*time.Second, apiLog, func() bool {
 		req, _ := http.NewRequest(http.MethodGet, s.url+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+s.token)
@@ -212,7 +212,6 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	}); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
-	tlsClient.CloseIdleConnections()
 	return nil
 }
 
