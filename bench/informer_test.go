@@ -339,47 +339,53 @@ func BenchmarkInformerUpdateEvents(b *testing.B) {
 	events := make([]*corev1.Pod, cached*copies)
 	for i := range events {
 		events[i] = pods[i%cached].DeepCopy()
+		// A watch's update carries a new resourceVersion, always.
+		events[i].ResourceVersion = strconv.Itoa(cached + 1 + i)
 	}
 	var r ratios
-	b.Run("kloop", func(b *testing.B) {
-		q, _ := workqueue.New(workqueue.Options[string]{})
-		defer q.ShutDown()
-		w := &chanWatch{ch: make(chan reflector.Event[*corev1.Pod], 1024), stop: make(chan struct{})}
-		lw := &chanLW{items: pods, w: w}
-		inf, err := informer.New[*corev1.Pod](lw, informer.Options[*corev1.Pod]{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		var seen atomic.Int64
-		_, err = inf.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
-			UpdateFunc: func(_, obj *corev1.Pod) {
-				q.Add(obj.Namespace + "/" + obj.Name)
-				seen.Add(1)
-			},
-		}, informer.HandlerOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = inf.Run(ctx) }()
-		if err := inf.WaitForCacheSync(ctx); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := range b.N {
-			w.ch <- reflector.Event[*corev1.Pod]{Type: watch.Modified, Object: events[i%len(events)]}
-		}
-		for seen.Load() < int64(b.N) {
-			runtime.Gosched()
-		}
-		b.StopTimer()
-		close(w.stop)
-		cancel()
-		<-done
-		r.record("kloop", b)
-	})
+	kloop := func(name string, opts informer.Options[*corev1.Pod]) {
+		b.Run(name, func(b *testing.B) {
+			q, _ := workqueue.New(workqueue.Options[string]{})
+			defer q.ShutDown()
+			w := &chanWatch{ch: make(chan reflector.Event[*corev1.Pod], 1024), stop: make(chan struct{})}
+			lw := &chanLW{items: pods, w: w}
+			inf, err := informer.New[*corev1.Pod](lw, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var seen atomic.Int64
+			_, err = inf.AddHandler(informer.HandlerFuncs[*corev1.Pod]{
+				UpdateFunc: func(_, obj *corev1.Pod) {
+					q.Add(obj.Namespace + "/" + obj.Name)
+					seen.Add(1)
+				},
+			}, informer.HandlerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = inf.Run(ctx) }()
+			if err := inf.WaitForCacheSync(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				w.ch <- reflector.Event[*corev1.Pod]{Type: watch.Modified, Object: events[i%len(events)]}
+			}
+			for seen.Load() < int64(b.N) {
+				runtime.Gosched()
+			}
+			b.StopTimer()
+			close(w.stop)
+			cancel()
+			<-done
+			r.record(name, b)
+		})
+	}
+	kloop("kloop", informer.Options[*corev1.Pod]{})
+	kloop("kloop+InternUpdates", informer.Options[*corev1.Pod]{InternUpdates: true})
 	b.Run("client-go", func(b *testing.B) {
 		q := cgworkqueue.NewTyped[string]()
 		defer q.ShutDown()

@@ -52,12 +52,13 @@ type FactoryOptions struct {
 	// Logger receives diagnostics. Default: a logger that discards.
 	Logger *slog.Logger
 
-	// ResyncPeriod, KeepManagedFields, DisableInterning and Transform are
-	// given to every informer: see Options. Defaults: 10 h, false, false,
-	// none.
+	// ResyncPeriod, KeepManagedFields, DisableInterning, InternUpdates and
+	// Transform are given to every informer: see Options. Defaults: 10 h,
+	// false, false, false, none.
 	ResyncPeriod      time.Duration
 	KeepManagedFields bool
 	DisableInterning  bool
+	InternUpdates     bool
 	Transform         func(obj Object) (Object, error)
 	// Reflector configures every informer's list and watch. Default: the
 	// zero reflector.Options.
@@ -368,7 +369,7 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	s, err := newShared(lw, sharedOptions{
 		name:      name,
 		logger:    f.logger,
-		lean:      newLean(f.opts.KeepManagedFields, f.opts.DisableInterning, transform, f.logger),
+		lean:      newLean(f.opts.KeepManagedFields, f.opts.DisableInterning, f.opts.InternUpdates, transform, f.logger),
 		resync:    resyncDefault(f.opts.ResyncPeriod),
 		reflector: withName(f.opts.Reflector, name, f.logger),
 	})

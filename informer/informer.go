@@ -52,6 +52,15 @@ type Options[T Object] struct {
 	// Strings and maps no object brings any more are released by the
 	// informer's tables within two generations (see the package doc).
 	DisableInterning bool
+	// InternUpdates interns an updated object whole, as an added one.
+	// Default false: an object whose previous version is cached has only
+	// its metadata interned (namespace, labels and annotations shared with
+	// the cached version or other objects when equal, finalizers, owner
+	// references); the rest keeps its decoded strings. Walking a whole Pod
+	// against its cached version costs several microseconds, more than the
+	// rest of an event's path from the watch to a handler; objects updated
+	// often then hold their own copies of spec and status strings.
+	InternUpdates bool
 	// Transform is applied to every object received from the server, after
 	// the managedFields strip and interning, before it is queued and cached.
 	// It may modify obj in place and return it (nobody else holds it yet).
@@ -135,7 +144,7 @@ func New[T Object](lw reflector.ListerWatcher[T], opts Options[T]) (*Informer[T]
 	sopts := sharedOptions{
 		name:            opts.Name,
 		logger:          opts.Logger,
-		lean:            newLean(opts.KeepManagedFields, opts.DisableInterning, eraseTransform(opts.Transform), opts.Logger),
+		lean:            newLean(opts.KeepManagedFields, opts.DisableInterning, opts.InternUpdates, eraseTransform(opts.Transform), opts.Logger),
 		resync:          opts.ResyncPeriod,
 		detectMutations: opts.DetectMutations,
 		onMutation:      opts.OnMutation,

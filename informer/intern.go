@@ -92,13 +92,20 @@ func (in *interner) intern(s string) string {
 }
 
 // walkFn interns the strings of the value at p, taking those equal to the
-// value at old (same type; nil when there is no previous version).
+// value at old (same type; nil when there is no previous version), and
+// reports whether the value at p is now equal to the one at old. A pointer,
+// slice or map whose content equals the previous version's is replaced by
+// the previous version's (structural sharing): an update that changes a
+// Pod's status keeps the one copy of its unchanged spec lists, and the
+// decoded copy becomes garbage at once. Equality is only reported when
+// certain: unexported and opaque fields count as equal only when they hold
+// the very same bytes (pointers), interfaces and ObjectMeta never.
 //
 // sameMemory: the walk never writes memory that the previous version
 // reaches (a pointer, slice array or map it shares with the new object):
 // that memory is cached, already interned, and read concurrently by
 // handlers. Nor does it write a string that is already the canonical copy.
-type walkFn func(p, old unsafe.Pointer)
+type walkFn func(p, old unsafe.Pointer) bool
 
 // compiled boxes a type's walkFn so that recursive types can refer to
 // their own plan before it is complete.
@@ -120,7 +127,7 @@ var (
 	resourceListType = reflect.TypeFor[corev1.ResourceList]()
 )
 
-func noop(unsafe.Pointer, unsafe.Pointer) {}
+func noop(unsafe.Pointer, unsafe.Pointer) bool { return false }
 
 // internObject interns obj's metadata (namespace, generateName, labels,
 // annotation keys and short values, finalizers, owner references) and, for
@@ -161,6 +168,34 @@ func (in *interner) internObject(obj, prev Object) {
 	in.compile(t).fn(v.UnsafePointer(), old)
 }
 
+// internMetadata interns obj's metadata only, taking what did not change
+// from prev (the cached version, never modified): the cheap path of an
+// update (see Options.InternUpdates).
+func (in *interner) internMetadata(obj, prev Object) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.prepStrings == nil {
+		in.seed = maphash.MakeSeed()
+		in.prepStrings = in.internStrings
+	}
+	if m, ok := objectMeta(obj); ok {
+		old, _ := objectMeta(prev)
+		in.internObjectMeta(m, old)
+		return
+	}
+	internMeta(obj, in.intern)
+}
+
+// objectMeta returns the ObjectMeta a typed object embeds.
+func objectMeta(obj Object) (*metav1.ObjectMeta, bool) {
+	a, ok := obj.(interface{ GetObjectMeta() metav1.Object })
+	if !ok {
+		return nil, false
+	}
+	m, ok := a.GetObjectMeta().(*metav1.ObjectMeta)
+	return m, ok && m != nil
+}
+
 // compile returns the plan of type t.
 func (in *interner) compile(t reflect.Type) *compiled {
 	if c, ok := in.plans.Load(t); ok {
@@ -194,137 +229,215 @@ func (in *interner) build(t reflect.Type, building map[reflect.Type]*compiled) *
 
 // op builds the walkFn of type t.
 func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walkFn {
-	if !mayHoldString(t, 0) {
-		return noop
+	if !hasPointers(t) {
+		// No string in it: nothing to intern, equal when its bytes are.
+		// (Equal bytes are equal values; the converse may fail, for -0.0,
+		// which only costs a missed sharing.)
+		size := t.Size()
+		return func(p, old unsafe.Pointer) bool { return old != nil && sameBytes(p, old, size) }
 	}
 	switch t.Kind() {
 	case reflect.String:
-		return func(p, old unsafe.Pointer) {
+		return func(p, old unsafe.Pointer) bool {
 			s := (*string)(p)
-			if c := in.canonical(*s, old, maxInterned); unsafe.StringData(c) != unsafe.StringData(*s) {
-				*s = c
+			if old != nil {
+				if o := *(*string)(old); o == *s {
+					setString(s, o) // equal: the previous version's copy, whatever its length
+					return true
+				}
 			}
+			setString(s, in.canonical(*s, nil, maxInterned))
+			return false
 		}
 	case reflect.Pointer:
 		e := in.build(t.Elem(), building)
-		return func(p, old unsafe.Pointer) {
+		return func(p, old unsafe.Pointer) bool {
 			np := *(*unsafe.Pointer)(p)
-			if np == nil {
-				return
-			}
 			var op unsafe.Pointer
 			if old != nil {
-				if op = *(*unsafe.Pointer)(old); op == np {
-					return // the cached version's: see sameMemory
-				}
+				op = *(*unsafe.Pointer)(old)
 			}
-			e.fn(np, op)
+			switch {
+			case np == nil:
+				return old != nil && op == nil
+			case np == op:
+				return true // the cached version's: see sameMemory
+			}
+			if e.fn(np, op) && op != nil {
+				*(*unsafe.Pointer)(p) = op
+				return true
+			}
+			return false
 		}
 	case reflect.Struct:
 		switch t {
 		case objectMetaType:
-			return func(p, old unsafe.Pointer) { in.internObjectMeta((*metav1.ObjectMeta)(p), (*metav1.ObjectMeta)(old)) }
+			// Metadata differs between versions (resourceVersion at least).
+			return func(p, old unsafe.Pointer) bool {
+				in.internObjectMeta((*metav1.ObjectMeta)(p), (*metav1.ObjectMeta)(old))
+				return false
+			}
 		case typeMetaType:
-			return noop // constants of the type
+			return func(p, old unsafe.Pointer) bool {
+				return old != nil && *(*metav1.TypeMeta)(p) == *(*metav1.TypeMeta)(old)
+			}
 		}
 		type field struct {
 			off uintptr
 			c   *compiled
 		}
+		type span struct{ off, size uintptr }
 		var fields []field
+		var spans []span // compared bytewise: pointer-free fields, and fields the walk must not enter
 		for i := range t.NumField() {
 			f := t.Field(i)
-			if !f.IsExported() || f.Type == typeMetaType || !mayHoldString(f.Type, 0) {
-				continue
+			switch k := f.Type.Kind(); {
+			case !hasPointers(f.Type), !f.IsExported(), k == reflect.Func, k == reflect.Chan, k == reflect.UnsafePointer:
+				// Unexported and opaque fields: equal when they hold the
+				// very same pointers (sound, if conservative).
+				if n := len(spans); n > 0 && spans[n-1].off+spans[n-1].size == f.Offset {
+					spans[n-1].size += f.Type.Size()
+				} else if f.Type.Size() > 0 {
+					spans = append(spans, span{f.Offset, f.Type.Size()})
+				}
+			default:
+				fields = append(fields, field{f.Offset, in.build(f.Type, building)})
 			}
-			fields = append(fields, field{f.Offset, in.build(f.Type, building)})
 		}
-		if len(fields) == 0 {
-			return noop
-		}
-		return func(p, old unsafe.Pointer) {
+		return func(p, old unsafe.Pointer) bool {
 			if p == old {
-				return // the cached version's: see sameMemory
+				return true // the cached version's: see sameMemory
+			}
+			same := old != nil
+			for _, s := range spans {
+				if !same {
+					break
+				}
+				same = sameBytes(unsafe.Add(p, s.off), unsafe.Add(old, s.off), s.size)
 			}
 			for _, f := range fields {
 				var of unsafe.Pointer
 				if old != nil {
 					of = unsafe.Add(old, f.off)
 				}
-				f.c.fn(unsafe.Add(p, f.off), of)
+				if !f.c.fn(unsafe.Add(p, f.off), of) {
+					same = false
+				}
 			}
+			return same
 		}
 	case reflect.Slice:
-		e := in.build(t.Elem(), building)
 		size := t.Elem().Size()
-		return func(p, old unsafe.Pointer) {
-			h := (*sliceHeader)(p)
-			if h.cap > h.len {
-				// A decoder grows slices by doubling: keep only what is
-				// used (a quarter of a decoded Pod's slice memory is spare
-				// capacity).
-				v := reflect.NewAt(t, p).Elem()
-				exact := reflect.MakeSlice(t, h.len, h.len)
-				reflect.Copy(exact, v)
-				v.Set(exact)
+		if !hasPointers(t.Elem()) {
+			// Bytes and numbers: one comparison, nothing to intern.
+			return func(p, old unsafe.Pointer) bool {
+				h := (*sliceHeader)(p)
+				if old == nil {
+					in.trim(t, p)
+					return false
+				}
+				oh := (*sliceHeader)(old)
+				if h.len == oh.len && (h.data == nil) == (oh.data == nil) && sameBytes(h.data, oh.data, uintptr(h.len)*size) {
+					if h.data != oh.data {
+						*h = *oh
+					}
+					return true
+				}
+				in.trim(t, p)
+				return false
 			}
+		}
+		e := in.build(t.Elem(), building)
+		return func(p, old unsafe.Pointer) bool {
+			h := (*sliceHeader)(p)
 			var oh *sliceHeader
 			if old != nil {
 				oh = (*sliceHeader)(old)
 			}
-			if oh != nil && oh.data == h.data && oh.len >= h.len {
-				return // the cached version's: see sameMemory
+			if oh != nil && oh.data == h.data {
+				return oh.len == h.len // the cached version's: see sameMemory
 			}
+			same := oh != nil && h.len == oh.len && (h.data == nil) == (oh.data == nil)
 			for i := range h.len {
 				var oe unsafe.Pointer
 				if oh != nil && i < oh.len {
 					oe = unsafe.Add(oh.data, uintptr(i)*size)
 				}
-				e.fn(unsafe.Add(h.data, uintptr(i)*size), oe)
+				if !e.fn(unsafe.Add(h.data, uintptr(i)*size), oe) {
+					same = false
+				}
 			}
+			if same {
+				*h = *oh // one copy of an unchanged list
+				return true
+			}
+			in.trim(t, p)
+			return false
 		}
 	case reflect.Array:
 		e := in.build(t.Elem(), building)
 		size, n := t.Elem().Size(), t.Len()
-		return func(p, old unsafe.Pointer) {
+		return func(p, old unsafe.Pointer) bool {
+			same := old != nil
 			for i := range n {
 				var oe unsafe.Pointer
 				if old != nil {
 					oe = unsafe.Add(old, uintptr(i)*size)
 				}
-				e.fn(unsafe.Add(p, uintptr(i)*size), oe)
+				if !e.fn(unsafe.Add(p, uintptr(i)*size), oe) {
+					same = false
+				}
 			}
+			return same
 		}
 	case reflect.Map:
 		if t == resourceListType {
-			return func(p, old unsafe.Pointer) {
+			return func(p, old unsafe.Pointer) bool {
 				m := (*corev1.ResourceList)(p)
 				var om corev1.ResourceList
 				if old != nil {
 					om = *(*corev1.ResourceList)(old)
 				}
-				if c := in.resources.canonical(in.seed, *m, om, nil); !samePtr(c, *m) {
+				if *m == nil {
+					return old != nil && om == nil
+				}
+				c := in.resources.canonical(in.seed, *m, om, nil)
+				if !samePtr(c, *m) {
 					*m = c
 				}
+				return old != nil && om != nil && samePtr(c, om)
 			}
 		}
 		if t == stringMapType {
-			return func(p, old unsafe.Pointer) {
+			return func(p, old unsafe.Pointer) bool {
+				m := (*map[string]string)(p)
 				var om map[string]string
 				if old != nil {
 					if *(*unsafe.Pointer)(old) == *(*unsafe.Pointer)(p) {
-						return // the cached version's: see sameMemory
+						return true // the cached version's: see sameMemory
 					}
 					om = *(*map[string]string)(old)
+					if equalStringMaps(*m, om) {
+						*m = om
+						return true
+					}
 				}
-				in.internStringMap(*(*map[string]string)(p), om, maxInterned)
+				in.internStringMap(*m, om, maxInterned)
+				return false
+			}
+		}
+		if t.Key().Kind() != reflect.String || t.Elem().Kind() != reflect.String {
+			// Other maps (rare in API types): left as they are, equal
+			// only when they are the same map.
+			return func(p, old unsafe.Pointer) bool {
+				return old != nil && *(*unsafe.Pointer)(old) == *(*unsafe.Pointer)(p)
 			}
 		}
 		// Named string types: through reflect, without the previous
 		// version (rare in API types).
-		return func(p, old unsafe.Pointer) {
+		return func(p, old unsafe.Pointer) bool {
 			if old != nil && *(*unsafe.Pointer)(old) == *(*unsafe.Pointer)(p) {
-				return // the cached version's: see sameMemory
+				return true // the cached version's: see sameMemory
 			}
 			v := reflect.NewAt(t, p).Elem()
 			it := v.MapRange()
@@ -336,21 +449,81 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 				ne.SetString(in.canonical(e.String(), nil, maxInterned))
 				v.SetMapIndex(nk, ne)
 			}
+			return false
 		}
 	case reflect.Interface:
 		// The dynamic value of an interface cannot be written in place;
-		// what a pointer in it reaches can.
-		return func(p, _ unsafe.Pointer) {
+		// what a pointer in it reaches can. Never shared.
+		return func(p, old unsafe.Pointer) bool {
 			v := reflect.NewAt(t, p).Elem()
 			if v.IsNil() {
-				return
+				return old != nil && reflect.NewAt(t, old).Elem().IsNil()
 			}
 			if x := v.Elem(); x.Kind() == reflect.Pointer && !x.IsNil() {
 				in.compile(x.Type().Elem()).fn(x.UnsafePointer(), nil)
 			}
+			return false
 		}
 	}
-	return noop
+	// Funcs, channels, unsafe pointers: equal when identical.
+	size := t.Size()
+	return func(p, old unsafe.Pointer) bool { return old != nil && sameBytes(p, old, size) }
+}
+
+// trim drops the spare capacity of the slice of type t at p: a decoder
+// grows slices by doubling, and a quarter of a decoded Pod's slice memory
+// is spare capacity.
+func (in *interner) trim(t reflect.Type, p unsafe.Pointer) {
+	h := (*sliceHeader)(p)
+	if h.cap == h.len {
+		return
+	}
+	v := reflect.NewAt(t, p).Elem()
+	exact := reflect.MakeSlice(t, h.len, h.len)
+	reflect.Copy(exact, v)
+	v.Set(exact)
+}
+
+// sameBytes reports whether the size bytes at a and b are equal.
+func sameBytes(a, b unsafe.Pointer, size uintptr) bool {
+	if size == 0 || a == b {
+		return true
+	}
+	return unsafe.String((*byte)(a), size) == unsafe.String((*byte)(b), size)
+}
+
+// equalStringMaps reports whether a and b hold the same entries (a nil map
+// only equals a nil map).
+func equalStringMaps(a, b map[string]string) bool {
+	if len(a) != len(b) || (a == nil) != (b == nil) {
+		return false
+	}
+	for k, v := range a {
+		if ov, ok := b[k]; !ok || ov != v {
+			return false
+		}
+	}
+	return true
+}
+
+// hasPointers reports whether a value of type t holds a pointer (strings,
+// slices, maps, interfaces, functions, channels included).
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	case reflect.String, reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface,
+		reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return true
+	}
+	return false
 }
 
 // canonical returns the canonical copy of s if it is not empty and at most
@@ -448,35 +621,6 @@ func (in *interner) shareStringMap(m *map[string]string, old map[string]string) 
 // internStrings interns the keys and short values of a map that is about
 // to become canonical.
 func (in *interner) internStrings(m map[string]string) { in.internStringMap(m, nil, maxInterned) }
-
-// mayHoldString reports whether a value of type t can contain a string
-// the walk would intern.
-func mayHoldString(t reflect.Type, depth int) bool {
-	if depth > 8 {
-		return true // deep or recursive types: look at run time
-	}
-	switch t.Kind() {
-	case reflect.String, reflect.Interface:
-		return true
-	case reflect.Pointer, reflect.Array:
-		return mayHoldString(t.Elem(), depth+1)
-	case reflect.Slice:
-		return t.Elem().Kind() != reflect.Uint8 && mayHoldString(t.Elem(), depth+1)
-	case reflect.Map:
-		return t == resourceListType || t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String
-	case reflect.Struct:
-		if t == objectMetaType {
-			return true
-		}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.IsExported() && f.Type != typeMetaType && mayHoldString(f.Type, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // internStringMap interns the keys and the values of at most limit bytes
 // of m in place, taking the key and value strings of old (the same map in

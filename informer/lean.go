@@ -79,9 +79,13 @@ func internMeta(obj metav1.Object, intern func(string) string) {
 // keep), strings interned (unless noIntern), then the user's transform.
 type lean struct {
 	keep, noIntern bool
-	user           func(Object) (Object, error)
-	logger         *slog.Logger
-	in             interner
+	// internUpdates walks updated objects whole; otherwise an object the
+	// cache already holds has only its metadata interned (see
+	// Options.InternUpdates).
+	internUpdates bool
+	user          func(Object) (Object, error)
+	logger        *slog.Logger
+	in            interner
 	// cached returns the version of an object the informer's cache holds
 	// (set once by the informer before it starts, nil before): interning
 	// takes the strings that did not change from it.
@@ -93,11 +97,11 @@ type lean struct {
 // A failing user transform must not stall the informer (the FIFO refuses a
 // whole relist when one object fails), so its error is logged and the object
 // is cached as it was before the user transform.
-func newLean(keep, noIntern bool, user func(Object) (Object, error), logger *slog.Logger) *lean {
+func newLean(keep, noIntern, internUpdates bool, user func(Object) (Object, error), logger *slog.Logger) *lean {
 	if keep && noIntern && user == nil {
 		return nil
 	}
-	return &lean{keep: keep, noIntern: noIntern, user: user, logger: logger}
+	return &lean{keep: keep, noIntern: noIntern, internUpdates: internUpdates, user: user, logger: logger}
 }
 
 func (l *lean) transform(obj Object) (Object, error) {
@@ -111,7 +115,14 @@ func (l *lean) transform(obj Object) (Object, error) {
 				prev = p
 			}
 		}
-		l.in.internObject(obj, prev)
+		// A relist brings back unchanged objects (same resourceVersion):
+		// walked whole against the cached version they take all of its
+		// canonical strings, so a relist costs no memory.
+		if prev != nil && !l.internUpdates && prev.GetResourceVersion() != obj.GetResourceVersion() {
+			l.in.internMetadata(obj, prev)
+		} else {
+			l.in.internObject(obj, prev)
+		}
 	}
 	if l.user != nil {
 		out, err := l.user(obj)
