@@ -1,12 +1,41 @@
-// Package apiservertest starts kloop's embedded API server for a test, the
-// way net/http/httptest starts an HTTP server:
+// Package apiservertest starts an API server for a test: kloop's embedded
+// one, the way net/http/httptest starts an HTTP server, or a real
+// kube-apiserver with etcd.
 //
 //	srv := apiservertest.NewServer(t, apiservertest.Options{})
 //	clientset, err := kubernetes.NewForConfig(srv.Config())
 //	// kubectl --kubeconfig srv.Kubeconfig() ...
 //
-// The server listens on a random port of 127.0.0.1 with TLS (a self-signed
-// certificate that Config and the kubeconfig trust), requires its bearer
-// token (which both carry), starts in well under a millisecond and stops
-// when the test ends. Config has no client-side rate limit (QPS -1).
+// The embedded server listens on a random port of 127.0.0.1 with TLS (a
+// self-signed certificate that Config and the kubeconfig trust), requires
+// its bearer token (which both carry), starts in well under a millisecond
+// and stops when the test ends. Config has no client-side rate limit (QPS
+// -1).
+//
+// # Both servers
+//
+// An integration test written against an [Env] runs unchanged on both
+// targets:
+//
+//	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+//		cs, _ := kubernetes.NewForConfig(env.Config())
+//		cs.CoreV1().ConfigMaps(env.Namespace).Create(...)
+//	})
+//
+// "embedded" gets a fresh embedded server; "real" gets kube-apiserver
+// (KubernetesVersion) with etcd (EtcdVersion), built from the Go module
+// proxy by hack/realk8s.sh, started once per test binary on first use (a
+// few seconds) and stopped when the binary exits. Every Env has a fresh
+// namespace of its own; on the real server cluster-scoped objects and
+// resourceVersions are shared by the tests of the binary. Without the
+// binaries the real subtests skip with a loud message;
+// KLOOP_REQUIRE_REAL_K8S=1 (set by .ci/run) makes that a failure, and
+// KLOOP_TEST_TARGETS restricts the targets. [Env.Compact] compacts the
+// history (etcd's, or the embedded store's) so that old resourceVersions
+// get 410 Gone.
+//
+// The real server is a bare control plane: no controller-manager (no
+// garbage collection, namespace deletion, ServiceAccount tokens), the
+// ServiceAccount admission plugin off, RBAC on with the test user in
+// system:masters, etcd compaction only through Env.Compact.
 package apiservertest
