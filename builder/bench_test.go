@@ -35,7 +35,7 @@ func BenchmarkWriteToReconcile(b *testing.B) {
 		b.Fatal(err)
 	}
 	c := mgr.Client()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"}, Data: map[string]string{"n": ""}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench"}, Data: map[string]string{"n": ""}}
 	if err := c.Create(context.Background(), cm); err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,9 @@ package builder_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
@@ -28,14 +31,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const ns = "default"
+// The integration tests run on every target of apiservertest.ForEachTarget
+// (the embedded server and the real kube-apiserver), each in the namespace
+// of its Env. On the real server the managers' informers watch every
+// namespace of a cluster that other tests of this binary share, so the
+// reconcilers count requests by namespace and name.
 
-// newManager starts an embedded API server and returns a manager for it
-// (not started).
-func newManager(t *testing.T) *manager.Manager {
+// newManager returns a manager for env's server (not started).
+func newManager(t *testing.T, env *apiservertest.Env) *manager.Manager {
 	t.Helper()
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{})
+	mgr, err := manager.New(restConfig(t, env), manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +66,10 @@ func start(t *testing.T, mgr *manager.Manager) {
 	}
 }
 
-// counter is a Reconciler that counts reconciles per key; do, when set,
-// runs inside each reconcile.
+// counter is a Reconciler that counts reconciles per key (namespace/name);
+// do, when set, runs inside each reconcile.
 type counter struct {
+	ns string     // the namespace get reads
 	mu sync.Mutex // guards n
 	n  map[string]int
 	do func(ctx context.Context, req reconcile.Request, call int) error
@@ -74,8 +80,8 @@ func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	if c.n == nil {
 		c.n = map[string]int{}
 	}
-	c.n[req.Name]++
-	call := c.n[req.Name]
+	c.n[req.String()]++
+	call := c.n[req.String()]
 	c.mu.Unlock()
 	if c.do != nil {
 		return reconcile.Result{}, c.do(ctx, req, call)
@@ -83,16 +89,18 @@ func (c *counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return reconcile.Result{}, nil
 }
 
+// get returns the reconciles of c.ns/name.
 func (c *counter) get(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n[name]
+	return c.n[c.ns+"/"+name]
 }
 
-// eventually polls cond for up to 10 s.
+// eventually polls cond for up to 30 s (the real server's writes go
+// through etcd).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -105,13 +113,19 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // that an event did NOT cause a reconcile.
 func quiet(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
 	if !cond() {
 		t.Fatalf("%s", what)
 	}
 }
 
-func deployment(name string, annotations map[string]string) *appsv1.Deployment {
+// unique returns prefix with a random suffix: a name for a cluster-scoped
+// object that no other test of the real server's binary uses.
+func unique(prefix string) string {
+	return prefix + "-" + strings.ToLower(rand.Text()[:8])
+}
+
+func deployment(ns, name string, annotations map[string]string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
@@ -135,297 +149,330 @@ func create(t *testing.T, c *client.Client, obj client.Object) {
 // Ten quick edits of one object while its first reconcile runs end in one
 // more reconcile, which sees the last state.
 func TestTenQuickEditsOneReconcile(t *testing.T) {
-	mgr := newManager(t)
-	c := mgr.Client()
-	entered, release := make(chan struct{}), make(chan struct{})
-	var lastSeen sync.Map
-	r := &counter{do: func(ctx context.Context, req reconcile.Request, call int) error {
-		if req.Name == "cm" && call == 1 {
-			close(entered)
-			<-release
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		ns := env.Namespace
+		mgr := newManager(t, env)
+		c := mgr.Client()
+		entered, release := make(chan struct{}), make(chan struct{})
+		var lastSeen sync.Map
+		r := &counter{ns: ns, do: func(ctx context.Context, req reconcile.Request, call int) error {
+			if req.Namespace != ns {
+				return nil
+			}
+			if req.Name == "cm" && call == 1 {
+				close(entered)
+				<-release
+			}
+			var cm corev1.ConfigMap
+			if err := c.Get(ctx, req.NamespacedName, &cm); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			lastSeen.Store(req.Name, cm.Data["i"])
+			return nil
+		}}
+		err := builder.ControllerManagedBy(mgr).
+			For(&corev1.ConfigMap{}).
+			WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+			Complete(r)
+		if err != nil {
+			t.Fatal(err)
 		}
-		var cm corev1.ConfigMap
-		if err := c.Get(ctx, req.NamespacedName, &cm); err != nil {
-			return client.IgnoreNotFound(err)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}, Data: map[string]string{"i": "-"}}
+		create(t, c, cm)
+		start(t, mgr)
+		<-entered
+		for i := range 10 {
+			cm.Data["i"] = string(rune('0' + i))
+			if err := c.Update(context.Background(), cm); err != nil {
+				t.Fatalf("edit %d: %v", i, err)
+			}
 		}
-		lastSeen.Store(req.Name, cm.Data["i"])
-		return nil
-	}}
-	err := builder.ControllerManagedBy(mgr).
-		For(&corev1.ConfigMap{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		Complete(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}, Data: map[string]string{"i": "-"}}
-	create(t, c, cm)
-	start(t, mgr)
-	<-entered
-	for i := range 10 {
-		cm.Data["i"] = string(rune('0' + i))
-		if err := c.Update(context.Background(), cm); err != nil {
-			t.Fatalf("edit %d: %v", i, err)
+		// The handler of the informer delivers in order: once the sentinel,
+		// created after the ten edits, is reconciled (by the second worker),
+		// the ten edits have been enqueued.
+		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel"}})
+		eventually(t, "the sentinel's reconcile", func() bool { return r.get("sentinel") == 1 })
+		close(release)
+		eventually(t, "the reconcile after the edits", func() bool { return r.get("cm") == 2 })
+		quiet(t, "more than one reconcile for ten edits", func() bool { return r.get("cm") == 2 })
+		if v, _ := lastSeen.Load("cm"); v != "9" {
+			t.Fatalf("the last reconcile saw i=%v, want the last edit 9", v)
 		}
-	}
-	// The handler of the informer delivers in order: once the sentinel,
-	// changed after the ten edits, is reconciled (by the second worker),
-	// the ten edits have been enqueued.
-	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel"}})
-	eventually(t, "the sentinel's reconcile", func() bool { return r.get("sentinel") == 1 })
-	close(release)
-	eventually(t, "the reconcile after the edits", func() bool { return r.get("cm") == 2 })
-	quiet(t, "more than one reconcile for ten edits", func() bool { return r.get("cm") == 2 })
-	if v, _ := lastSeen.Load("cm"); v != "9" {
-		t.Fatalf("the last reconcile saw i=%v, want the last edit 9", v)
-	}
+	})
 }
 
 // Owns maps a child's change to its controller owner (or, with
-// MatchEveryOwner, every owner of the For kind).
+// MatchEveryOwner, every owner of the For kind). No controller creates
+// ReplicaSets on either server: the test writes the child itself.
 func TestOwnsMapsChildToOwner(t *testing.T) {
-	mgr := newManager(t)
-	c := mgr.Client()
-	onlyController, every := &counter{}, &counter{}
-	if err := builder.ControllerManagedBy(mgr).For(&appsv1.Deployment{}).Owns(&appsv1.ReplicaSet{}).Complete(onlyController); err != nil {
-		t.Fatal(err)
-	}
-	if err := builder.ControllerManagedBy(mgr).Named("every-owner").For(&appsv1.Deployment{}).
-		Owns(&appsv1.ReplicaSet{}, builder.MatchEveryOwner()).Complete(every); err != nil {
-		t.Fatal(err)
-	}
-	a, b := deployment("a", nil), deployment("b", nil)
-	create(t, c, a)
-	create(t, c, b)
-	start(t, mgr)
-	for _, r := range []*counter{onlyController, every} {
-		eventually(t, "the initial reconciles", func() bool { return r.get("a") == 1 && r.get("b") == 1 })
-	}
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		ns := env.Namespace
+		mgr := newManager(t, env)
+		c := mgr.Client()
+		onlyController, every := &counter{ns: ns}, &counter{ns: ns}
+		if err := builder.ControllerManagedBy(mgr).For(&appsv1.Deployment{}).Owns(&appsv1.ReplicaSet{}).Complete(onlyController); err != nil {
+			t.Fatal(err)
+		}
+		if err := builder.ControllerManagedBy(mgr).Named("every-owner").For(&appsv1.Deployment{}).
+			Owns(&appsv1.ReplicaSet{}, builder.MatchEveryOwner()).Complete(every); err != nil {
+			t.Fatal(err)
+		}
+		a, b := deployment(ns, "a", nil), deployment(ns, "b", nil)
+		create(t, c, a)
+		create(t, c, b)
+		start(t, mgr)
+		for _, r := range []*counter{onlyController, every} {
+			eventually(t, "the initial reconciles", func() bool { return r.get("a") == 1 && r.get("b") == 1 })
+		}
 
-	rs := &appsv1.ReplicaSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b-123", Labels: map[string]string{"app": "b"},
-			OwnerReferences: []metav1.OwnerReference{
-				{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", UID: a.UID},
-				{APIVersion: "apps/v1", Kind: "Deployment", Name: "b", UID: b.UID, Controller: new(true)},
-			}},
-		Spec: appsv1.ReplicaSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
-			Template: b.Spec.Template,
-		},
-	}
-	create(t, c, rs)
-	eventually(t, "the controller owner's reconcile", func() bool { return onlyController.get("b") == 2 })
-	eventually(t, "every owner's reconcile", func() bool { return every.get("a") == 2 && every.get("b") == 2 })
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b-123", Labels: map[string]string{"app": "b"},
+				OwnerReferences: []metav1.OwnerReference{
+					{APIVersion: "apps/v1", Kind: "Deployment", Name: "a", UID: a.UID},
+					{APIVersion: "apps/v1", Kind: "Deployment", Name: "b", UID: b.UID, Controller: new(true)},
+				}},
+			Spec: appsv1.ReplicaSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "b"}},
+				Template: b.Spec.Template,
+			},
+		}
+		create(t, c, rs)
+		eventually(t, "the controller owner's reconcile", func() bool { return onlyController.get("b") == 2 })
+		eventually(t, "every owner's reconcile", func() bool { return every.get("a") == 2 && every.get("b") == 2 })
 
-	rs.Labels["touched"] = "yes"
-	if err := c.Update(context.Background(), rs); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the owner's reconcile after the child's update", func() bool { return onlyController.get("b") == 3 })
-	quiet(t, "a non-controller owner was reconciled", func() bool { return onlyController.get("a") == 1 })
+		rs.Labels["touched"] = "yes"
+		if err := c.Update(context.Background(), rs); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the owner's reconcile after the child's update", func() bool { return onlyController.get("b") == 3 })
+		quiet(t, "a non-controller owner was reconciled", func() bool { return onlyController.get("a") == 1 })
+	})
 }
 
 // Owns of a cluster-scoped For kind enqueues the owner without a namespace;
-// deleting the child enqueues the owner again.
+// deleting the child enqueues the owner again. The owner is the test's own
+// namespace.
 func TestOwnsClusterScopedOwnerAndDelete(t *testing.T) {
-	mgr := newManager(t)
-	c := mgr.Client()
-	var mu sync.Mutex // guards reqs
-	reqs := map[reconcile.Request]int{}
-	r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		mgr := newManager(t, env)
+		c := mgr.Client()
+		var mu sync.Mutex // guards reqs
+		reqs := map[reconcile.Request]int{}
+		r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reqs[req]++
+			return reconcile.Result{}, nil
+		})
+		if err := builder.ControllerManagedBy(mgr).For(&corev1.Namespace{}).Owns(&corev1.ConfigMap{}).Complete(r); err != nil {
+			t.Fatal(err)
+		}
+		team := &corev1.Namespace{}
+		if err := c.Uncached().Get(context.Background(), client.ObjectKey{Name: env.Namespace}, team); err != nil {
+			t.Fatal(err)
+		}
+		start(t, mgr)
+		owner := reconcile.Request{NamespacedName: types.NamespacedName{Name: team.Name}}
+		count := func() int { mu.Lock(); defer mu.Unlock(); return reqs[owner] }
+		eventually(t, "the namespace's reconcile", func() bool { return count() == 1 })
+		child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team.Name, Name: "child", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "v1", Kind: "Namespace", Name: team.Name, UID: team.UID, Controller: new(true)},
+		}}}
+		create(t, c, child)
+		eventually(t, "the owner's reconcile after the child's create", func() bool { return count() == 2 })
+		if err := c.Delete(context.Background(), child); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the owner's reconcile after the child's delete", func() bool { return count() == 3 })
 		mu.Lock()
 		defer mu.Unlock()
-		reqs[req]++
-		return reconcile.Result{}, nil
-	})
-	if err := builder.ControllerManagedBy(mgr).For(&corev1.Namespace{}).Owns(&corev1.ConfigMap{}).Complete(r); err != nil {
-		t.Fatal(err)
-	}
-	team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
-	create(t, c, team)
-	start(t, mgr)
-	owner := reconcile.Request{NamespacedName: types.NamespacedName{Name: "team"}}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return reqs[owner] }
-	eventually(t, "the namespace's reconcile", func() bool { return count() == 1 })
-	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "child", OwnerReferences: []metav1.OwnerReference{
-		{APIVersion: "v1", Kind: "Namespace", Name: "team", UID: team.UID, Controller: new(true)},
-	}}}
-	create(t, c, child)
-	eventually(t, "the owner's reconcile after the child's create", func() bool { return count() == 2 })
-	if err := c.Delete(context.Background(), child); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the owner's reconcile after the child's delete", func() bool { return count() == 3 })
-	mu.Lock()
-	defer mu.Unlock()
-	for req := range reqs {
-		if req != owner && req.Namespace != "" {
-			t.Fatalf("unexpected request %v", req)
+		for req := range reqs {
+			if req.Namespace != "" {
+				t.Fatalf("unexpected request %v: Namespaces are cluster-scoped", req)
+			}
 		}
-	}
+	})
 }
 
 // A map function fans one ConfigMap out to every Deployment that reads it.
 func TestMapFuncFansOut(t *testing.T) {
-	mgr := newManager(t)
-	c := mgr.Client()
-	r := &counter{}
-	usersOf := func(ctx context.Context, o handler.Object) []reconcile.Request {
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		for _, d := range list.Items {
-			if d.Annotations["config"] == o.GetName() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Name}})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		ns := env.Namespace
+		mgr := newManager(t, env)
+		c := mgr.Client()
+		r := &counter{ns: ns}
+		usersOf := func(ctx context.Context, o handler.Object) []reconcile.Request {
+			var list appsv1.DeploymentList
+			if err := c.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+				return nil
 			}
-		}
-		return reqs
-	}
-	err := builder.ControllerManagedBy(mgr).
-		For(&appsv1.Deployment{}).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf)).
-		Complete(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	users := []string{"u1", "u2", "u3"}
-	for _, n := range users {
-		create(t, c, deployment(n, map[string]string{"config": "shared"}))
-	}
-	create(t, c, deployment("other", map[string]string{"config": "another"}))
-	start(t, mgr)
-	all := func(n int) func() bool {
-		return func() bool {
-			for _, u := range users {
-				if r.get(u) != n {
-					return false
+			var reqs []reconcile.Request
+			for _, d := range list.Items {
+				if d.Annotations["config"] == o.GetName() {
+					reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Name}})
 				}
 			}
-			return r.get("other") == 1
+			return reqs
 		}
-	}
-	eventually(t, "the initial reconciles", all(1))
+		err := builder.ControllerManagedBy(mgr).
+			For(&appsv1.Deployment{}).
+			Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(usersOf)).
+			Complete(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users := []string{"u1", "u2", "u3"}
+		for _, n := range users {
+			create(t, c, deployment(ns, n, map[string]string{"config": "shared"}))
+		}
+		create(t, c, deployment(ns, "other", map[string]string{"config": "another"}))
+		start(t, mgr)
+		all := func(n int) func() bool {
+			return func() bool {
+				for _, u := range users {
+					if r.get(u) != n {
+						return false
+					}
+				}
+				return r.get("other") == 1
+			}
+		}
+		eventually(t, "the initial reconciles", all(1))
 
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Data: map[string]string{"k": "1"}}
-	create(t, c, cm)
-	eventually(t, "a reconcile of every user after the create", all(2))
-	cm.Data["k"] = "2"
-	if err := c.Update(context.Background(), cm); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a reconcile of every user after the update", all(3))
-	quiet(t, "a Deployment that does not read the ConfigMap was reconciled", all(3))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Data: map[string]string{"k": "1"}}
+		create(t, c, cm)
+		eventually(t, "a reconcile of every user after the create", all(2))
+		cm.Data["k"] = "2"
+		if err := c.Update(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a reconcile of every user after the update", all(3))
+		quiet(t, "a Deployment that does not read the ConfigMap was reconciled", all(3))
+	})
 }
 
 // GenerationChanged drops status-only updates, which reach a controller
 // without the filter; both controllers share one informer, also with the
 // client's reads.
 func TestGenerationChangedDropsStatusUpdates(t *testing.T) {
-	mgr := newManager(t)
-	c := mgr.Client()
-	filtered, unfiltered := &counter{}, &counter{}
-	if err := builder.ControllerManagedBy(mgr).Named("filtered").For(&appsv1.Deployment{}).
-		WithEventFilter(predicate.GenerationChanged{}).Complete(filtered); err != nil {
-		t.Fatal(err)
-	}
-	if err := builder.ControllerManagedBy(mgr).Named("unfiltered").For(&appsv1.Deployment{}).Complete(unfiltered); err != nil {
-		t.Fatal(err)
-	}
-	d := deployment("web", nil)
-	create(t, c, d)
-	start(t, mgr)
-	both := func(f, u int) func() bool {
-		return func() bool { return filtered.get("web") == f && unfiltered.get("web") == u }
-	}
-	eventually(t, "the initial reconciles", both(1, 1))
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		ns := env.Namespace
+		mgr := newManager(t, env)
+		c := mgr.Client()
+		filtered, unfiltered := &counter{ns: ns}, &counter{ns: ns}
+		if err := builder.ControllerManagedBy(mgr).Named("filtered").For(&appsv1.Deployment{}).
+			WithEventFilter(predicate.GenerationChanged{}).Complete(filtered); err != nil {
+			t.Fatal(err)
+		}
+		if err := builder.ControllerManagedBy(mgr).Named("unfiltered").For(&appsv1.Deployment{}).Complete(unfiltered); err != nil {
+			t.Fatal(err)
+		}
+		d := deployment(ns, "web", nil)
+		create(t, c, d)
+		start(t, mgr)
+		both := func(f, u int) func() bool {
+			return func() bool { return filtered.get("web") == f && unfiltered.get("web") == u }
+		}
+		eventually(t, "the initial reconciles", both(1, 1))
 
-	d.Status.ObservedGeneration = d.Generation
-	d.Status.Replicas = 1
-	if err := c.Status().Update(context.Background(), d); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the unfiltered controller's reconcile of the status update", func() bool { return unfiltered.get("web") == 2 })
-	quiet(t, "the status-only update passed GenerationChanged", both(1, 2))
+		d.Status.ObservedGeneration = d.Generation
+		d.Status.Replicas = 1
+		if err := c.Status().Update(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the unfiltered controller's reconcile of the status update", func() bool { return unfiltered.get("web") == 2 })
+		quiet(t, "the status-only update passed GenerationChanged", both(1, 2))
 
-	d.Spec.Replicas = new(int32(3))
-	if err := c.Update(context.Background(), d); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "both reconciles of the spec update", both(2, 3))
+		d.Spec.Replicas = new(int32(3))
+		if err := c.Update(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "both reconciles of the spec update", both(2, 3))
 
-	var got appsv1.Deployment
-	if err := c.Get(context.Background(), client.KeyOf(d), &got); err != nil {
-		t.Fatal(err)
-	}
-	if n := mgr.Factory().NumInformers(); n != 1 {
-		t.Fatalf("the factory holds %d informers, want 1 for Deployments shared by two controllers and the client", n)
-	}
+		var got appsv1.Deployment
+		if err := c.Get(context.Background(), client.KeyOf(d), &got); err != nil {
+			t.Fatal(err)
+		}
+		if n := mgr.Factory().NumInformers(); n != 1 {
+			t.Fatalf("the factory holds %d informers, want 1 for Deployments shared by two controllers and the client", n)
+		}
+	})
 }
 
 // A controller without For (Named, Watches only) also takes events from a
 // channel source.
 func TestNamedWithoutForAndChannelSource(t *testing.T) {
-	mgr := newManager(t)
-	r := &counter{}
-	events := make(chan handler.Event, 1)
-	src, err := controller.NewChannelSource(events, handler.EnqueueRequestForObject{}, controller.ChannelOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := builder.ControllerManagedBy(mgr).Named("external").WatchesSource(src).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestForObject{}).Complete(r); err != nil {
-		t.Fatal(err)
-	}
-	start(t, mgr)
-	events <- handler.GenericEvent{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-channel"}}}
-	eventually(t, "the channel event's reconcile", func() bool { return r.get("from-channel") == 1 })
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		mgr := newManager(t, env)
+		r := &counter{ns: env.Namespace}
+		events := make(chan handler.Event, 1)
+		src, err := controller.NewChannelSource(events, handler.EnqueueRequestForObject{}, controller.ChannelOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := builder.ControllerManagedBy(mgr).Named("external").WatchesSource(src).
+			Watches(&corev1.ConfigMap{}, handler.EnqueueRequestForObject{}).Complete(r); err != nil {
+			t.Fatal(err)
+		}
+		start(t, mgr)
+		events <- handler.GenericEvent{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "from-channel"}}}
+		eventually(t, "the channel event's reconcile", func() bool { return r.get("from-channel") == 1 })
+		create(t, mgr.Client(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "from-server"}})
+		eventually(t, "the watched ConfigMap's reconcile", func() bool { return r.get("from-server") == 1 })
+	})
 }
 
 // OnlyMetadata watches through the metadata-only informer; WithScope
-// restricts a watch to one namespace. Owns still finds the owner by its
-// reference.
+// restricts a watch to one namespace.
 func TestOnlyMetadataAndScope(t *testing.T) {
-	mgr := newManager(t)
-	c := mgr.Client()
-	create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
-	var mu sync.Mutex // guards seen
-	seen := map[string]string{}
-	r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		seen[req.String()] = "reconciled"
-		return reconcile.Result{}, nil
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		mgr := newManager(t, env)
+		c := mgr.Client()
+		team := unique("team")
+		create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}})
+		var mu sync.Mutex // guards seen
+		seen := map[string]string{}
+		r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[req.String()] = "reconciled"
+			return reconcile.Result{}, nil
+		})
+		var objTypes sync.Map
+		typeOf := handler.Funcs{CreateFunc: func(_ context.Context, e handler.CreateEvent, q handler.Enqueuer) {
+			objTypes.Store(e.Object.GetName(), fmt.Sprintf("%T", e.Object))
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
+		}}
+		err := builder.ControllerManagedBy(mgr).Named("scoped").
+			Watches(&corev1.ConfigMap{}, typeOf, builder.OnlyMetadata(), builder.WithScope(informer.Scope{Namespace: team})).
+			Complete(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "outside"}})
+		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "inside"}})
+		start(t, mgr)
+		eventually(t, "the reconcile in scope", func() bool { mu.Lock(); defer mu.Unlock(); return seen[team+"/inside"] != "" })
+		quiet(t, "an object out of scope was reconciled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+		if got, _ := objTypes.Load("inside"); got != "*v1.PartialObjectMetadata" {
+			t.Fatalf("the handler saw %v, want *v1.PartialObjectMetadata", got)
+		}
 	})
-	var objTypes sync.Map
-	typeOf := handler.Funcs{CreateFunc: func(_ context.Context, e handler.CreateEvent, q handler.Enqueuer) {
-		objTypes.Store(e.Object.GetName(), fmt.Sprintf("%T", e.Object))
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}})
-	}}
-	err := builder.ControllerManagedBy(mgr).Named("scoped").
-		Watches(&corev1.ConfigMap{}, typeOf, builder.OnlyMetadata(), builder.WithScope(informer.Scope{Namespace: "team"})).
-		Complete(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "outside"}})
-	create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "inside"}})
-	start(t, mgr)
-	eventually(t, "the reconcile in scope", func() bool { mu.Lock(); defer mu.Unlock(); return seen["team/inside"] != "" })
-	quiet(t, "an object out of scope was reconciled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
-	if got, _ := objTypes.Load("inside"); got != "*v1.PartialObjectMetadata" {
-		t.Fatalf("the handler saw %v, want *v1.PartialObjectMetadata", got)
-	}
 }
 
 type notInScheme struct{ corev1.ConfigMap }
 
 func TestBuilderErrors(t *testing.T) {
-	mgr := newManager(t)
-	widget := &unstructured.Unstructured{}
-	widget.SetAPIVersion("example.com/v1")
-	widget.SetKind("Widget")
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testBuilderErrors)
+}
+
+func testBuilderErrors(t *testing.T, env *apiservertest.Env) {
+	mgr := newManager(t, env)
+	// A group no server of this binary serves (other tests install the
+	// Widget CRD on the shared real server).
+	unserved := &unstructured.Unstructured{}
+	unserved.SetAPIVersion("unserved.kloop.test/v1")
+	unserved.SetKind("Gadget")
 	r := &counter{}
 	if err := builder.ControllerManagedBy(mgr).Named("taken").For(&corev1.Secret{}).Complete(r); err != nil {
 		t.Fatal(err)
@@ -453,7 +500,7 @@ func TestBuilderErrors(t *testing.T) {
 		{"unstructured without kind", func() error {
 			return builder.ControllerManagedBy(mgr).For(&unstructured.Unstructured{}).Complete(r)
 		}, "apiVersion and kind must be set"},
-		{"kind the server does not serve", func() error { return builder.ControllerManagedBy(mgr).For(widget).Complete(r) }, "Widget"},
+		{"kind the server does not serve", func() error { return builder.ControllerManagedBy(mgr).For(unserved).Complete(r) }, "Gadget"},
 		{"nil handler", func() error {
 			return builder.ControllerManagedBy(mgr).For(&corev1.Pod{}).Watches(&corev1.ConfigMap{}, nil).Complete(r)
 		}, "nil handler"},
@@ -478,4 +525,30 @@ func TestBuilderErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// restConfig returns env's client configuration with a transport of the
+// test's own, whose idle connections are closed when the test ends: the
+// real server outlives the test, and client-go's shared transports would
+// keep connections to it open (goleak would report their goroutines).
+// Call it before starting anything that uses it, so that its cleanup runs
+// last.
+func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
+	t.Helper()
+	cfg := env.Config()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	// apiservertest creates the test's namespace through client-go's
+	// transport cache, shared by every configuration of the real server:
+	// close its idle connections too.
+	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
+		t.Cleanup(shared.CloseIdleConnections)
+	}
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	cfg.Transport = tr
+	return cfg
 }

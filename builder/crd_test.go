@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -36,7 +35,7 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.c.Get(ctx, req.NamespacedName, &w); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	d := deployment(w.Name, nil)
+	d := deployment(w.Namespace, w.Name, nil)
 	d.Spec.Template.Spec.Containers[0].Image = w.Spec.Image
 	d.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: testcrd.GroupVersion.String(), Kind: "Widget", Name: w.Name, UID: w.UID, Controller: new(true),
@@ -57,29 +56,35 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // recreates it when it is deleted (Owns), writes its status without a hot
 // loop (GenerationChanged on For), and settles.
 func TestWidgetOperator(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testWidgetOperator)
+}
+
+func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
+	ns := env.Namespace
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	testcrd.AddToScheme(scheme)
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{Cache: informer.FactoryOptions{Scheme: scheme}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := restConfig(t, env)
+	if err := testcrd.Install(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{Scheme: scheme}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := mgr.Client()
-	create(t, c, testcrd.CRD())
 	r := &widgetReconciler{c: c}
-	eventually(t, "the Widget kind to be served", func() bool {
-		err := builder.ControllerManagedBy(mgr).
-			For(&testcrd.Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
-			Owns(&appsv1.Deployment{}).
-			Complete(r)
-		if err != nil && !meta.IsNoMatchError(err) {
-			t.Fatal(err)
-		}
-		return err == nil
-	})
+	err = builder.ControllerManagedBy(mgr).
+		For(&testcrd.Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
+		Owns(&appsv1.Deployment{}).
+		Complete(r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start(t, mgr)
 
 	w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1"}, Spec: testcrd.WidgetSpec{Image: "nginx:1"}}
@@ -98,7 +103,7 @@ func TestWidgetOperator(t *testing.T) {
 	// reconciles stop.
 	eventually(t, "the controller to settle", func() bool {
 		n := r.reconciles.Load()
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 		return r.reconciles.Load() == n
 	})
 
