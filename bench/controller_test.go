@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -183,7 +185,47 @@ var silenceControllerRuntime sync.Once
 // contender). The timer runs from the first write until a reconcile has seen
 // every object's last write. The contender's manager is stopped, and the
 // objects deleted, before runE2E returns.
-func runE2E(tb testing.TB, cs kubernetes.Interface, cfg *rest.Config, ns string, workers, n int, c e2eContender) seqResult {
+// e2eDirect is the embedded server's handler and token, for writers that
+// call it in process (see e2eWriteMode); nil: writers use the clientset.
+type e2eDirect struct {
+	h     http.Handler
+	token string
+}
+
+// e2eWriteMode is how writers reach the embedded server: BENCH_E2E_WRITES
+// "direct" (the default: a PUT handed to the server's handler in process,
+// with no client-go, TLS or HTTP/2 on the writers' side, so that the cores
+// go to the server's write path and the runtimes) or "clientset" (client-go
+// over the network, as in the first measurements).
+func e2eWriteMode(tb testing.TB) string {
+	switch v := os.Getenv("BENCH_E2E_WRITES"); v {
+	case "", "direct":
+		return "direct"
+	case "clientset":
+		return v
+	default:
+		tb.Fatalf("BENCH_E2E_WRITES=%q: want direct or clientset", v)
+		return ""
+	}
+}
+
+// put writes data.seq=seq to ConfigMap ns/name with an unconditional PUT
+// (no resourceVersion) through the server's handler.
+func (d *e2eDirect) put(ns, name string, seq int) error {
+	body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":%q,"labels":{"app":"bench"}},"data":{"seq":%q}}`,
+		name, ns, strconv.Itoa(seq))
+	req := httptest.NewRequest(http.MethodPut, "/api/v1/namespaces/"+ns+"/configmaps/"+name, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	d.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("PUT %s/%s: %d %s", ns, name, rec.Code, rec.Body.String())
+	}
+	return nil
+}
+
+func runE2E(tb testing.TB, cs kubernetes.Interface, cfg *rest.Config, direct *e2eDirect, ns string, workers, n int, c e2eContender) seqResult {
 	ctx := context.Background()
 	n = max(n, e2eKeys)
 	t := newSeqTracker(e2eKeys, n)
@@ -232,6 +274,14 @@ func runE2E(tb testing.TB, cs kubernetes.Interface, cfg *rest.Config, ns string,
 				cm := objs[j]
 				cm.Data["seq"] = strconv.Itoa(i)
 				t.send(i, t.now())
+				if direct != nil {
+					if err := direct.put(ns, cm.Name, i); err != nil {
+						tb.Error(err)
+						failed.Store(true)
+						return
+					}
+					continue
+				}
 				got, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
 				if err != nil {
 					tb.Error(err)
@@ -288,6 +338,10 @@ func BenchmarkEventToReconcile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var direct *e2eDirect
+	if e2eWriteMode(b) == "direct" {
+		direct = &e2eDirect{h: srv.Handler(), token: srv.Token()}
+	}
 	run := 0
 	for _, workers := range []int{1, 4} {
 		var m metricRatios
@@ -295,7 +349,7 @@ func BenchmarkEventToReconcile(b *testing.B) {
 			b.Run(fmt.Sprintf("workers=%d/%s", workers, c.name), func(b *testing.B) {
 				run++
 				ns := fmt.Sprintf("bench-%d-%s-w%d", run, c.name, workers)
-				res := runE2E(b, cs, srv.Config(), ns, workers, b.N, c)
+				res := runE2E(b, cs, srv.Config(), direct, ns, workers, b.N, c)
 				if c.start == nil {
 					b.ReportMetric(res.eventsPerSec, "events/s")
 					b.ReportMetric(float64(res.cpu.Nanoseconds())/1e3, "cpu-µs/event")
@@ -572,13 +626,19 @@ func TestEventToReconcileContenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	direct := &e2eDirect{h: srv.Handler(), token: srv.Token()}
 	for i, c := range e2eContenders {
-		t.Run("embedded/"+c.name, func(t *testing.T) {
-			res := runE2E(t, cs, srv.Config(), fmt.Sprintf("test-%d", i), 2, 2*e2eKeys, c)
-			if res.eventsPerSec <= 0 || (c.start != nil && res.reconciles < e2eKeys) {
-				t.Errorf("%s: %+v", c.name, res)
-			}
-		})
+		for _, mode := range []struct {
+			name   string
+			direct *e2eDirect
+		}{{"direct", direct}, {"clientset", nil}} {
+			t.Run("embedded/"+mode.name+"/"+c.name, func(t *testing.T) {
+				res := runE2E(t, cs, srv.Config(), mode.direct, fmt.Sprintf("test-%d-%s", i, mode.name), 2, 2*e2eKeys, c)
+				if res.eventsPerSec <= 0 || (c.start != nil && res.reconciles < e2eKeys) {
+					t.Errorf("%s: %+v", c.name, res)
+				}
+			})
+		}
 	}
 	for _, c := range inprocContenders {
 		t.Run("in-process/"+c.name, func(t *testing.T) {
