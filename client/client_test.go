@@ -59,7 +59,8 @@ func newEnvWith(t *testing.T, ae *apiservertest.Env, opts Options, scheme *runti
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
+	// cfg.Dial (real target) closes the connections when the test ends.
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, DialContext: cfg.Dial}
 	t.Cleanup(tr.CloseIdleConnections)
 	rt, err := rest.HTTPWrappersForConfig(cfg, tr)
 	if err != nil {

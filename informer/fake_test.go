@@ -192,8 +192,14 @@ func (r *recorderOf[T]) OnAdd(p T, initial bool) {
 	r.record(fmt.Sprintf("add %s@%s initial=%t", p.GetName(), p.GetResourceVersion(), initial), p)
 }
 
+// OnUpdate records "update name@old->new", with " deleting" appended when
+// the new version has a deletionTimestamp.
 func (r *recorderOf[T]) OnUpdate(old, p T) {
-	r.record(fmt.Sprintf("update %s@%s->%s", p.GetName(), old.GetResourceVersion(), p.GetResourceVersion()), p)
+	deleting := ""
+	if p.GetDeletionTimestamp() != nil {
+		deleting = " deleting"
+	}
+	r.record(fmt.Sprintf("update %s@%s->%s%s", p.GetName(), old.GetResourceVersion(), p.GetResourceVersion(), deleting), p)
 }
 
 func (r *recorderOf[T]) OnDelete(d Deleted[T]) {
@@ -208,6 +214,21 @@ func (r *recorderOf[T]) snapshot() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.events)
+}
+
+// waitUntil waits until the recorder's events satisfy cond, and returns them.
+func (r *recorderOf[T]) waitUntil(t *testing.T, ctx context.Context, what string, cond func([]string) bool) []string {
+	t.Helper()
+	for {
+		if ev := r.snapshot(); cond(ev) {
+			return ev
+		}
+		select {
+		case <-r.signal:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s, have %q", what, r.snapshot())
+		}
+	}
 }
 
 // waitFor waits until the recorder has n events.

@@ -230,16 +230,17 @@ func newTarget(t *testing.T, env *apiservertest.Env) *target {
 	return &target{env: env, cfg: cfg, cs: cs, gate: g, lwc: httpClient(t, cfg, g)}
 }
 
-// httpClient returns a client for cfg with a transport of its own (closed
-// when the test ends: the real server outlives the test, its idle
-// connections must not); g, if not nil, is put in front of the transport.
+// httpClient returns a client for cfg with a transport of its own, whose
+// connections are closed when the test ends (on the real target, which
+// outlives the test, by cfg.Dial); g, if not nil, is put in front of the
+// transport.
 func httpClient(t *testing.T, cfg *rest.Config, g *gate) *http.Client {
 	t.Helper()
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, DialContext: cfg.Dial}
 	t.Cleanup(tr.CloseIdleConnections)
 	var base http.RoundTripper = tr
 	if g != nil {
