@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
 const widgetCRD = `
@@ -64,10 +67,18 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `
 
-var (
-	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	widgetGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
-)
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// widgetGroup is a CRD group of the test's own: CRDs are cluster-scoped, and
+// the real server is shared by every test of the binary.
+func widgetGroup(env *apiservertest.Env) string { return env.Namespace + ".example.com" }
+
+// widgetCRDIn is widgetCRD in another group.
+func widgetCRDIn(group string) string { return strings.ReplaceAll(widgetCRD, "example.com", group) }
+
+func widgetGVR(group, version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: group, Version: version, Resource: "widgets"}
+}
 
 func fromYAML(t *testing.T, y string) *unstructured.Unstructured {
 	t.Helper()
@@ -78,32 +89,87 @@ func fromYAML(t *testing.T, y string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
-func widget(name, color string) *unstructured.Unstructured {
+func widget(group, name, color string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Widget",
+		"apiVersion": group + "/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": name},
 		"spec":     map[string]any{"color": color, "unknown": "dropped", "extra": map[string]any{"kept": true}},
 	}}
 }
 
-func TestCustomResources(t *testing.T) {
-	srv, _ := newClients(t, apiservertestOptions())
+// createCRD creates a CRD and waits until it is established and its
+// resource served (kube-apiserver does both asynchronously; the embedded
+// server before the create returns). It deletes the CRD when the test ends.
+func createCRD(t *testing.T, dyn dynamic.Interface, crd *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
 	ctx := ctxT(t)
-	dyn, err := dynamic.NewForConfig(srv.Config())
+	created, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd, err := dyn.Resource(crdGVR).Create(ctx, fromYAML(t, widgetCRD), metav1.CreateOptions{})
+	t.Cleanup(func() {
+		err := dyn.Resource(crdGVR).Delete(context.Background(), created.GetName(), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete CRD %s: %v", created.GetName(), err)
+		}
+	})
+	waitServed(t, dyn, created)
+	out, err := dyn.Resource(crdGVR).Get(ctx, created.GetName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	if !hasCondition(conds, "Established") || !hasCondition(conds, "NamesAccepted") {
-		t.Fatalf("CRD conditions %v", conds)
+	return out
+}
+
+// waitServed waits for a CRD's Established and NamesAccepted conditions and
+// for a successful list of the widgets of each of its versions.
+func waitServed(t *testing.T, dyn dynamic.Interface, crd *unstructured.Unstructured) {
+	t.Helper()
+	ctx := ctxT(t)
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	eventually(t, 30*time.Second, "CRD "+crd.GetName()+" established", func() error {
+		got, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		if !hasCondition(conds, "Established") || !hasCondition(conds, "NamesAccepted") {
+			return fmt.Errorf("conditions %v", conds)
+		}
+		return nil
+	})
+	for _, v := range versions {
+		name, _, _ := unstructured.NestedString(v.(map[string]any), "name")
+		eventually(t, 30*time.Second, "CRD "+crd.GetName()+" served", func() error {
+			_, err := dyn.Resource(widgetGVR(group, name)).List(ctx, metav1.ListOptions{})
+			return err
+		})
 	}
-	widgets := dyn.Resource(widgetGVR).Namespace("default")
-	// Served as soon as the create returned; defaulting and pruning.
-	w, err := widgets.Create(ctx, widget("w1", "red"), metav1.CreateOptions{})
+}
+
+func dynamicClient(t *testing.T, env *apiservertest.Env) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
+func TestCustomResources(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testCustomResources)
+}
+
+func testCustomResources(t *testing.T, env *apiservertest.Env) {
+	ctx := ctxT(t)
+	dyn := dynamicClient(t, env)
+	group := widgetGroup(env)
+	crdName := "widgets." + group
+	createCRD(t, dyn, fromYAML(t, widgetCRDIn(group)))
+	widgets := dyn.Resource(widgetGVR(group, "v1")).Namespace(env.Namespace)
+	// Defaulting and pruning.
+	w, err := widgets.Create(ctx, widget(group, "w1", "red"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +197,7 @@ func TestCustomResources(t *testing.T) {
 		{"type", map[string]any{"color": int64(3)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bad := widget("bad", "red")
+			bad := widget(group, "bad", "red")
 			bad.Object["spec"] = tc.spec
 			_, err := widgets.Create(ctx, bad, metav1.CreateOptions{})
 			if !apierrors.IsInvalid(err) {
@@ -169,7 +235,7 @@ func TestCustomResources(t *testing.T) {
 		t.Fatalf("scale: %v", sc.Object)
 	}
 	// Switching the storage version records it in status.storedVersions.
-	crdObj, err := dyn.Resource(crdGVR).Patch(ctx, "widgets.example.com", types.JSONPatchType,
+	crdObj, err := dyn.Resource(crdGVR).Patch(ctx, crdName, types.JSONPatchType,
 		[]byte(`[{"op":"replace","path":"/spec/versions/0/storage","value":false},{"op":"replace","path":"/spec/versions/1/storage","value":true}]`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -178,13 +244,13 @@ func TestCustomResources(t *testing.T) {
 		t.Fatalf("storedVersions %v", sv)
 	}
 	// Another version serves the same objects.
-	v1beta1 := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1beta1", Resource: "widgets"}).Namespace("default")
+	v1beta1 := dyn.Resource(widgetGVR(group, "v1beta1")).Namespace(env.Namespace)
 	old, err := v1beta1.Get(ctx, "w1", metav1.GetOptions{})
-	if err != nil || old.GetAPIVersion() != "example.com/v1beta1" {
+	if err != nil || old.GetAPIVersion() != group+"/v1beta1" {
 		t.Fatalf("v1beta1 get: %v %v", err, old)
 	}
 	// Field selectors on selectable fields.
-	if _, err := widgets.Create(ctx, widget("w2", "green"), metav1.CreateOptions{}); err != nil {
+	if _, err := widgets.Create(ctx, widget(group, "w2", "green"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := widgets.List(ctx, metav1.ListOptions{FieldSelector: "spec.color=green"})
@@ -192,58 +258,60 @@ func TestCustomResources(t *testing.T) {
 		t.Fatalf("field selector: %v %v", err, l)
 	}
 	// Table output with printer columns.
-	tbl := getTable(t, srv.Config(), "/apis/example.com/v1/namespaces/default/widgets")
+	tbl := getTable(t, env.Config(), "/apis/"+group+"/v1/namespaces/"+env.Namespace+"/widgets")
 	if fmt.Sprint(columnNames(tbl)) != "[Name Color Replicas Age]" || len(tbl.Rows) != 2 || tbl.Rows[0].Cells[1] != "blue" {
 		t.Fatalf("table %v rows %v", columnNames(tbl), tbl.Rows)
 	}
-	// Finalizers on a CR, then deleting the CRD deletes the objects.
+	// Finalizers on a CR, then deleting the CRD deletes the objects
+	// (kube-apiserver's CRD finalizer does it asynchronously).
 	if _, err := widgets.Patch(ctx, "w2", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dyn.Resource(crdGVR).Delete(ctx, "widgets.example.com", metav1.DeleteOptions{}); err != nil {
+	if err := dyn.Resource(crdGVR).Delete(ctx, crdName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := widgets.Get(ctx, "w1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("w1 after CRD delete: %v", err)
-	}
+	eventually(t, 30*time.Second, "w1 deleted with its CRD", func() error {
+		if _, err := widgets.Get(ctx, "w1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get w1: %v", err)
+		}
+		return nil
+	})
 	w2, err := widgets.Get(ctx, "w2", metav1.GetOptions{})
 	if err != nil || w2.GetDeletionTimestamp() == nil {
 		t.Fatalf("w2 should be terminating: %v", err)
 	}
-	if _, err := widgets.Create(ctx, widget("w3", "red"), metav1.CreateOptions{}); !apierrors.IsMethodNotSupported(err) {
-		t.Fatalf("create while the CRD terminates: %v", err)
-	}
 	if _, err := widgets.Patch(ctx, "w2", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dyn.Resource(crdGVR).Get(ctx, "widgets.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("CRD should be gone: %v", err)
-	}
-	if _, err := widgets.List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("resource still served: %v", err)
-	}
+	eventually(t, 30*time.Second, "CRD gone and its resource no longer served", func() error {
+		if _, err := dyn.Resource(crdGVR).Get(ctx, crdName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("get CRD: %v", err)
+		}
+		if _, err := widgets.List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("list widgets: %v", err)
+		}
+		return nil
+	})
 }
 
 func TestCRDValidation(t *testing.T) {
-	srv, _ := newClients(t, apiservertestOptions())
-	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(srv.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad := fromYAML(t, strings.Replace(widgetCRD, "name: widgets.example.com", "name: wrong.example.com", 1))
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testCRDValidation)
+}
+
+func testCRDValidation(t *testing.T, env *apiservertest.Env) {
+	ctx := ctxT(t)
+	dyn := dynamicClient(t, env)
+	group := widgetGroup(env)
+	bad := fromYAML(t, strings.Replace(widgetCRDIn(group), "name: widgets."+group, "name: wrong."+group, 1))
 	if _, err := dyn.Resource(crdGVR).Create(ctx, bad, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
 		t.Fatalf("CRD with a wrong name: %v", err)
 	}
-	cluster := fromYAML(t, strings.Replace(widgetCRD, "scope: Namespaced", "scope: Cluster", 1))
-	if _, err := dyn.Resource(crdGVR).Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ws := dyn.Resource(widgetGVR)
-	if _, err := ws.Create(ctx, widget("c1", "red"), metav1.CreateOptions{}); err != nil {
+	createCRD(t, dyn, fromYAML(t, strings.Replace(widgetCRDIn(group), "scope: Namespaced", "scope: Cluster", 1)))
+	ws := dyn.Resource(widgetGVR(group, "v1"))
+	if _, err := ws.Create(ctx, widget(group, "c1", "red"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("cluster-scoped create: %v", err)
 	}
-	if _, err := ws.Namespace("default").Get(ctx, "c1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := ws.Namespace(env.Namespace).Get(ctx, "c1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespaced path of a cluster-scoped resource: %v", err)
 	}
 }

@@ -6,14 +6,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
 // stringData is write-only: it is folded into data on create, update and
 // patch, overriding data's keys, and never stored.
 func TestSecretStringDataFoldsIntoData(t *testing.T) {
-	_, cs := newClients(t, apiservertestOptions())
+	onTargets(t, apiservertest.Options{}, testSecretStringDataFoldsIntoData)
+}
+
+func testSecretStringDataFoldsIntoData(t *testing.T, env *apiservertest.Env, cs kubernetes.Interface) {
 	ctx := ctxT(t)
-	secrets := cs.CoreV1().Secrets("default")
+	secrets := cs.CoreV1().Secrets(env.Namespace)
 	s, err := secrets.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "s1"},
 		Data:       map[string][]byte{"kept": []byte("1"), "over": []byte("old")},
