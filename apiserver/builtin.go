@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
@@ -54,18 +53,7 @@ func builtinKinds() []*kind {
 	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
 	cm.shortNames = []string{"cm"}
 	cm.columns = []column{{def("Data", "string", "Number of entries"), func(o map[string]any, _ time.Time) any { return int64(length(o, "data") + length(o, "binaryData")) }}}
-	cm.validate = func(o map[string]any) field.ErrorList {
-		var errs field.ErrorList
-		for _, f := range []string{"data", "binaryData"} {
-			m, _ := o[f].(map[string]any)
-			for k := range m {
-				for _, msg := range validation.IsConfigMapKey(k) {
-					errs = append(errs, field.Invalid(field.NewPath(f).Key(k), k, msg))
-				}
-			}
-		}
-		return errs
-	}
+	cm.validate, cm.validateUpdate = validateConfigMap, validateConfigMapUpdate
 
 	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
 	secret.fields = []selectableField{{"type", []string{"type"}}}
@@ -79,6 +67,7 @@ func builtinKinds() []*kind {
 		}
 	}
 	secret.normalize = mergeStringData
+	secret.validate, secret.validateUpdate, secret.warnings = validateSecret, validateSecretUpdate, secretWarnings
 
 	ev := core("events", "Event", true, func() any { return &corev1.Event{} })
 	ev.shortNames = []string{"ev"}
@@ -114,15 +103,7 @@ func builtinKinds() []*kind {
 		{"status.nominatedNodeName", []string{"status", "nominatedNodeName"}},
 	}
 	pod.columns = podColumns()
-	pod.prepareCreate = func(o map[string]any) {
-		o["status"] = map[string]any{"phase": "Pending"}
-		spec, _ := o["spec"].(map[string]any)
-		for k, v := range map[string]string{"restartPolicy": "Always", "dnsPolicy": "ClusterFirst", "schedulerName": "default-scheduler"} {
-			if spec != nil && str(spec, k) == "" {
-				spec[k] = v
-			}
-		}
-	}
+	pod.prepareCreate, pod.carryOver = preparePodCreate, carryOverPod
 	pod.validate = func(o map[string]any) field.ErrorList {
 		cs, _ := get(o, "spec", "containers").([]any)
 		if len(cs) == 0 {
@@ -145,7 +126,7 @@ func builtinKinds() []*kind {
 	svc := core("services", "Service", true, func() any { return &corev1.Service{} })
 	svc.shortNames, svc.categories = []string{"svc"}, []string{"all"}
 	svc.status = true
-	svc.nameValidation = apivalidation.NameIsDNS1035Label
+	svc.nameValidation = apivalidation.NameIsDNSLabel // RFC 1123 labels (kube-apiserver 1.37)
 	svc.columns = serviceColumns()
 	svc.carryOver = func(obj, old map[string]any) {
 		// An update that leaves the cluster IP out keeps it.
@@ -158,7 +139,9 @@ func builtinKinds() []*kind {
 	}
 	svc.validateUpdate = func(obj, old map[string]any) field.ErrorList {
 		if newIP, oldIP := str(obj, "spec", "clusterIP"), str(old, "spec", "clusterIP"); newIP != oldIP {
-			return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIP"), newIP, "field is immutable")}
+			// kube-apiserver first makes clusterIPs follow clusterIP, then
+			// refuses the change of the list.
+			return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), []string{newIP}, "may not change once set")}
 		}
 		return nil
 	}
@@ -229,6 +212,9 @@ func builtinKinds() []*kind {
 	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true
 	crdKind(crd)
 	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return str(o, "metadata", "creationTimestamp") }}}
+
+	pod.gracefulDelete = true
+	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
 
 	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}
 	for _, k := range out {

@@ -80,7 +80,7 @@ func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request, group str
 			return
 		}
 	}
-	writeStatus(w, notFoundPath(r.URL.Path))
+	s.notFound(w, r)
 }
 
 // serveResourceList serves /api/v1 and /apis/<group>/<version>.
@@ -102,7 +102,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request, gv sc
 		}
 	}
 	if list.APIResources == nil {
-		writeStatus(w, notFoundPath(r.URL.Path))
+		s.notFound(w, r)
 		return
 	}
 	writeObject(w, http.StatusOK, list)

@@ -32,7 +32,7 @@ func statusFor(err error, gr schema.GroupResource, name string) *metav1.Status {
 	case errors.Is(err, storage.ErrConflict):
 		st = apierrors.NewConflict(gr, name, err)
 	case errors.Is(err, storage.ErrExpired):
-		st = apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %v", err))
+		st = apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	case errors.Is(err, storage.ErrTooLargeResourceVersion):
 		// No Retry-After: this store never lags, so the revision will not arrive.
 		st = apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %v", err), 0)
@@ -94,4 +94,13 @@ func writeObject(w http.ResponseWriter, code int, v any) {
 
 func badRequest(format string, args ...any) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
+}
+
+// serverError is kube-apiserver's answer to an error that is not an API
+// status: a 500 with the error's text and no reason. kube-apiserver gives it
+// for a few malformed inputs (a resourceVersion that is not a number where
+// its storage parses it, a resourceVersion on a create), so the embedded
+// server does too.
+func serverError(err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
 }

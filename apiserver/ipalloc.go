@@ -73,6 +73,10 @@ func (s *Server) allocateServiceIP(obj map[string]any) error {
 	ip := str(spec, "clusterIP")
 	if ip == "None" {
 		spec["clusterIPs"] = []any{"None"}
+		if sel, _ := spec["selector"].(map[string]any); len(sel) > 0 {
+			// A headless service with a selector gets the cluster's family.
+			spec["ipFamilies"], spec["ipFamilyPolicy"] = []any{"IPv4"}, "SingleStack"
+		}
 		return nil
 	}
 	got, err := s.ips.allocate(ip)

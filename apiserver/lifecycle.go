@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"errors"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -14,7 +16,7 @@ import (
 // admitCreate runs kind-specific admission before a create is stored.
 func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 	if k.crd != nil && k.crd.terminating {
-		return apierrors.NewMethodNotSupported(k.groupResource(), "create not allowed while custom resource definition is terminating; create")
+		return apierrors.NewForbidden(k.groupResource(), str(obj, "metadata", "name"), errors.New("create not allowed while custom resource definition is terminating"))
 	}
 	switch k.gvr {
 	case crdGVR:

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Objects are handled as JSON maps (map[string]any with int64 and float64
@@ -135,9 +137,13 @@ func parseRV(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("invalid resource version %q", s)
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err == nil && v > math.MaxInt64 {
+		err = fmt.Errorf("strconv.ParseUint: parsing %q: value out of range", s)
 	}
-	return v, nil
+	if err != nil {
+		// kube-apiserver's versioner's wording.
+		return 0, field.Invalid(field.NewPath("resourceVersion"), s, err.Error())
+	}
+	return int64(v), nil
 }

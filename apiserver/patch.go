@@ -2,16 +2,23 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -28,13 +35,16 @@ func patchType(r *http.Request, k *kind) (types.PatchType, error) {
 		return pt, nil
 	case types.StrategicMergePatchType:
 		if k.newTyped == nil {
-			return "", unsupportedMediaType(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s (strategic merge patch is not supported for custom resources)", types.JSONPatchType, types.MergePatchType))
+			return "", unsupportedMediaType(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType))
 		}
 		return pt, nil
 	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
 		return "", unsupportedMediaType("server-side apply is not supported by this server yet; use client-side apply")
 	}
-	return "", unsupportedMediaType(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType))
+	// What kube-apiserver's router answers for a content type no route takes.
+	st := unsupportedMediaType("415: Unsupported Media Type").(*apierrors.StatusError)
+	st.ErrStatus.Details = &metav1.StatusDetails{}
+	return "", st
 }
 
 func unsupportedMediaType(msg string) error {
@@ -44,22 +54,43 @@ func unsupportedMediaType(msg string) error {
 	}}
 }
 
-// patchFailed is the 422 kube-apiserver answers for a patch that does not apply.
+// patchFailed is the 422 kube-apiserver answers for a JSON patch that does
+// not apply (the reason is not told).
 func patchFailed(err error) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusUnprocessableEntity,
-		Reason: metav1.StatusReasonInvalid, Message: fmt.Sprintf("the patch could not be applied: %v", err),
-	}}
+	return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 }
 
-// applyPatch applies a patch of type pt to the JSON document doc. typed is the
-// Go value of the kind, for strategic merge patch.
+// invalidPatch is the 422 for a patch whose result is not a valid object
+// of its kind; value is the patched document as kube-apiserver quotes it.
+func invalidPatch(value string, err error) error {
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), value, err.Error())})
+}
+
+// jsonPatchOp is one operation of a JSON patch, to check its shape as
+// kube-apiserver does (its error messages name this type).
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	From  string `json:"from"`
+	Value any    `json:"value"`
+}
+
+// applyPatch applies a patch of type pt to the JSON document doc, with
+// kube-apiserver's errors. typed returns a new Go value of the kind, for
+// strategic merge patch, whose result it also checks against the type.
 func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte, error) {
+	if !json.Valid(patch) {
+		return nil, badRequest("invalid JSON patch")
+	}
 	switch pt {
 	case types.JSONPatchType:
+		var ops []jsonPatchOp
+		if err := json.Unmarshal(patch, &ops); err != nil {
+			return nil, badRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), "[]apiserver.jsonPatchOp", "[]handlers.jsonPatchOp"))
+		}
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
-			return nil, badRequest("invalid JSON patch: %v", err)
+			return nil, badRequest("%v", err)
 		}
 		out, err := p.Apply(doc)
 		if err != nil {
@@ -67,30 +98,54 @@ func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte
 		}
 		return out, nil
 	case types.MergePatchType:
-		if !json.Valid(patch) {
-			return nil, badRequest("invalid JSON merge patch: not valid JSON")
+		var m map[string]any
+		if err := json.Unmarshal(patch, &m); err != nil {
+			return nil, badRequest("error decoding patch: %v", err)
 		}
 		out, err := jsonpatch.MergePatch(doc, patch)
 		if err != nil {
-			return nil, patchFailed(err)
+			return nil, badRequest("%v", err)
 		}
 		return out, nil
 	case types.StrategicMergePatchType:
-		var pm map[string]any
-		if err := json.Unmarshal(patch, &pm); err != nil || pm == nil {
-			return nil, badRequest("invalid strategic merge patch: must be a JSON object")
+		var pm map[string]any // numbers as int64, as kube-apiserver decodes them
+		if err := utiljson.Unmarshal(patch, &pm); err != nil {
+			return nil, badRequest("%v", err)
 		}
-		out, err := strategicpatch.StrategicMergePatch(doc, patch, typed())
+		var cur map[string]any
+		if err := utiljson.Unmarshal(doc, &cur); err != nil {
+			return nil, fmt.Errorf("decoding the current object: %w", err)
+		}
+		schema, err := strategicpatch.NewPatchMetaFromStruct(typed())
 		if err != nil {
-			return nil, patchFailed(err)
+			return nil, err
 		}
-		return out, nil
+		out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, pm, schema)
+		if err != nil {
+			return nil, smpError(err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(out, typed(), false); err != nil {
+			return nil, invalidPatch(fmt.Sprintf("%+v", pm), err)
+		}
+		return json.Marshal(out)
 	}
 	return nil, unsupportedMediaType(string(pt))
 }
 
+// smpError is kube-apiserver's status for a strategic merge patch error.
+func smpError(err error) error {
+	switch err {
+	case mergepatch.ErrBadJSONDoc, mergepatch.ErrBadPatchFormatForPrimitiveList, mergepatch.ErrBadPatchFormatForRetainKeys,
+		mergepatch.ErrBadPatchFormatForSetElementOrderList, mergepatch.ErrUnsupportedStrategicMergePatchFormat:
+		return badRequest("%v", err)
+	case mergepatch.ErrNoListOfLists, mergepatch.ErrPatchContentNotMatchRetainKeys:
+		return patchFailed(err)
+	}
+	return err
+}
+
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {
-	wo, err := writeOptions(q)
+	wo, err := writeOptions(q, "Patch")
 	if err != nil {
 		return err
 	}
@@ -115,6 +170,10 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 			return nil, err
 		}
 		obj, err := s.decodeBody(k, patched, wo)
+		var df *decodeFailure
+		if errors.As(err, &df) {
+			return nil, invalidPatch(string(patched), df.err)
+		}
 		if err != nil {
 			return nil, err
 		}

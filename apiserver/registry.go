@@ -44,6 +44,14 @@ type kind struct {
 	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
 	crd              *crdServing                                      // for custom resources
 	deleteCollection bool
+	// returnsDeleted: a DELETE that removes the object answers with the
+	// object, not a Status (kube-apiserver's ReturnDeletedObject: pods,
+	// services, service accounts, namespaces).
+	returnsDeleted bool
+	// warnings returns the Warning headers of a valid write (nil: none).
+	warnings func(obj map[string]any) []string
+	// gracefulDelete: a deletion first records itself with an update (pods).
+	gracefulDelete bool
 }
 
 func (k *kind) apiVersion() string { return k.gvr.GroupVersion().String() }
@@ -130,6 +138,18 @@ func (r *registry) replaceCRD(crdName string, kinds []*kind) {
 	r.gen++
 }
 
+// servesGroupVersion reports whether any kind is served at gv.
+func (r *registry) servesGroupVersion(gv schema.GroupVersion) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for gvr := range r.kinds {
+		if gvr.GroupVersion() == gv {
+			return true
+		}
+	}
+	return false
+}
+
 // crdKinds returns the kinds served for a CRD.
 func (r *registry) crdKinds(crdName string) []*kind {
 	r.mu.RLock()
@@ -195,7 +215,9 @@ type groupVersions struct {
 	versions []string // preferred first
 }
 
-var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "coordination.k8s.io", "apiextensions.k8s.io"}
+// kube-apiserver orders groups by priority: apiextensions.k8s.io comes
+// before coordination.k8s.io.
+var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"}
 
 func groupRank(g string) int {
 	if i := slices.Index(builtinGroupOrder, g); i >= 0 {

@@ -12,7 +12,10 @@ import (
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -21,7 +24,7 @@ import (
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri requestInfo) {
 	k := s.reg.get(ri.gv.WithResource(ri.resource))
 	if k == nil || (ri.namespace != "" && !k.namespaced) {
-		writeStatus(w, notFoundPath(r.URL.Path))
+		s.notFound(w, r)
 		return
 	}
 	gr := k.groupResource()
@@ -29,20 +32,20 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	case "":
 	case "status":
 		if !k.status {
-			writeStatus(w, notFoundPath(r.URL.Path))
+			s.notFound(w, r)
 			return
 		}
 	case "scale":
 		if k.scale == nil {
-			writeStatus(w, notFoundPath(r.URL.Path))
+			s.notFound(w, r)
 			return
 		}
 	default:
-		writeStatus(w, notFoundPath(r.URL.Path))
+		s.notFound(w, r)
 		return
 	}
 	if ri.name != "" && k.namespaced && ri.namespace == "" {
-		writeStatus(w, notFoundPath(r.URL.Path))
+		s.notFound(w, r)
 		return
 	}
 	q := r.URL.Query()
@@ -53,7 +56,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		switch {
 		case watch:
 			if ri.subresource != "" {
-				err = apierrors.NewMethodNotSupported(gr, "watch")
+				err = methodNotAllowed()
 				break
 			}
 			if ri.name != "" { // legacy watch of one object
@@ -69,37 +72,37 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		}
 	case http.MethodPost:
 		if ri.name != "" {
-			err = apierrors.NewMethodNotSupported(gr, "create")
+			err = methodNotAllowed()
 			break
 		}
 		if k.namespaced && ri.namespace == "" {
-			writeStatus(w, notFoundPath(r.URL.Path))
+			s.notFound(w, r)
 			return
 		}
 		err = s.serveCreate(w, r, k, ri.namespace, q)
 	case http.MethodPut:
 		if ri.name == "" {
-			err = apierrors.NewMethodNotSupported(gr, "update")
+			err = methodNotAllowed()
 			break
 		}
 		err = s.serveUpdate(w, r, k, ri, q)
 	case http.MethodPatch:
 		if ri.name == "" {
-			err = apierrors.NewMethodNotSupported(gr, "patch")
+			err = methodNotAllowed()
 			break
 		}
 		err = s.servePatch(w, r, k, ri, q)
 	case http.MethodDelete:
 		switch {
 		case ri.subresource != "":
-			err = apierrors.NewMethodNotSupported(gr, "delete")
+			err = methodNotAllowed()
 		case ri.name == "":
 			err = s.serveDeleteCollection(w, r, k, ri.namespace, q)
 		default:
 			err = s.serveDelete(w, r, k, ri.namespace, ri.name, q)
 		}
 	default:
-		err = apierrors.NewMethodNotSupported(gr, r.Method)
+		err = methodNotAllowed()
 	}
 	if err != nil {
 		writeError(w, err, gr, ri.name)
@@ -155,14 +158,45 @@ func (s *Server) toServed(k *kind, m map[string]any) (map[string]any, error) {
 	return m, nil
 }
 
-// continueToken is the state of a paginated list, opaque to clients.
+// continueToken is the state of a paginated list, in kube-apiserver's
+// encoding (base64 of {"v":"meta.k8s.io/v1","rv":…,"start":…}), so that
+// malformed tokens get the same errors.
 type continueToken struct {
+	APIVersion string `json:"v"`
+	// Revision of the list; -1 continues at the current revision (the token
+	// a 410 for an expired continue offers).
 	Revision int64  `json:"rv"`
 	Start    string `json:"start"`
 }
 
+// listOptions validates the list and watch parameters as kube-apiserver's
+// ValidateListOptions does (422 Invalid ListOptions).
+func listOptions(q url.Values, watch bool) error {
+	opts := metainternalversion.ListOptions{
+		ResourceVersion:      q.Get("resourceVersion"),
+		ResourceVersionMatch: metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")),
+		Continue:             q.Get("continue"),
+		Watch:                watch,
+		AllowWatchBookmarks:  boolParam(q, "allowWatchBookmarks"),
+	}
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badRequest("%v", err)
+		}
+		opts.SendInitialEvents = &b
+	}
+	if errs := metavalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	return nil
+}
+
 // list serves a list.
 func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) error {
+	if err := listOptions(q, false); err != nil {
+		return err
+	}
 	pred, err := s.predicate(k, q)
 	if err != nil {
 		return err
@@ -170,57 +204,53 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	opts := storage.ListOptions{Namespace: ns, Predicate: pred}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.ParseInt(l, 10, 64)
-		if err != nil || n < 0 {
-			return badRequest("invalid limit %q", l)
-		}
-		opts.Limit = int(min(n, 1<<30))
-	}
-	rvParam, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
-	if c := q.Get("continue"); c != "" {
-		if rvParam != "" && rvParam != "0" {
-			return badRequest("specifying resource version is not allowed when using continue")
-		}
-		tok, err := decodeContinue(c)
-		if err != nil {
-			return err
-		}
-		opts.Revision, opts.Exact, opts.StartAfter = tok.Revision, true, tok.Start
-	} else {
-		rv, err := parseRV(rvParam)
 		if err != nil {
 			return badRequest("%v", err)
 		}
-		switch match {
-		case "":
-			opts.Revision = rv // legacy: not older than
-		case string(metav1.ResourceVersionMatchNotOlderThan):
-			if rvParam == "" {
-				return badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
-			}
-			opts.Revision = rv
-		case string(metav1.ResourceVersionMatchExact):
-			if rvParam == "" {
-				return badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
-			}
-			if rv == 0 {
-				return badRequest("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"")
-			}
-			opts.Revision, opts.Exact = rv, true
-		default:
-			return badRequest("invalid resourceVersionMatch %q: must be NotOlderThan or Exact", match)
+		if n > 0 {
+			opts.Limit = int(min(n, 1<<30))
 		}
+	}
+	rvParam, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
+	var tok continueToken
+	if c := q.Get("continue"); c != "" {
+		if tok, err = decodeContinue(c); err != nil {
+			return err
+		}
+		if rvParam != "" && rvParam != "0" {
+			return badRequest("specifying resource version is not allowed when using continue")
+		}
+		opts.StartAfter = tok.Start
+		if tok.Revision > 0 {
+			opts.Revision, opts.Exact = tok.Revision, true
+		}
+	} else {
+		rv, err := parseRV(rvParam)
+		if err != nil {
+			return badRequest("invalid resource version: %v", err)
+		}
+		opts.Revision = rv // not older than, unless Exact
+		opts.Exact = match == string(metav1.ResourceVersionMatchExact)
 	}
 	res, err := s.store.List(k.storageResource, opts)
 	if err != nil {
-		if errors.Is(err, storage.ErrExpired) && q.Get("continue") != "" {
-			return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		if errors.Is(err, storage.ErrExpired) {
+			if q.Get("continue") != "" {
+				// As etcd: the list may go on at the current revision,
+				// with the token of the Status.
+				st := apierrors.NewResourceExpired(inconsistentContinue)
+				st.ErrStatus.ListMeta.Continue = encodeContinue(continueToken{Revision: -1, Start: tok.Start})
+				return st
+			}
+			return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		}
 		return err
 	}
 	lm := metav1.ListMeta{ResourceVersion: formatRV(res.Revision)}
 	if res.Next != "" {
 		lm.Continue = encodeContinue(continueToken{Revision: res.Revision, Start: res.Next})
-		if res.Remaining > 0 {
+		// The count is known only when nothing filters the objects.
+		if res.Remaining > 0 && pred == nil {
 			lm.RemainingItemCount = &res.Remaining
 		}
 	}
@@ -230,6 +260,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	metaJSON, err := json.Marshal(lm)
 	if err != nil {
 		return err
+	}
+	if k.crd != nil && lm.Continue == "" {
+		// Lists of custom resources (unstructured) always carry continue.
+		metaJSON = append([]byte(`{"continue":"",`), metaJSON[1:]...)
 	}
 	var buf bytes.Buffer
 	size := 128
@@ -246,6 +280,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		if err != nil {
 			return err
 		}
+		if k.crd == nil {
+			// Items of built-in lists carry no apiVersion and kind.
+			b = stripTypeMeta(b)
+		}
 		buf.Write(b)
 	}
 	buf.WriteString("]}")
@@ -253,21 +291,106 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	return nil
 }
 
+// inconsistentContinue is etcd storage's message for a continue token whose
+// revision was compacted.
+const inconsistentContinue = "The provided continue parameter is too old to display a consistent list result. " +
+	"You can start a new list without the continue parameter, or use the continue token in this response to " +
+	"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+	"objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+
 func encodeContinue(t continueToken) string {
-	b, _ := json.Marshal(t) // two plain fields: cannot fail
+	t.APIVersion = "meta.k8s.io/v1"
+	b, _ := json.Marshal(t) // plain fields: cannot fail
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// decodeContinue decodes a continue token, with kube-apiserver's errors.
 func decodeContinue(s string) (continueToken, error) {
 	var t continueToken
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		err = json.Unmarshal(b, &t)
+	invalid := func(format string, args ...any) error {
+		return badRequest("invalid continue token: continue key is not valid"+format, args...)
 	}
-	if err != nil || t.Revision <= 0 {
-		return t, badRequest("invalid continue token %q", s)
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return t, invalid(": %v", err)
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, invalid(": %v", err)
+	}
+	switch {
+	case t.APIVersion != "meta.k8s.io/v1":
+		return t, invalid(": server does not recognize this encoded version %v", t.APIVersion)
+	case t.Revision == 0 || t.Revision < -1:
+		return t, invalid(": incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	case t.Start == "":
+		return t, invalid(": encoded start key empty (version meta.k8s.io/v1)")
 	}
 	return t, nil
+}
+
+// stripTypeMeta removes the top-level "apiVersion" and "kind" members of a
+// compact JSON object (as encoding/json writes it) without decoding it.
+func stripTypeMeta(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	depth, inString, escaped := 0, false, false
+	memberStart := -1 // index in b of the current top-level member's first byte
+	skip := false     // the current top-level member is dropped
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			if !skip {
+				out = append(out, c)
+			}
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if depth == 1 && (c == ',' || c == '}') {
+			if skip {
+				skip = false
+				if c == '}' {
+					// Drop the comma that preceded the dropped last member.
+					if n := len(out); n > 1 && out[n-1] == ',' {
+						out = out[:n-1]
+					}
+				}
+				if c == ',' {
+					memberStart = i + 1
+					continue
+				}
+			}
+		}
+		if depth == 1 && i == memberStart && c == '"' {
+			if bytes.HasPrefix(b[i:], []byte(`"apiVersion":`)) || bytes.HasPrefix(b[i:], []byte(`"kind":`)) {
+				skip = true
+			}
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth == 1 {
+				memberStart = i + 1
+			}
+		case '}', ']':
+			depth--
+		case ',':
+			if depth == 1 {
+				memberStart = i + 1
+			}
+		}
+		if !skip {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // readBody reads a request body; too large bodies get 413.

@@ -106,7 +106,7 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 		default:
 			ri, ok := parseResourcePath(path)
 			if !ok {
-				writeStatus(w, notFoundPath(path))
+				s.notFound(w, r)
 				return
 			}
 			s.serveResource(w, r, ri)
@@ -114,10 +114,37 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// notFoundPath is kube-apiserver's answer to a path it does not serve.
-func notFoundPath(path string) *metav1.Status {
-	st := apierrors.NewNotFound(schema.GroupResource{}, "")
-	st.ErrStatus.Message = "the server could not find the requested resource"
-	st.ErrStatus.Details = &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeUnexpectedServerResponse, Message: "404 page not found: " + path}}}
-	return &st.ErrStatus
+// notFound answers a path the server does not serve as kube-apiserver
+// does: under a served group version, a NotFound Status with empty
+// details; elsewhere, the plain-text 404 of its HTTP mux.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if gv, ok := groupVersionOf(r.URL.Path); ok && s.reg.servesGroupVersion(gv) {
+		writeStatus(w, &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+			Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
+		})
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// groupVersionOf returns the group version a path is under, if any.
+func groupVersionOf(path string) (schema.GroupVersion, bool) {
+	parts := splitPath(path)
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		return schema.GroupVersion{Version: parts[1]}, true
+	case len(parts) >= 3 && parts[0] == "apis":
+		return schema.GroupVersion{Group: parts[1], Version: parts[2]}, true
+	}
+	return schema.GroupVersion{}, false
+}
+
+// methodNotAllowed is kube-apiserver's answer to a method a path does not
+// take.
+func methodNotAllowed() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
+		Message: "the server does not allow this method on the requested resource", Details: &metav1.StatusDetails{},
+	}}
 }

@@ -19,7 +19,7 @@ func (s *Server) predicate(k *kind, q url.Values) (func(*storage.Object) bool, e
 	if v := q.Get("labelSelector"); v != "" {
 		sel, err := labels.Parse(v)
 		if err != nil {
-			return nil, badRequest("unable to parse requirement: %v", err)
+			return nil, badRequest("%v", err)
 		}
 		if !sel.Empty() {
 			ls = sel
@@ -44,6 +44,11 @@ func (s *Server) predicate(k *kind, q url.Values) (func(*storage.Object) bool, e
 		}
 		for _, req := range sel.Requirements() {
 			if !k.selectable(req.Field) {
+				if len(k.fields) == 0 && k.crd == nil {
+					// Kinds with no selectable fields of their own use
+					// apimachinery's default conversion and its message.
+					return nil, badRequest("%q is not a known field selector: only %q, %q", req.Field, "metadata.name", "metadata.namespace")
+				}
 				return nil, badRequest("field label not supported: %s", req.Field)
 			}
 		}

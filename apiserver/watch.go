@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -25,10 +24,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	if err != nil {
 		return err
 	}
-	rvParam, match, sendInitial := q.Get("resourceVersion"), q.Get("resourceVersionMatch"), q.Get("sendInitialEvents")
+	if err := listOptions(q, true); err != nil {
+		return err
+	}
+	rvParam, sendInitial := q.Get("resourceVersion"), q.Get("sendInitialEvents")
 	rv, err := parseRV(rvParam)
 	if err != nil {
-		return badRequest("%v", err)
+		return serverError(err) // kube-apiserver answers this one with a 500
+
 	}
 	bookmarks := boolParam(q, "allowWatchBookmarks")
 	opts := storage.WatchOptions{Namespace: ns, Predicate: pred}
@@ -37,14 +40,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	}
 	switch {
 	case sendInitial != "":
-		initial, err := strconv.ParseBool(sendInitial)
-		if err != nil {
-			return badRequest("invalid sendInitialEvents %q", sendInitial)
-		}
-		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
-			return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "",
-				field.ErrorList{field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")})
-		}
+		initial, _ := strconv.ParseBool(sendInitial) // listOptions checked it
 		if rv > s.store.Revision() {
 			return fmt.Errorf("%w: requested %d, current %d", storage.ErrTooLargeResourceVersion, rv, s.store.Revision())
 		}
@@ -56,9 +52,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 				opts.Revision = rv
 			}
 		}
-	case match != "":
-		return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("ListOptions").GroupKind(), "",
-			field.ErrorList{field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")})
 	case rvParam == "" || rvParam == "0":
 		opts.SendInitialEvents = true // legacy: the current state as ADDED events, then changes
 	default:
@@ -92,7 +85,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	if expired {
 		// kube-apiserver's watch cache answers an expired revision with an
 		// ERROR event carrying 410 Expired, on a successful response.
-		st := statusFor(err, k.groupResource(), "")
+		st := &apierrors.NewResourceExpired(expiredWatchMessage(k, err)).ErrStatus
 		st.Kind, st.APIVersion = "Status", "v1"
 		b, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawJSON(st)})
 		_, _ = w.Write(append(b, '\n'))
@@ -136,6 +129,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	}
 }
 
+// expiredWatchMessage is kube-apiserver's message for a watch from a
+// revision older than the history: its etcd storage's for kinds it does not
+// cache (core/v1 events), its watch cache's for the others.
+func expiredWatchMessage(k *kind, err error) string {
+	var ee *storage.ExpiredError
+	if k.storageResource == "/events" || !errors.As(err, &ee) {
+		return "The resourceVersion for the provided watch is too old."
+	}
+	return fmt.Sprintf("too old resource version: %d (%d)", ee.Requested, ee.Oldest)
+}
+
 // slowClientTimeout bounds how long a watch waits for a client that does not
 // read; past it the watch ends (the storage ring already bounds how far a
 // watcher may lag behind the writers).
@@ -144,7 +148,7 @@ const slowClientTimeout = 30 * time.Second
 // frame returns the wire form of one event: the shared pre-encoded frame when
 // the stored form is the served form, else an encoding into buf.
 func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tableOptions, isTable bool) ([]byte, error) {
-	if ev.Type != storage.Bookmark && !isTable && k.servesAsIs(ev.Object) {
+	if ev.Type != storage.Bookmark && !isTable && !ev.LeftSelection && k.servesAsIs(ev.Object) {
 		return ev.Frame(), nil
 	}
 	buf.Reset()
@@ -158,6 +162,36 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 			m["annotations"] = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		}
 		b, err := json.Marshal(map[string]any{"kind": k.kind, "apiVersion": k.apiVersion(), "metadata": m})
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
+	case ev.LeftSelection && ev.Prev != nil:
+		// As kube-apiserver's watch cache: an object that left the
+		// selection is shown as it was when it matched, at the revision
+		// of the change.
+		m, err := s.served(k, ev.Prev)
+		if err != nil {
+			return nil, err
+		}
+		meta(m)["resourceVersion"] = formatRV(ev.Revision)
+		if isTable {
+			o := *ev.Prev
+			if o.Data, err = json.Marshal(m); err != nil {
+				return nil, err
+			}
+			t, err := s.table(k, []*storage.Object{&o}, metav1.ListMeta{ResourceVersion: formatRV(ev.Revision)}, table)
+			if err != nil {
+				return nil, err
+			}
+			b, err := json.Marshal(t)
+			if err != nil {
+				return nil, err
+			}
+			buf.Write(b)
+			break
+		}
+		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,7 @@
 package apiserver
 
 import (
-	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,10 +19,13 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
 	"kloop.dev/kloop/apiserver/storage"
@@ -30,24 +33,41 @@ import (
 
 // decodeBody decodes a request body into the served form of an object of k:
 // a JSON object with this kind's apiVersion and kind. Built-in kinds go
-// through their Go type, which checks field types and drops unknown fields
-// as kube-apiserver does.
+// through their Go type, which checks field types, drops unknown fields and
+// applies defaults as kube-apiserver's decoding does. Its errors are
+// kube-apiserver's (see decodeFailure).
 func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, badRequest("the body of the request was in an unknown format: expected a JSON object (%q)", truncate(body, 100))
+	var tm struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+	}
+	if err := json.Unmarshal(body, &tm); err != nil {
+		return nil, badRequest("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", k.kind, err, summarizeData(body, 30))
 	}
 	if k.newTyped != nil {
-		return s.decodeTyped(k, body, wo)
+		return s.decodeTyped(k, body, tm.APIVersion, tm.Kind, wo)
 	}
 	obj, err := decodeMap(body)
 	if err != nil {
-		return nil, badRequest("the body of the request was in an unknown format: %v", err)
+		return nil, badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", k.kind, err, summarizeData(body, 30))
 	}
-	av, _ := obj["apiVersion"].(string)
-	kd, _ := obj["kind"].(string)
-	if err := checkTypeMeta(k, av, kd, body); err != nil {
-		return nil, err
+	switch {
+	case tm.Kind == "":
+		return nil, badRequest("Object 'Kind' is missing in '%s'", body)
+	case tm.APIVersion == "":
+		return nil, badRequest("Object 'apiVersion' is missing in '%s'", body)
+	}
+	// A custom resource of another kind or version fails validation.
+	var errs field.ErrorList
+	if tm.Kind != k.kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), tm.Kind, "must be "+k.kind))
+	}
+	if tm.APIVersion != k.apiVersion() {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), tm.APIVersion, "must be "+k.apiVersion()))
+	}
+	if len(errs) > 0 {
+		gv, _ := schema.ParseGroupVersion(tm.APIVersion)
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gv.Group, Kind: tm.Kind}, str(obj, "metadata", "name"), errs)
 	}
 	if m, ok := obj["metadata"]; ok && m != nil {
 		mm, ok := m.(map[string]any)
@@ -62,20 +82,50 @@ func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any
 	return obj, nil
 }
 
-// decodeTyped decodes a built-in kind through its Go type.
-func (s *Server) decodeTyped(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
+// decodeFailure is a body that does not decode into its kind's Go type:
+// kube-apiserver answers "<Kind> in version <v> cannot be handled as a
+// <kind>: <reason>" (400), or, for the result of a patch, 422 Invalid.
+type decodeFailure struct {
+	gvk    schema.GroupVersionKind // the body's
+	target string                  // the kind of the URL
+	err    error
+}
+
+func (d *decodeFailure) Error() string {
+	return fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", d.gvk.Kind, d.gvk.Version, d.target, d.err)
+}
+
+func (d *decodeFailure) Unwrap() error { return d.err }
+
+// Status makes a decodeFailure an API error (400 BadRequest).
+func (d *decodeFailure) Status() metav1.Status {
+	return apierrors.NewBadRequest(d.Error()).ErrStatus
+}
+
+// decodeTyped decodes a built-in kind through its Go type. av and kd are
+// the body's apiVersion and kind; missing ones are the URL's.
+func (s *Server) decodeTyped(k *kind, body []byte, av, kd string, wo *writeOpts) (map[string]any, error) {
+	gv, err := schema.ParseGroupVersion(av)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if av == "" {
+		gv = k.gvr.GroupVersion()
+	}
+	if kd == "" {
+		kd = k.kind
+	}
+	gvk := gv.WithKind(kd)
+	if gvk != k.gvr.GroupVersion().WithKind(k.kind) {
+		if !builtinScheme.Recognizes(gvk) {
+			return nil, &decodeFailure{gvk: gvk, target: k.kind, err: fmt.Errorf("no kind %q is registered for version %q in scheme \"pkg/runtime/scheme.go:111\"", gvk.Kind, gvk.GroupVersion())}
+		}
+		return nil, &decodeFailure{gvk: gvk, target: k.kind, err: fmt.Errorf("converting (%s.%s) to (%s.%s): unknown conversion", gvk.Version, gvk.Kind, internalPackage(k.gvr.Group), k.kind)}
+	}
 	typed := k.newTyped()
 	strict, err := sigsjson.UnmarshalStrict(body, typed, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {
-		return nil, badRequest("the body of the request was in an unknown format: %v", err)
-	}
-	ro, ok := typed.(runtime.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T is not a runtime.Object", typed)
-	}
-	gvk := ro.GetObjectKind().GroupVersionKind()
-	if err := checkTypeMeta(k, gvk.GroupVersion().String(), gvk.Kind, body); err != nil {
-		return nil, err
+		return nil, &decodeFailure{gvk: gvk, target: k.kind, err: err}
 	}
 	if wo != nil {
 		var problems []string
@@ -86,6 +136,12 @@ func (s *Server) decodeTyped(k *kind, body []byte, wo *writeOpts) (map[string]an
 			return nil, err
 		}
 	}
+	ro, ok := typed.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a runtime.Object", typed)
+	}
+	ro.GetObjectKind().SetGroupVersionKind(gvk)
+	defaultTyped(typed)
 	obj, err := toMap(typed)
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding %s: %w", k.kind, err)
@@ -93,26 +149,36 @@ func (s *Server) decodeTyped(k *kind, body []byte, wo *writeOpts) (map[string]an
 	return obj, nil
 }
 
-// checkTypeMeta checks the apiVersion and kind of a request body.
-func checkTypeMeta(k *kind, av, kd string, body []byte) error {
-	switch {
-	case kd == "":
-		return badRequest("Object 'Kind' is missing in '%s'", truncate(body, 200))
-	case av == "" || av == "/":
-		return badRequest("Object 'apiVersion' is missing in '%s'", truncate(body, 200))
-	case av != k.apiVersion():
-		return badRequest("the API version in the data (%s) does not match the expected API version (%s)", av, k.apiVersion())
-	case kd != k.kind:
-		return badRequest("the kind in the data (%s) does not match the expected kind (%s)", kd, k.kind)
+// builtinScheme knows every built-in kind of kube-apiserver, to tell a
+// body of another built-in kind from one of an unknown kind.
+var builtinScheme = clientscheme.Scheme
+
+// internalPackage names the internal API package of a group in
+// kube-apiserver's conversion errors.
+func internalPackage(group string) string {
+	if group == "" {
+		return "core"
 	}
-	return nil
+	name, _, _ := strings.Cut(group, ".")
+	return name
 }
 
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "..."
+// summarizeData is how kube-apiserver quotes a body it cannot decode.
+func summarizeData(data []byte, maxLength int) string {
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		if len(data) > maxLength {
+			return string(data[:maxLength]) + " ..."
+		}
+		return string(data)
+	default:
+		if len(data) > maxLength {
+			return hex.EncodeToString(data[:maxLength]) + " ..."
+		}
+		return hex.EncodeToString(data)
 	}
-	return string(b)
 }
 
 // toStorage converts a served object into its stored form.
@@ -160,18 +226,23 @@ type writeOpts struct {
 }
 
 // writeOptions reads the dryRun and fieldValidation parameters.
-func writeOptions(q url.Values) (*writeOpts, error) {
-	dry, err := dryRun(q)
-	if err != nil {
-		return nil, err
-	}
-	wo := &writeOpts{dryRun: dry, fieldValidation: metav1.FieldValidationWarn}
-	switch v := q.Get("fieldValidation"); v {
-	case "":
-	case metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
-		wo.fieldValidation = v
+func writeOptions(q url.Values, verb string) (*writeOpts, error) {
+	dry, fv, fm := q["dryRun"], q.Get("fieldValidation"), q.Get("fieldManager")
+	var errs field.ErrorList
+	switch verb {
+	case "Create":
+		errs = metavalidation.ValidateCreateOptions(&metav1.CreateOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm})
+	case "Update":
+		errs = metavalidation.ValidateUpdateOptions(&metav1.UpdateOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm})
 	default:
-		return nil, badRequest("fieldValidation must be one of %q, %q or %q, got %q", metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict, v)
+		errs = metavalidation.ValidatePatchOptions(&metav1.PatchOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm}, types.MergePatchType)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: verb + "Options"}, "", errs)
+	}
+	wo := &writeOpts{dryRun: len(dry) > 0, fieldValidation: metav1.FieldValidationWarn}
+	if fv != "" {
+		wo.fieldValidation = fv
 	}
 	return wo, nil
 }
@@ -196,6 +267,20 @@ func (wo *writeOpts) unknownFields(k *kind, problems []string) error {
 	return nil
 }
 
+// strategyWarnings collects the warnings kube-apiserver's strategy for k
+// gives about a valid object being written.
+func (wo *writeOpts) strategyWarnings(k *kind, obj map[string]any) {
+	if k.warnings == nil {
+		return
+	}
+	for _, msg := range k.warnings(obj) {
+		if wo.warnings == nil {
+			wo.warnings = map[string]bool{}
+		}
+		wo.warnings[msg] = true
+	}
+}
+
 // writeWarnings sets the Warning headers collected by wo.
 func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
 	msgs := make([]string, 0, len(wo.warnings))
@@ -216,19 +301,8 @@ func unknownFieldMessages(paths []string) []string {
 	return out
 }
 
-// dryRun reports whether the request asks for a dry run; only "All" is valid.
-func dryRun(q url.Values) (bool, error) {
-	vals := q["dryRun"]
-	for _, v := range vals {
-		if v != metav1.DryRunAll {
-			return false, badRequest("invalid dryRun value %q: only %q is supported", v, metav1.DryRunAll)
-		}
-	}
-	return len(vals) > 0, nil
-}
-
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) error {
-	wo, err := writeOptions(q)
+	wo, err := writeOptions(q, "Create")
 	if err != nil {
 		return err
 	}
@@ -271,7 +345,8 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		delete(m, "namespace")
 	}
 	if rv := u.GetResourceVersion(); rv != "" {
-		return nil, badRequest("resourceVersion should not be set on objects to be created")
+		// kube-apiserver's storage refuses it, with a 500.
+		return nil, serverError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	generate := u.GetName() == "" && u.GetGenerateName() != ""
 	for _, f := range []string{"uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields", "generation"} {
@@ -315,6 +390,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		if err := s.validate(k, u, nil); err != nil {
 			return nil, err
 		}
+		wo.strategyWarnings(k, obj)
 		if k.namespaced {
 			if err := s.checkNamespace(u.GetNamespace()); err != nil {
 				return nil, err
@@ -339,6 +415,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		}
 		if generate && errors.Is(err, storage.ErrAlreadyExists) && attempt < 8 {
 			continue
+		}
+		if errors.Is(err, storage.ErrAlreadyExists) {
+			return nil, apierrors.NewAlreadyExists(k.groupResource(), u.GetName())
 		}
 		if err == nil {
 			s.afterWrite(k, nil, o)
@@ -409,7 +488,7 @@ func randomSuffix() string {
 }
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {
-	wo, err := writeOptions(q)
+	wo, err := writeOptions(q, "Update")
 	if err != nil {
 		return err
 	}
@@ -478,6 +557,20 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 		s.afterWrite(k, oldObj, o)
 		if deleted {
 			s.afterDelete(k, o)
+			// kube-apiserver answers an update that ends a deletion (the
+			// last finalizer removed) with the new state at the revision
+			// it replaced.
+			m, err := decodeMap(o.Data)
+			if err != nil {
+				return nil, fmt.Errorf("decoding stored object: %w", err)
+			}
+			meta(m)["resourceVersion"] = formatRV(oldObj.ResourceVersion)
+			resp := *o
+			if resp.Data, err = json.Marshal(m); err != nil {
+				return nil, err
+			}
+			resp.ResourceVersion = oldObj.ResourceVersion
+			return &resp, nil
 		}
 	}
 	return o, nil
@@ -502,6 +595,11 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		}
 	} else {
 		delete(meta(obj), "namespace")
+	}
+	if rv := u.GetResourceVersion(); rv != "" {
+		if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
+			return nil, false, false, serverError(err) // kube-apiserver's storage answers 500
+		}
 	}
 	if rv := u.GetResourceVersion(); rv != "" && rv != formatRV(cur.ResourceVersion) {
 		return nil, false, false, apierrors.NewConflict(gr, ri.name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
@@ -557,6 +655,9 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if err := s.validate(k, u, oldU); err != nil {
 		return nil, false, false, err
 	}
+	if ri.subresource == "" {
+		wo.strategyWarnings(k, obj)
+	}
 	if _, ok := om["generation"]; ok && specChanged(k, obj, old) {
 		m["generation"] = integer(old, "metadata", "generation") + 1
 	}
@@ -601,6 +702,16 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err != nil {
 		return err
 	}
+	if deleted && !k.returnsDeleted {
+		// kube-apiserver answers the immediate deletion of most kinds with
+		// a Success Status naming the object (details.kind is the resource).
+		writeObject(w, http.StatusOK, &metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusSuccess,
+			Details:  &metav1.StatusDetails{Name: name, Group: k.gvr.Group, Kind: k.gvr.Resource, UID: types.UID(o.UID)},
+		})
+		return nil
+	}
 	out, err := s.output(k, o)
 	if err != nil {
 		return err
@@ -621,26 +732,34 @@ func (s *Server) deleteOptions(r *http.Request, q url.Values) (metav1.DeleteOpti
 		return opts, err
 	}
 	if len(body) > 0 {
+		// As kube-apiserver: options come from the body when there is one,
+		// else from the query.
+		var tm struct {
+			APIVersion string `json:"apiVersion,omitempty"`
+			Kind       string `json:"kind,omitempty"`
+		}
+		if err := json.Unmarshal(body, &tm); err != nil {
+			return opts, badRequest("couldn't get version/kind; json parse error: %v", err)
+		}
 		if err := json.Unmarshal(body, &opts); err != nil {
-			return opts, badRequest("invalid DeleteOptions: %v", err)
+			return opts, badRequest("%v", err)
+		}
+	} else {
+		if v := q.Get("propagationPolicy"); v != "" {
+			p := metav1.DeletionPropagation(v)
+			opts.PropagationPolicy = &p
+		}
+		opts.DryRun = q["dryRun"]
+		if v := q.Get("gracePeriodSeconds"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return opts, badRequest("%v", err)
+			}
+			opts.GracePeriodSeconds = &n
 		}
 	}
-	if v := q.Get("propagationPolicy"); v != "" {
-		p := metav1.DeletionPropagation(v)
-		opts.PropagationPolicy = &p
-	}
-	if p := opts.PropagationPolicy; p != nil && !slices.Contains([]metav1.DeletionPropagation{metav1.DeletePropagationForeground, metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan}, *p) {
-		return opts, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", field.ErrorList{field.NotSupported(field.NewPath("propagationPolicy"), *p, []string{"Foreground", "Background", "Orphan"})})
-	}
-	if dr, err := dryRun(q); err != nil {
-		return opts, err
-	} else if dr {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	for _, v := range opts.DryRun {
-		if v != metav1.DryRunAll {
-			return opts, badRequest("invalid dryRun value %q", v)
-		}
+	if errs := metavalidation.ValidateDeleteOptions(&opts); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
 }
@@ -648,21 +767,44 @@ func (s *Server) deleteOptions(r *http.Request, q url.Values) (metav1.DeleteOpti
 // delete deletes an object, or marks it deleted (deletionTimestamp) while it
 // has finalizers. It reports whether the object is gone.
 func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*storage.Object, bool, error) {
-	gr := k.groupResource()
 	dry := len(opts.DryRun) > 0
+	var marked *storage.Object // the graceful deletion's first write
+	if k.gracefulDelete && !dry {
+		// As kube-apiserver deletes a pod no node runs: an update records
+		// the deletion (deletionTimestamp, grace period 0, generation + 1),
+		// then the object is deleted; the answer is the updated object.
+		var cur *storage.Object
+		o, _, err := s.store.Write(k.storageResource, ns, name, func(c *storage.Object) (storage.EncodeFunc, bool, error) {
+			cur = c
+			if err := checkDeletePreconditions(k, name, opts, c); err != nil {
+				return nil, false, err
+			}
+			obj, err := decodeMap(c.Data)
+			if err != nil {
+				return nil, false, fmt.Errorf("decoding stored object: %w", err)
+			}
+			u := &unstructured.Unstructured{Object: obj}
+			if u.GetDeletionTimestamp() != nil || len(u.GetFinalizers()) > 0 {
+				return nil, false, nil // the deletion below handles these
+			}
+			s.markDeleted(u)
+			return k.encoder(obj), false, nil
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		if o != cur {
+			s.afterWrite(k, cur, o)
+			marked = o
+			opts.Preconditions = nil // checked; the revision is now ours
+		}
+	}
 	var before *storage.Object
+	dryDeleted := false // a dry run that would delete at once
 	o, deleted, err := s.store.Write(k.storageResource, ns, name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
 		before = cur
-		if p := opts.Preconditions; p != nil {
-			if p.UID != nil && string(*p.UID) != cur.UID {
-				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.UID))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != formatRV(cur.ResourceVersion) {
-				return nil, false, apierrors.NewConflict(gr, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.ResourceVersion))
-			}
-		}
-		if dry {
-			return nil, false, nil
+		if err := checkDeletePreconditions(k, name, opts, cur); err != nil {
+			return nil, false, err
 		}
 		obj, err := decodeMap(cur.Data)
 		if err != nil {
@@ -670,6 +812,10 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		}
 		u := &unstructured.Unstructured{Object: obj}
 		isNS, isCRD := k.gvr == namespaceGVR, k.gvr == crdGVR
+		if dry {
+			dryDeleted = !isNS && !isCRD && len(u.GetFinalizers()) == 0
+			return nil, false, nil
+		}
 		switch {
 		case isNS && u.GetDeletionTimestamp() == nil:
 			// A namespace first terminates: its content is deleted below.
@@ -683,13 +829,7 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		case u.GetDeletionTimestamp() != nil:
 			return nil, false, nil // deletion already in progress
 		}
-		now := metav1.NewTime(s.opts.Now())
-		u.SetDeletionTimestamp(&now)
-		zero := int64(0)
-		u.SetDeletionGracePeriodSeconds(&zero)
-		if g := u.GetGeneration(); g > 0 {
-			u.SetGeneration(g + 1)
-		}
+		s.markDeleted(u)
 		if k.gvr == namespaceGVR {
 			setPath(obj, "Terminating", "status", "phase")
 		}
@@ -697,6 +837,13 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 	})
 	if err != nil {
 		return nil, false, err
+	}
+	if dryDeleted {
+		return o, true, nil
+	}
+	if marked != nil && deleted {
+		s.afterDelete(k, o)
+		return marked, true, nil
 	}
 	if o != before {
 		s.afterWrite(k, before, o)
@@ -711,6 +858,36 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		s.deleteCRDContent(name)
 	}
 	return o, deleted, nil
+}
+
+// checkDeletePreconditions checks the uid and resourceVersion
+// preconditions of a deletion, with kube-apiserver's messages (which name
+// the kind, not the resource).
+func checkDeletePreconditions(k *kind, name string, opts metav1.DeleteOptions, cur *storage.Object) error {
+	p := opts.Preconditions
+	if p == nil {
+		return nil
+	}
+	gk := schema.GroupResource{Group: k.gvr.Group, Resource: k.kind}
+	if p.UID != nil && string(*p.UID) != cur.UID {
+		return apierrors.NewConflict(gk, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, cur.UID))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != formatRV(cur.ResourceVersion) {
+		return apierrors.NewConflict(gk, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%d). The object might have been modified", *p.ResourceVersion, cur.ResourceVersion))
+	}
+	return nil
+}
+
+// markDeleted records a deletion in an object's metadata: deletionTimestamp
+// now, grace period 0, generation + 1 where generations are kept.
+func (s *Server) markDeleted(u *unstructured.Unstructured) {
+	now := metav1.NewTime(s.opts.Now())
+	u.SetDeletionTimestamp(&now)
+	zero := int64(0)
+	u.SetDeletionGracePeriodSeconds(&zero)
+	if g := u.GetGeneration(); g > 0 {
+		u.SetGeneration(g + 1)
+	}
 }
 
 func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) error {

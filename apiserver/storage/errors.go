@@ -1,6 +1,9 @@
 package storage
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by the store, wrapped with context; test them with
 // errors.Is. The HTTP layer maps each to its Kubernetes status.
@@ -20,3 +23,18 @@ var (
 	// ErrInvalidObject: the encoder returned an object that does not fit the key.
 	ErrInvalidObject = errors.New("invalid object")
 )
+
+// ExpiredError is the [ErrExpired] of a revision older than the history:
+// errors.Is(err, ErrExpired) holds.
+type ExpiredError struct {
+	// Requested is the revision asked for.
+	Requested int64
+	// Oldest is the oldest revision the history still holds.
+	Oldest int64
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("%v: requested %d, oldest retained %d", ErrExpired, e.Requested, e.Oldest)
+}
+
+func (e *ExpiredError) Unwrap() error { return ErrExpired }

@@ -96,6 +96,10 @@ type Event struct {
 	// InitialEventsEnd marks the bookmark that ends the initial events of a
 	// watch that asked for them.
 	InitialEventsEnd bool
+	// LeftSelection marks the Deleted event of an update that made the
+	// object stop matching a watcher's predicate (Object is the new state,
+	// Prev the one that matched).
+	LeftSelection bool
 
 	at        time.Time // commit time, for age-based eviction
 	frameOnce sync.Once

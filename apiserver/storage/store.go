@@ -347,7 +347,7 @@ func (s *Store) List(res string, opts ListOptions) (ListResult, error) {
 // r.mu is held (at least for reading).
 func (r *resource) stateAt(rev int64) ([]string, map[string]*Object, error) {
 	if rev < r.history.compacted {
-		return nil, nil, fmt.Errorf("%w: requested %d, oldest retained %d", ErrExpired, rev, r.history.compacted)
+		return nil, nil, &ExpiredError{Requested: rev, Oldest: r.history.compacted}
 	}
 	n := r.history.len()
 	if n == 0 || r.history.at(n-1).Revision <= rev {

@@ -84,7 +84,7 @@ func (s *Store) Watch(res string, opts WatchOptions) (*Watcher, error) {
 		return nil, fmt.Errorf("%w: requested %d, current %d", ErrTooLargeResourceVersion, opts.Revision, current)
 	}
 	if opts.Revision < r.history.compacted {
-		return nil, fmt.Errorf("%w: requested %d, oldest retained %d", ErrExpired, opts.Revision, r.history.compacted)
+		return nil, &ExpiredError{Requested: opts.Revision, Oldest: r.history.compacted}
 	}
 	// Find the first retained event after opts.Revision (events are in revision order).
 	lo, hi := 0, r.history.len()
@@ -239,7 +239,7 @@ func (w *Watcher) filter(ev *Event) *Event {
 		case now:
 			return &Event{Type: Added, Revision: ev.Revision, Object: ev.Object}
 		case before:
-			return &Event{Type: Deleted, Revision: ev.Revision, Object: ev.Object, Prev: ev.Prev}
+			return &Event{Type: Deleted, Revision: ev.Revision, Object: ev.Object, Prev: ev.Prev, LeftSelection: true}
 		}
 	}
 	return nil

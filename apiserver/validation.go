@@ -1,0 +1,169 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Kind validation of ConfigMaps and Secrets, after kube-apiserver's
+// (pkg/apis/core/validation): key names, the 1 MiB bound, the keys each
+// Secret type requires, and the immutability of immutable ones.
+
+// maxDataSize bounds the data of a ConfigMap or Secret (core.MaxSecretSize).
+const maxDataSize = 1 << 20
+
+func validateConfigMap(o map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	data, _ := o["data"].(map[string]any)
+	bin, _ := o["binaryData"].(map[string]any)
+	total := 0
+	for k, v := range data {
+		for _, msg := range validation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(field.NewPath("data").Key(k), k, msg))
+		}
+		if _, dup := bin[k]; dup {
+			errs = append(errs, field.Invalid(field.NewPath("data").Key(k), k, "duplicate of key present in binaryData"))
+		}
+		s, _ := v.(string)
+		total += len(s)
+	}
+	for k, v := range bin {
+		for _, msg := range validation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(field.NewPath("binaryData").Key(k), k, msg))
+		}
+		total += decodedLen(v)
+	}
+	if total > maxDataSize {
+		errs = append(errs, field.TooLong(field.NewPath(""), "", maxDataSize))
+	}
+	return errs
+}
+
+func validateConfigMapUpdate(obj, old map[string]any) field.ErrorList {
+	return immutableData(obj, old, "data", "binaryData")
+}
+
+// immutableData refuses changes of the data fields of an object whose
+// "immutable" is true.
+func immutableData(obj, old map[string]any, fields ...string) field.ErrorList {
+	if b, _ := old["immutable"].(bool); !b {
+		return nil
+	}
+	var errs field.ErrorList
+	if b, _ := obj["immutable"].(bool); !b {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
+	}
+	for _, f := range fields {
+		if !reflect.DeepEqual(emptyAsNil(obj[f]), emptyAsNil(old[f])) {
+			errs = append(errs, field.Forbidden(field.NewPath(f), "field is immutable when `immutable` is set"))
+		}
+	}
+	return errs
+}
+
+func emptyAsNil(v any) any {
+	if m, ok := v.(map[string]any); ok && len(m) == 0 {
+		return nil
+	}
+	return v
+}
+
+// decodedLen is the length of a base64 value once decoded.
+func decodedLen(v any) int {
+	s, _ := v.(string)
+	return base64.StdEncoding.DecodedLen(len(s))
+}
+
+func validateSecret(o map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	data, _ := o["data"].(map[string]any)
+	dataPath := field.NewPath("data")
+	total := 0
+	for k, v := range data {
+		for _, msg := range validation.IsConfigMapKey(k) {
+			errs = append(errs, field.Invalid(dataPath.Key(k), k, msg))
+		}
+		total += len(secretValue(v))
+	}
+	if total > maxDataSize {
+		errs = append(errs, field.TooLong(dataPath, "", maxDataSize))
+	}
+	get := func(k string) ([]byte, bool) {
+		v, ok := data[k]
+		return secretValue(v), ok
+	}
+	switch corev1.SecretType(str(o, "type")) {
+	case corev1.SecretTypeServiceAccountToken:
+		if str(o, "metadata", "annotations", corev1.ServiceAccountNameKey) == "" {
+			errs = append(errs, field.Required(field.NewPath("metadata", "annotations").Key(corev1.ServiceAccountNameKey), ""))
+		}
+	case corev1.SecretTypeDockercfg, corev1.SecretTypeDockerConfigJson:
+		key := corev1.DockerConfigKey
+		if str(o, "type") == string(corev1.SecretTypeDockerConfigJson) {
+			key = corev1.DockerConfigJsonKey
+		}
+		b, ok := get(key)
+		if !ok {
+			errs = append(errs, field.Required(dataPath.Key(key), ""))
+			break
+		}
+		if err := json.Unmarshal(b, &map[string]any{}); err != nil {
+			errs = append(errs, field.Invalid(dataPath.Key(key), "<secret contents redacted>", err.Error()))
+		}
+	case corev1.SecretTypeBasicAuth:
+		_, user := get(corev1.BasicAuthUsernameKey)
+		_, pw := get(corev1.BasicAuthPasswordKey)
+		if !user && !pw {
+			errs = append(errs, field.Required(dataPath.Key(corev1.BasicAuthUsernameKey), ""), field.Required(dataPath.Key(corev1.BasicAuthPasswordKey), ""))
+		}
+	case corev1.SecretTypeSSHAuth:
+		if b, _ := get(corev1.SSHAuthPrivateKey); len(b) == 0 {
+			errs = append(errs, field.Required(dataPath.Key(corev1.SSHAuthPrivateKey), ""))
+		}
+	case corev1.SecretTypeTLS:
+		if _, ok := get(corev1.TLSCertKey); !ok {
+			errs = append(errs, field.Required(dataPath.Key(corev1.TLSCertKey), ""))
+		}
+		if _, ok := get(corev1.TLSPrivateKeyKey); !ok {
+			errs = append(errs, field.Required(dataPath.Key(corev1.TLSPrivateKeyKey), ""))
+		}
+	}
+	return errs
+}
+
+func validateSecretUpdate(obj, old map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	if t, ot := str(obj, "type"), str(old, "type"); t != ot {
+		errs = append(errs, field.Invalid(field.NewPath("type"), t, "field is immutable"))
+	}
+	return append(errs, immutableData(obj, old, "data")...)
+}
+
+// secretValue decodes a stored (base64) Secret value.
+func secretValue(v any) []byte {
+	s, _ := v.(string)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return []byte(s)
+	}
+	return b
+}
+
+// secretWarnings warns, as kube-apiserver does, when a TLS Secret's
+// certificate and key do not make a key pair.
+func secretWarnings(o map[string]any) []string {
+	if str(o, "type") != string(corev1.SecretTypeTLS) {
+		return nil
+	}
+	data, _ := o["data"].(map[string]any)
+	if _, err := tls.X509KeyPair(secretValue(data[corev1.TLSCertKey]), secretValue(data[corev1.TLSPrivateKeyKey])); err != nil {
+		return []string{err.Error()}
+	}
+	return nil
+}
