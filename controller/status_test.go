@@ -203,18 +203,22 @@ func gadgetCRD() *unstructured.Unstructured {
 }
 
 // newTestClient returns a kloop client (reads and writes to the API server)
-// for a fresh embedded API server, with gadget in its scheme and the
-// gadgets CRD installed.
-func newTestClient(t *testing.T) *client.Client {
+// for env's server, with gadget in its scheme.
+func newTestClient(t *testing.T, env *apiservertest.Env) *client.Client {
 	t.Helper()
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	cfg := srv.Config()
+	cfg := env.Config()
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := &http.Transport{TLSClientConfig: tlsCfg}
 	t.Cleanup(tr.CloseIdleConnections)
+	// apiservertest created the test's namespace through client-go's
+	// transport cache, which the real server outlives: close its idle
+	// connections too (goleak would report them).
+	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
+		t.Cleanup(shared.CloseIdleConnections)
+	}
 	rt, err := rest.HTTPWrappersForConfig(cfg, tr)
 	if err != nil {
 		t.Fatal(err)
@@ -251,18 +255,24 @@ func createEventually(ctx context.Context, t *testing.T, c *client.Client, obj c
 	}
 }
 
-// Against the embedded API server: a status that did not change is not
-// written (the resourceVersion stays), one that did is (it moves), for a
-// typed CRD struct and for an unstructured object.
+// On both servers: a status that did not change is not written (the
+// resourceVersion stays), one that did is (it moves), for a typed CRD
+// struct and for an unstructured object.
 func TestUpdateStatusAPIServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testUpdateStatusAPIServer)
+}
+
+func testUpdateStatusAPIServer(t *testing.T, env *apiservertest.Env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := newTestClient(t)
-	if err := c.Create(ctx, gadgetCRD()); err != nil {
+	c := newTestClient(t, env)
+	// The CRD is cluster-scoped: on the real server, shared by the tests of
+	// this binary.
+	if err := c.Create(ctx, gadgetCRD()); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 
-	g := &gadget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g1"}, Spec: gadgetSpec{Color: "red"}}
+	g := &gadget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "g1"}, Spec: gadgetSpec{Color: "red"}}
 	createEventually(ctx, t, c, g)
 	set := func(state string) func() error {
 		return func() error {
@@ -336,15 +346,20 @@ func TestUpdateStatusAPIServer(t *testing.T) {
 
 // CreateOrUpdate: created, then unchanged (no write), then updated.
 func TestCreateOrUpdateAPIServer(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testCreateOrUpdateAPIServer)
+}
+
+func testCreateOrUpdateAPIServer(t *testing.T, env *apiservertest.Env) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := newTestClient(t)
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "owner"}}
+	c := newTestClient(t, env)
+	ns := env.Namespace
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
 	if err := c.Create(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
 	color := "red"
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: Name(owner.Name, "color")}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name(owner.Name, "color")}}
 	mutate := func() error {
 		cm.Data = map[string]string{"color": color}
 		return SetControllerReference(owner, cm, c.Scheme())
@@ -361,7 +376,7 @@ func TestCreateOrUpdateAPIServer(t *testing.T) {
 	var rv string
 	for i, s := range steps {
 		color = s.color
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: Name(owner.Name, "color")}}
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name(owner.Name, "color")}}
 		got, err := CreateOrUpdate(ctx, c, cm, mutate)
 		if err != nil || got != s.want {
 			t.Fatalf("step %d: %q, %v; want %q", i, got, err, s.want)
@@ -375,7 +390,7 @@ func TestCreateOrUpdateAPIServer(t *testing.T) {
 		}
 	}
 	// mutate may not rename.
-	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: Name(owner.Name, "color")}}
+	cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name(owner.Name, "color")}}
 	if _, err := CreateOrUpdate(ctx, c, cm, func() error { cm.Name = "other"; return nil }); err == nil {
 		t.Fatal("rename: no error")
 	}

@@ -7,10 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
-// These tests run over real HTTPS against apiservertest.NewServer. A real
+// These tests run over real HTTPS on every target of
+// apiservertest.ForEachTarget (the embedded server and the real
+// kube-apiserver), the Lease in the test's namespace. A real
 // connection cannot live in a synctest bubble (network I/O never counts as
 // durably blocked, so fake time would not advance), so they use short real
 // durations — lease 1 s, renew deadline 500 ms, retry 100 ms — and assert
@@ -30,14 +34,20 @@ func waitFor(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 }
 
 func TestOverHTTPSHandover(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	lc, err := newLeaseClient(srv.Config(), "default", "kloop-election")
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testOverHTTPSHandover)
+}
+
+func testOverHTTPSHandover(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
+	opts := fast
+	opts.Namespace = env.Namespace
+	lc, err := newLeaseClient(cfg, env.Namespace, "kloop-election")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startLeader(t, newElector(t, srv.Config(), "a", fast))
+	a := startLeader(t, newElector(t, cfg, "a", opts))
 	waitFor(t, a.started, 5*time.Second, "a acquires")
-	bElector := newElector(t, srv.Config(), "b", fast)
+	bElector := newElector(t, cfg, "b", opts)
 	b := startLeader(t, bElector)
 
 	// b keeps waiting for twice the lease duration while a renews.
@@ -69,17 +79,22 @@ func TestOverHTTPSHandover(t *testing.T) {
 }
 
 func TestOverHTTPSLossOnServerErrors(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testOverHTTPSLossOnServerErrors)
+}
+
+func testOverHTTPSLossOnServerErrors(t *testing.T, env *apiservertest.Env) {
+	opts := fast
+	opts.Namespace = env.Namespace
 	var faults *faultTransport
-	cfg := srv.Config()
+	cfg := restConfig(t, env)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		faults = &faultTransport{next: rt}
 		return faults
 	}
-	aElector := newElector(t, cfg, "a", fast)
+	aElector := newElector(t, cfg, "a", opts)
 	a := startLeader(t, aElector)
 	waitFor(t, a.started, 5*time.Second, "a acquires")
-	b := startLeader(t, newElector(t, srv.Config(), "b", fast))
+	b := startLeader(t, newElector(t, restConfig(t, env), "b", opts))
 	time.Sleep(300 * time.Millisecond)
 
 	faults.set(serverError)
@@ -101,4 +116,30 @@ func TestOverHTTPSLossOnServerErrors(t *testing.T) {
 	if bStart.Before(aStop) {
 		t.Errorf("b started at %v, before a gave up at %v", bStart, aStop)
 	}
+}
+
+// restConfig returns env's client configuration with a transport of the
+// test's own, whose idle connections are closed when the test ends: the
+// real server outlives the test, and client-go's shared transports would
+// keep connections to it open (goleak would report their goroutines).
+// Call it before starting anything that uses it, so that its cleanup runs
+// last.
+func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
+	t.Helper()
+	cfg := env.Config()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	// apiservertest creates the test's namespace through client-go's
+	// transport cache, shared by every configuration of the real server:
+	// close its idle connections too.
+	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
+		t.Cleanup(shared.CloseIdleConnections)
+	}
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	cfg.Transport = tr
+	return cfg
 }

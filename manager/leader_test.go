@@ -18,6 +18,7 @@ import (
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -60,7 +61,7 @@ type replica struct {
 	reconciles atomic.Int32
 }
 
-func newReplica(t *testing.T, cfg *rest.Config, id string, keepLease bool) *replica {
+func newReplica(t *testing.T, cfg *rest.Config, ns, id string, keepLease bool) *replica {
 	t.Helper()
 	mgr, err := manager.New(cfg, manager.Options{
 		LeaderElectionKeepLease: keepLease,
@@ -87,7 +88,7 @@ func newReplica(t *testing.T, cfg *rest.Config, id string, keepLease bool) *repl
 		r.reconciles.Add(1)
 		return reconcile.Result{}, nil
 	})
-	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: ns})).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -130,13 +131,17 @@ func TestLeaderElectionFailover(t *testing.T) {
 		{"lease kept until it expires", true, testLease + 2*time.Second},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { testFailover(t, tt.keepLease, tt.takeover) })
+		t.Run(tt.name, func(t *testing.T) {
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+				testFailover(t, env, tt.keepLease, tt.takeover)
+			})
+		})
 	}
 }
 
-func testFailover(t *testing.T, keepLease bool, takeover time.Duration) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	a, b := newReplica(t, srv.Config(), "replica-a", keepLease), newReplica(t, srv.Config(), "replica-b", keepLease)
+func testFailover(t *testing.T, env *apiservertest.Env, keepLease bool, takeover time.Duration) {
+	ns, cfg := env.Namespace, restConfig(t, env)
+	a, b := newReplica(t, cfg, ns, "replica-a", keepLease), newReplica(t, cfg, ns, "replica-b", keepLease)
 
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
@@ -205,8 +210,12 @@ func testFailover(t *testing.T, keepLease bool, takeover time.Duration) {
 // A leader that loses its Lease stops its leader-only runnables and Start
 // returns ErrLeadershipLost.
 func TestLeadershipLost(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	a := newReplica(t, srv.Config(), "replica-a", false)
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testLeadershipLost)
+}
+
+func testLeadershipLost(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, restConfig(t, env)
+	a := newReplica(t, cfg, ns, "replica-a", false)
 	done := run(t, context.Background(), a.mgr)
 	if !elected(a, 10*time.Second) {
 		t.Fatal("the only candidate was not elected")
@@ -246,15 +255,19 @@ func TestLeadershipLost(t *testing.T) {
 
 // A standby's probes pass: its informers sync, its controllers do not run.
 func TestStandbyIsReady(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	a := newReplica(t, srv.Config(), "replica-a", false)
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testStandbyIsReady)
+}
+
+func testStandbyIsReady(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, restConfig(t, env)
+	a := newReplica(t, cfg, ns, "replica-a", false)
 	ctxA, cancelA := context.WithCancel(context.Background())
 	doneA := run(t, ctxA, a.mgr)
 	defer func() { cancelA(); <-doneA }()
 	if !elected(a, 10*time.Second) {
 		t.Fatal("not elected")
 	}
-	b, err := manager.New(srv.Config(), manager.Options{
+	b, err := manager.New(cfg, manager.Options{
 		LeaderElection: true, LeaderElectionID: electionID, LeaderElectionNamespace: ns,
 		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry,
 		HealthProbeBindAddress: "127.0.0.1:0",
@@ -263,7 +276,7 @@ func TestStandbyIsReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
-	if err := builder.ControllerManagedBy(b).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	if err := builder.ControllerManagedBy(b).For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: ns})).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	ctxB, cancelB := context.WithCancel(context.Background())

@@ -30,7 +30,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const ns = "default"
+// The integration tests run on every target of apiservertest.ForEachTarget
+// (the embedded server and the real kube-apiserver), each in the namespace
+// of its Env; controllers watch that namespace only (builder.WithScope), as
+// the real server is shared by every test of the binary.
 
 // run starts mgr; the returned channel receives Start's error.
 func run(t *testing.T, ctx context.Context, mgr *manager.Manager) <-chan error {
@@ -45,10 +48,10 @@ func run(t *testing.T, ctx context.Context, mgr *manager.Manager) <-chan error {
 	return done
 }
 
-// eventually polls cond for up to 10 s.
+// eventually polls cond for up to 30 s (the real server writes to etcd).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -72,7 +75,11 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testOptionsValidation)
+}
+
+func testOptionsValidation(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
 	tests := []struct {
 		name string
 		opts manager.Options
@@ -89,7 +96,7 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := manager.New(srv.Config(), tt.opts)
+			_, err := manager.New(cfg, tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New: %v, want an error mentioning %q", err, tt.want)
 			}
@@ -98,23 +105,27 @@ func TestOptionsValidation(t *testing.T) {
 	if _, err := manager.New(nil, manager.Options{}); err == nil {
 		t.Fatal("New(nil config) succeeded")
 	}
-	mgr, err := manager.New(srv.Config(), manager.Options{})
+	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatalf("zero Options: %v", err)
 	}
 	if mgr.MetricsAddr() != nil || mgr.HealthProbeAddr() != nil || mgr.PprofAddr() != nil {
 		t.Fatal("servers bound before Start")
 	}
-	if _, err := manager.New(srv.Config(), manager.Options{Registerer: mgr.Registerer()}); err == nil {
+	if _, err := manager.New(cfg, manager.Options{Registerer: mgr.Registerer()}); err == nil {
 		t.Fatal("a second manager registered the same collectors on one registry")
 	}
 }
 
 // The metrics go to the registry passed in, never the global one.
 func TestMetricsOnTheRegistryPassedIn(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testMetricsOnTheRegistryPassedIn)
+}
+
+func testMetricsOnTheRegistryPassedIn(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
 	reg := prometheus.NewRegistry()
-	mgr, err := manager.New(srv.Config(), manager.Options{Registerer: reg})
+	mgr, err := manager.New(cfg, manager.Options{Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +170,12 @@ func TestMetricsOnTheRegistryPassedIn(t *testing.T) {
 // informers and the controllers; the metrics carry controller-runtime's
 // names with the controller label.
 func TestProbesAndMetricsOverHTTP(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testProbesAndMetricsOverHTTP)
+}
+
+func testProbesAndMetricsOverHTTP(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{
 		MetricsBindAddress:     "127.0.0.1:0",
 		HealthProbeBindAddress: "127.0.0.1:0",
 		PprofBindAddress:       "127.0.0.1:0",
@@ -173,7 +188,7 @@ func TestProbesAndMetricsOverHTTP(t *testing.T) {
 		reconciles.Add(1)
 		return reconcile.Result{}, nil
 	})
-	if err := builder.ControllerManagedBy(mgr).Named("probed").For(&corev1.ConfigMap{}).Complete(r); err != nil {
+	if err := builder.ControllerManagedBy(mgr).Named("probed").For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: ns})).Complete(r); err != nil {
 		t.Fatal(err)
 	}
 	var broken atomic.Bool
@@ -253,8 +268,12 @@ func TestProbesAndMetricsOverHTTP(t *testing.T) {
 
 // A manager with no servers binds nothing.
 func TestServersOffByDefault(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{MetricsBindAddress: "0"})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testServersOffByDefault)
+}
+
+func testServersOffByDefault(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,15 +293,19 @@ func TestServersOffByDefault(t *testing.T) {
 
 // A bind address in use fails Start at once, and leaks nothing.
 func TestStartFailsOnBusyAddress(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	first, err := manager.New(srv.Config(), manager.Options{MetricsBindAddress: "127.0.0.1:0"})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testStartFailsOnBusyAddress)
+}
+
+func testStartFailsOnBusyAddress(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
+	first, err := manager.New(cfg, manager.Options{MetricsBindAddress: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := run(t, ctx, first)
 	defer func() { cancel(); <-done }()
-	second, err := manager.New(srv.Config(), manager.Options{
+	second, err := manager.New(cfg, manager.Options{
 		HealthProbeBindAddress: "127.0.0.1:0",
 		MetricsBindAddress:     first.MetricsAddr().String(),
 	})
@@ -297,8 +320,12 @@ func TestStartFailsOnBusyAddress(t *testing.T) {
 // Cancelling Start lets the reconciles in flight finish before Start
 // returns; runnables on every replica stop after the controllers.
 func TestGracefulShutdownDrainsReconciles(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testGracefulShutdownDrainsReconciles)
+}
+
+func testGracefulShutdownDrainsReconciles(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +344,7 @@ func TestGracefulShutdownDrainsReconciles(t *testing.T) {
 		note("reconcile finished")
 		return reconcile.Result{}, nil
 	})
-	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}).Complete(r); err != nil {
+	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: ns})).Complete(r); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -350,8 +377,12 @@ func TestGracefulShutdownDrainsReconciles(t *testing.T) {
 // A runnable that outlives GracefulShutdownTimeout is abandoned: Start
 // returns ErrShutdownTimeout.
 func TestGracefulShutdownTimeout(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{GracefulShutdownTimeout: 100 * time.Millisecond})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testGracefulShutdownTimeout)
+}
+
+func testGracefulShutdownTimeout(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{GracefulShutdownTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,8 +413,12 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 
 // A failing runnable stops the manager, and Start returns its error.
 func TestRunnableFailureStopsManager(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testRunnableFailureStopsManager)
+}
+
+func testRunnableFailureStopsManager(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,8 +452,12 @@ func TestRunnableFailureStopsManager(t *testing.T) {
 
 // Two controllers of one manager cannot share a name.
 func TestAddRejectsDuplicateControllerNames(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testAddRejectsDuplicateControllerNames)
+}
+
+func testAddRejectsDuplicateControllerNames(t *testing.T, env *apiservertest.Env) {
+	cfg := restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,8 +501,12 @@ func (e *recordingEnqueuer) got() string {
 // filtered by the predicates, the initial list at low priority, synced after
 // it, the handler removed at cancel.
 func TestKindSource(t *testing.T) {
-	srv := apiservertest.NewServer(t, apiservertest.Options{})
-	mgr, err := manager.New(srv.Config(), manager.Options{})
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testKindSource)
+}
+
+func testKindSource(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, restConfig(t, env)
+	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,4 +602,30 @@ func TestDefaultShutdownTimeout(t *testing.T) {
 		close(release)
 		synctest.Wait()
 	})
+}
+
+// restConfig returns env's client configuration with a transport of the
+// test's own, whose idle connections are closed when the test ends: the
+// real server outlives the test, and client-go's shared transports would
+// keep connections to it open (goleak would report their goroutines).
+// Call it before starting anything that uses it, so that its cleanup runs
+// last.
+func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
+	t.Helper()
+	cfg := env.Config()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	// apiservertest creates the test's namespace through client-go's
+	// transport cache, shared by every configuration of the real server:
+	// close its idle connections too.
+	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
+		t.Cleanup(shared.CloseIdleConnections)
+	}
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	cfg.Transport = tr
+	return cfg
 }
