@@ -1,14 +1,11 @@
 package client
 
 import (
-	"context"
-	"fmt"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -31,7 +28,11 @@ func TestCRDTypes(t *testing.T) {
 		e := newEnvScheme(t, ae, scheme)
 		c := e.c
 		ns := e.Namespace
-		installWidgets(t, ctx, c)
+		// Shared by every test of the binary on the real server: created
+		// unless it exists, then waited for (Established, discovered, served).
+		if err := testcrd.Install(ctx, e.cfg); err != nil {
+			t.Fatal(err)
+		}
 		w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1"}, Spec: testcrd.WidgetSpec{Color: "red", Size: 3}}
 		eventually(t, ctx, "the CRD served", func() error {
 			err := c.Create(ctx, w)
@@ -90,28 +91,5 @@ func TestCRDTypes(t *testing.T) {
 			}
 			return nil
 		})
-	})
-}
-
-// installWidgets creates the Widget CRD unless it exists (it is
-// cluster-scoped: on the real server every test of the binary shares it) and
-// waits until it is Established.
-func installWidgets(t *testing.T, ctx context.Context, c *Client) {
-	t.Helper()
-	if err := c.Create(ctx, testcrd.CRD()); IgnoreAlreadyExists(err) != nil {
-		t.Fatal(err)
-	}
-	eventually(t, ctx, "the CRD Established", func() error {
-		crd := testcrd.CRD()
-		if err := c.Uncached().Get(ctx, KeyOf(crd), crd); err != nil {
-			return err
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, cond := range conds {
-			if m, ok := cond.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %v", conds)
 	})
 }
