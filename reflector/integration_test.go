@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +114,10 @@ type gate struct {
 	release chan struct{}
 	watches []string // the query of each watch request
 	lists   int      // list requests
+	// listQueries holds the query of each list request; beforeList, if
+	// set, runs before list request n (0-based) is sent.
+	listQueries []string
+	beforeList  func(n int)
 	// fail answers the next watch requests with these responses instead
 	// of the server's, in order.
 	fail []*http.Response
@@ -121,8 +126,13 @@ type gate struct {
 func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Query().Get("watch") != "true" {
 		g.mu.Lock()
+		n, hook := g.lists, g.beforeList
 		g.lists++
+		g.listQueries = append(g.listQueries, req.URL.RawQuery)
 		g.mu.Unlock()
+		if hook != nil {
+			hook(n)
+		}
 		return g.next.RoundTrip(req)
 	}
 	g.mu.Lock()
@@ -419,6 +429,77 @@ func TestServer(t *testing.T) {
 				}
 				if have := tg.serverEvents(t, ctx); !maps.Equal(have, server) {
 					t.Errorf("the server holds %v, the test expected %v", have, server)
+				}
+			})
+		})
+	}
+}
+
+// A list in pages (PageSize 10, 25 Events): the store gets all of them in
+// one Replace. Then the same with the history compacted between the first
+// and the second page: the continue token has expired (410), and the
+// reflector starts the list over with a consistent read
+// (resourceVersion=""), which succeeds.
+//
+// Events again: kube-apiserver pages them from etcd at any resourceVersion
+// (no watch cache), so their continue tokens expire with a compaction.
+func TestServerPaginatedList(t *testing.T) {
+	for _, expire := range []bool{false, true} {
+		t.Run(fmt.Sprintf("expired continue=%t", expire), func(t *testing.T) {
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+				tg := newTarget(t, env)
+				ctx := t.Context()
+				events := tg.cs.CoreV1().Events(env.Namespace)
+				server := map[string]string{}
+				for i := range 25 {
+					name := fmt.Sprintf("e-%02d", i)
+					if _, err := events.Create(ctx, event(env.Namespace, name, "1"), metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					server[name] = "1"
+				}
+				if expire {
+					tg.gate.beforeList = func(n int) {
+						if n == 1 { // the second page
+							tg.setMessage(t, ctx, "e-00", "2")
+							if err := env.Compact(ctx); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+					server["e-00"] = "2"
+				}
+				lw, err := NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
+					RESTOptions[*corev1.Event]{HTTPClient: tg.lwc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := newMapStore(eventMessage)
+				r, err := New[*corev1.Event](lw, st, Options{DisableWatchList: true, PageSize: 10,
+					InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				runUntilEnd(t, r)
+				st.waitEqual(t, server)
+				if n := st.replaceCount(); n != 1 {
+					t.Errorf("%d Replace calls, want 1", n)
+				}
+				tg.gate.mu.Lock()
+				qs := slices.Clone(tg.gate.listQueries)
+				tg.gate.mu.Unlock()
+				want := []string{"limit=10&resourceVersion=0", "continue=", "continue="}
+				if expire {
+					// The expired second page, then the list over again.
+					want = []string{"limit=10&resourceVersion=0", "continue=", "limit=10", "continue=", "continue="}
+				}
+				if len(qs) != len(want) {
+					t.Fatalf("list requests %q, want %d like %q", qs, len(want), want)
+				}
+				for i, q := range qs {
+					if !strings.HasPrefix(q, want[i]) || strings.HasPrefix(want[i], "limit") && q != want[i] {
+						t.Errorf("list request %d: %q, want %q", i, q, want[i])
+					}
 				}
 			})
 		})
