@@ -280,6 +280,9 @@ func testCustomResources(t *testing.T, env *apiservertest.Env) {
 	if err != nil || w2.GetDeletionTimestamp() == nil {
 		t.Fatalf("w2 should be terminating: %v", err)
 	}
+	if _, err := widgets.Create(ctx, widget(group, "w3", "red"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("create while the CRD terminates: %v", err)
+	}
 	if _, err := widgets.Patch(ctx, "w2", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

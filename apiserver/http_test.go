@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,6 +113,11 @@ func TestHTTPErrors(t *testing.T) {
 			{name: "no token", method: "GET", headers: []string{"Authorization", ""}, code: 401, reason: metav1.StatusReasonUnauthorized, message: "", altCode: 403, altReason: metav1.StatusReasonForbidden},
 			{name: "wrong token", method: "GET", headers: []string{"Authorization", "Bearer nope"}, code: 401, reason: metav1.StatusReasonUnauthorized, message: "Unauthorized"},
 			{name: "too large", method: "POST", body: big, code: 413, reason: metav1.StatusReasonRequestEntityTooLarge, message: "limit is 3145728"},
+			{name: "malformed json", method: "POST", body: `{"apiVersion":`, code: 400, reason: metav1.StatusReasonBadRequest, message: "couldn't get version/kind; json parse error"},
+			{name: "not an object", method: "POST", body: `[1,2]`, code: 400, reason: metav1.StatusReasonBadRequest, message: "couldn't get version/kind; json parse error"},
+			{name: "wrong apiVersion", method: "POST", body: `{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}`, code: 400, reason: metav1.StatusReasonBadRequest, message: `no kind "ConfigMap" is registered for version "apps/v1"`},
+			{name: "wrong kind", method: "POST", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`, code: 400, reason: metav1.StatusReasonBadRequest, message: `Secret in version "v1" cannot be handled as a ConfigMap`},
+			{name: "wrong field type", method: "POST", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":5}`, code: 400, reason: metav1.StatusReasonBadRequest, message: `ConfigMap in version "v1" cannot be handled as a ConfigMap`},
 			{name: "missing name", method: "POST", body: `{"apiVersion":"v1","kind":"ConfigMap"}`, code: 422, reason: metav1.StatusReasonInvalid, message: "name or generateName is required"},
 			{name: "bad metadata", method: "POST", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":"nope"}}`, code: 400, reason: metav1.StatusReasonBadRequest, message: "metadata.labels"},
 			{name: "strict unknown field", method: "POST", path: "?fieldValidation=Strict", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1}`, code: 400, reason: metav1.StatusReasonBadRequest, message: `unknown field "bogus"`},
@@ -119,6 +125,10 @@ func TestHTTPErrors(t *testing.T) {
 			{name: "unknown subresource", method: "GET", path: "/x/bogus", code: 404, reason: metav1.StatusReasonNotFound, message: "could not find"},
 			{name: "not found", method: "GET", path: "/missing", code: 404, reason: metav1.StatusReasonNotFound, message: `configmaps "missing" not found`},
 			{name: "bad continue", method: "GET", path: "?continue=zzz", code: 400, reason: metav1.StatusReasonBadRequest, message: "invalid continue"},
+			{name: "post to a name", method: "POST", path: "/x", body: `{}`, code: 405, reason: metav1.StatusReasonMethodNotAllowed, message: "the server does not allow this method on the requested resource"},
+			{name: "bad limit", method: "GET", path: "?limit=x", code: 400, reason: metav1.StatusReasonBadRequest, message: `parsing "x": invalid syntax`},
+			{name: "bad patch type", method: "PATCH", path: "/x", body: `{}`, headers: []string{"Content-Type", "text/plain"}, code: 415, reason: metav1.StatusReasonUnsupportedMediaType, message: "415: Unsupported Media Type"},
+			{name: "bad rv match", method: "GET", path: "?resourceVersionMatch=Exact", code: 422, reason: metav1.StatusReasonInvalid, message: "resourceVersionMatch is forbidden unless resourceVersion is provided"},
 		})
 	})
 }
@@ -149,6 +159,16 @@ func testHTTPBehaviour(t *testing.T, env *apiservertest.Env) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"name":"w"`) {
 		t.Fatalf("delete: %d %s", resp.StatusCode, b)
 	}
+	// A body without kind (and apiVersion) takes them from the URL.
+	for _, body := range []string{`{"metadata":{"name":"nokind"}}`, `{"apiVersion":"v1","metadata":{"name":"nokind2"}}`} {
+		if resp, b := c.do("POST", cms, body); resp.StatusCode != 201 || !strings.Contains(string(b), `"kind":"ConfigMap"`) {
+			t.Fatalf("create without kind: %d %s", resp.StatusCode, b)
+		}
+	}
+	// An unknown group is a plain-text 404 from the end of the handler chain.
+	if resp, b := c.do("GET", "/apis/nope.io/v1/things", ""); resp.StatusCode != 404 || strings.TrimSpace(string(b)) != "404 page not found" {
+		t.Fatalf("unknown group: %d %s", resp.StatusCode, b)
+	}
 	// Aggregated discovery.
 	resp, b = c.do("GET", "/apis", "", "Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
 	if resp.Header.Get("Content-Type") != "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" || !strings.Contains(string(b), `"deployments"`) {
@@ -158,19 +178,24 @@ func testHTTPBehaviour(t *testing.T, env *apiservertest.Env) {
 	if resp, b := c.do("GET", "/openapi/v3", ""); resp.StatusCode != 200 || !strings.Contains(string(b), "apis/apps/v1") {
 		t.Fatalf("openapi v3: %d %s", resp.StatusCode, b)
 	}
-	// A watch is a stream of JSON lines; timeoutSeconds ends it.
+	// A watch is a stream of JSON lines; timeoutSeconds ends it. Without a
+	// resourceVersion it starts with the current objects, ADDED.
 	resp, b = c.do("GET", cms+"?watch=true&timeoutSeconds=1", "")
 	sc := bufio.NewScanner(bytes.NewReader(b))
-	var types []string
+	var events []string
 	for sc.Scan() {
-		var ev metav1.WatchEvent
+		var ev struct {
+			Type   string
+			Object corev1.ConfigMap
+		}
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("watch line %q: %v", sc.Text(), err)
 		}
-		types = append(types, ev.Type)
+		events = append(events, ev.Type+":"+ev.Object.Name)
 	}
-	if resp.StatusCode != 200 || strings.Join(types, ",") != "ADDED" {
-		t.Fatalf("watch: %d %v", resp.StatusCode, types)
+	slices.Sort(events)
+	if resp.StatusCode != 200 || strings.Join(events, ",") != "ADDED:held,ADDED:nokind,ADDED:nokind2" {
+		t.Fatalf("watch: %d %v", resp.StatusCode, events)
 	}
 }
 
