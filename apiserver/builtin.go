@@ -307,6 +307,26 @@ func podColumns() []column {
 		ageColumn(),
 		{metav1.TableColumnDefinition{Name: "IP", Type: "string", Priority: 1, Description: "The pod IP"}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "status", "podIP")) }},
 		{metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1, Description: "The node the pod runs on"}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "nodeName")) }},
+		{metav1.TableColumnDefinition{Name: "Nominated Node", Type: "string", Priority: 1, Description: "The node the scheduler nominated"}, func(o map[string]any, _ time.Time) any {
+			return orNone(str(o, "status", "nominatedNodeName"))
+		}},
+		{metav1.TableColumnDefinition{Name: "Readiness Gates", Type: "string", Priority: 1, Description: "Readiness gates met out of all"}, func(o map[string]any, _ time.Time) any {
+			gates, _ := get(o, "spec", "readinessGates").([]any)
+			if len(gates) == 0 {
+				return "<none>"
+			}
+			conds, _ := get(o, "status", "conditions").([]any)
+			met := 0
+			for _, g := range gates {
+				for _, c := range conds {
+					if str(c, "type") == str(g, "conditionType") && str(c, "status") == "True" {
+						met++
+						break
+					}
+				}
+			}
+			return fmt.Sprintf("%d/%d", met, len(gates))
+		}},
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"kloop.dev/kloop/apiserver/storage"
 )
 
-const tableContentType = "application/json;as=Table;v=v1;g=meta.k8s.io"
-
 // tableOptions are the Table parameters of a request.
 type tableOptions struct {
 	includeObject metav1.IncludeObjectPolicy
@@ -122,8 +120,6 @@ func (s *Server) writeTable(w http.ResponseWriter, k *kind, objs []*storage.Obje
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", tableContentType)
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	writeJSON(w, http.StatusOK, b) // kube-apiserver serves Tables as plain application/json
 	return nil
 }

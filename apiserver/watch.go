@@ -75,10 +75,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	}
 
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if isTable {
-		h.Set("Content-Type", tableContentType)
-	}
+	h.Set("Content-Type", "application/json") // Table events too, as kube-apiserver
 	h.Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)

@@ -717,7 +717,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 		return err
 	}
 	code := http.StatusOK
-	if !deleted && opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground {
+	//nolint:staticcheck // kube-apiserver answers 202 only for the deprecated orphanDependents=false
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	writeJSON(w, code, out)
@@ -770,12 +771,15 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 	dry := len(opts.DryRun) > 0
 	var marked *storage.Object // the graceful deletion's first write
 	if k.gracefulDelete && !dry {
-		// As kube-apiserver deletes a pod no node runs: an update records
-		// the deletion (deletionTimestamp, grace period 0, generation + 1),
-		// then the object is deleted; the answer is the updated object.
+		// As kube-apiserver deletes pods: an update first records the
+		// deletion (deletionTimestamp, the grace period, generation + 1);
+		// with a grace period of 0 (a pod no node runs, or asked for) the
+		// object is then deleted, else it stays until a deletion with a
+		// shorter period.
+		proceed := false
 		var cur *storage.Object
 		o, _, err := s.store.Write(k.storageResource, ns, name, func(c *storage.Object) (storage.EncodeFunc, bool, error) {
-			cur = c
+			cur, proceed = c, false
 			if err := checkDeletePreconditions(k, name, opts, c); err != nil {
 				return nil, false, err
 			}
@@ -784,10 +788,37 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 				return nil, false, fmt.Errorf("decoding stored object: %w", err)
 			}
 			u := &unstructured.Unstructured{Object: obj}
-			if u.GetDeletionTimestamp() != nil || len(u.GetFinalizers()) > 0 {
-				return nil, false, nil // the deletion below handles these
+			if ts := u.GetDeletionTimestamp(); ts != nil {
+				d := u.GetDeletionGracePeriodSeconds()
+				if d == nil || *d == 0 {
+					proceed = true
+					return nil, false, nil
+				}
+				if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds >= *d {
+					return nil, false, nil // pending; only a shorter period changes it
+				}
+				period := max(*opts.GracePeriodSeconds, 0)
+				next := ts.Add(-time.Duration(*d) * time.Second).Add(time.Duration(period) * time.Second)
+				if now := s.opts.Now(); next.Before(now) {
+					next = now
+					if period != 0 {
+						period = 1
+					}
+				}
+				nts := metav1.NewTime(next)
+				u.SetDeletionTimestamp(&nts)
+				u.SetDeletionGracePeriodSeconds(&period)
+				proceed = period == 0
+				return k.encoder(obj), false, nil
 			}
-			s.markDeleted(u)
+			grace := podGracePeriod(obj, opts)
+			nts := metav1.NewTime(s.opts.Now().Add(time.Duration(grace) * time.Second))
+			u.SetDeletionTimestamp(&nts)
+			u.SetDeletionGracePeriodSeconds(&grace)
+			if g := u.GetGeneration(); g > 0 {
+				u.SetGeneration(g + 1)
+			}
+			proceed = grace == 0
 			return k.encoder(obj), false, nil
 		})
 		if err != nil {
@@ -798,9 +829,13 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 			marked = o
 			opts.Preconditions = nil // checked; the revision is now ours
 		}
+		if !proceed {
+			return o, false, nil
+		}
 	}
 	var before *storage.Object
 	dryDeleted := false // a dry run that would delete at once
+	gcPending := ""     // the garbage collector's finalizer this deletion added
 	o, deleted, err := s.store.Write(k.storageResource, ns, name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
 		before = cur
 		if err := checkDeletePreconditions(k, name, opts, cur); err != nil {
@@ -815,6 +850,19 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		if dry {
 			dryDeleted = !isNS && !isCRD && len(u.GetFinalizers()) == 0
 			return nil, false, nil
+		}
+		if f := gcFinalizer(opts); f != "" && !isNS && !isCRD {
+			// Foreground and orphan deletions wait for the garbage
+			// collector, which removes their finalizer (below).
+			if slices.Contains(u.GetFinalizers(), f) {
+				return nil, false, nil
+			}
+			u.SetFinalizers(append(u.GetFinalizers(), f))
+			if u.GetDeletionTimestamp() == nil {
+				s.markDeleted(u)
+			}
+			gcPending = f
+			return k.encoder(obj), false, nil
 		}
 		switch {
 		case isNS && u.GetDeletionTimestamp() == nil:
@@ -842,8 +890,20 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		return o, true, nil
 	}
 	if marked != nil && deleted {
+		// The answer is the deleted object: the marked state at the
+		// deletion's revision, as kube-apiserver's.
 		s.afterDelete(k, o)
-		return marked, true, nil
+		return o, true, nil
+	}
+	if gcPending != "" {
+		// The answer shows the finalizer, as kube-apiserver's; then the
+		// garbage collector's part runs at once. The embedded server
+		// tracks no dependents (no garbage collection yet), so none
+		// blocks the owner: the finalizer goes, and with it the object
+		// if no other finalizer holds it.
+		s.afterWrite(k, before, o)
+		s.removeFinalizer(k, ns, name, gcPending)
+		return o, false, nil
 	}
 	if o != before {
 		s.afterWrite(k, before, o)
@@ -876,6 +936,77 @@ func checkDeletePreconditions(k *kind, name string, opts metav1.DeleteOptions, c
 		return apierrors.NewConflict(gk, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%d). The object might have been modified", *p.ResourceVersion, cur.ResourceVersion))
 	}
 	return nil
+}
+
+// gcFinalizer is the finalizer a deletion's propagation policy asks the
+// garbage collector to handle: foregroundDeletion or orphan.
+func gcFinalizer(opts metav1.DeleteOptions) string {
+	p := opts.PropagationPolicy
+	switch {
+	case p != nil && *p == metav1.DeletePropagationForeground:
+		return metav1.FinalizerDeleteDependents
+	case p != nil && *p == metav1.DeletePropagationOrphan:
+		return metav1.FinalizerOrphanDependents
+	}
+	return ""
+}
+
+// removeFinalizer removes a finalizer from an object, deleting the object if
+// it is being deleted and nothing else holds it.
+func (s *Server) removeFinalizer(k *kind, ns, name, finalizer string) {
+	var before *storage.Object
+	o, deleted, err := s.store.Write(k.storageResource, ns, name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
+		before = cur
+		obj, err := decodeMap(cur.Data)
+		if err != nil {
+			return nil, false, fmt.Errorf("decoding stored object: %w", err)
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		fs := u.GetFinalizers()
+		i := slices.Index(fs, finalizer)
+		if i < 0 {
+			return nil, false, nil
+		}
+		if fs = slices.Delete(fs, i, i+1); len(fs) == 0 {
+			fs = nil // no empty list left behind
+		}
+		u.SetFinalizers(fs)
+		return k.encoder(obj), u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0, nil
+	})
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			s.opts.Logger.Error("apiserver: removing a finalizer", "resource", k.gvr.String(), "namespace", ns, "name", name, "finalizer", finalizer, "err", err)
+		}
+		return
+	}
+	if o != before {
+		s.afterWrite(k, before, o)
+		if deleted {
+			s.afterDelete(k, o)
+		}
+	}
+}
+
+// podGracePeriod is the grace period of a pod's deletion, as kube-apiserver's
+// pod strategy computes it: the one asked for, else the pod's
+// terminationGracePeriodSeconds; 0 for a pod no node runs or that ended.
+func podGracePeriod(obj map[string]any, opts metav1.DeleteOptions) int64 {
+	var period int64
+	if p := opts.GracePeriodSeconds; p != nil {
+		period = *p
+	} else if _, ok := get(obj, "spec", "terminationGracePeriodSeconds").(int64); ok {
+		period = integer(obj, "spec", "terminationGracePeriodSeconds")
+	}
+	if str(obj, "spec", "nodeName") == "" {
+		period = 0
+	}
+	if ph := str(obj, "status", "phase"); ph == "Failed" || ph == "Succeeded" {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	return period
 }
 
 // markDeleted records a deletion in an object's metadata: deletionTimestamp

@@ -291,4 +291,30 @@ var transcripts = []transcript{
 		// Not older than an old revision: served at the current one.
 		tr.Get(cms + "?resourceVersion=" + c.RV() + "&resourceVersionMatch=NotOlderThan").Want(http.StatusOK)
 	}},
+	{"pod-deletion", func(tr *T) {
+		// A pod no node runs: marked (deletionTimestamp, grace 0,
+		// generation + 1), then deleted: MODIFIED, then DELETED.
+		c := tr.Post(pods, podBody).Want(http.StatusCreated)
+		tr.Delete(pods+"/p", "").Want(http.StatusOK)
+		tr.Watch(pods+"?watch=1&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		// A pod bound to a node waits its grace period (its
+		// terminationGracePeriodSeconds), or a deletion with a shorter one.
+		b := tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bound"},"spec":{"nodeName":"node-0","terminationGracePeriodSeconds":20,"containers":[{"name":"c","image":"nginx:1.27"}]}}`).Want(http.StatusCreated)
+		tr.Delete(pods+"/bound", "").Want(http.StatusOK)
+		tr.Delete(pods+"/bound", `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":30}`).Want(http.StatusOK)
+		tr.Get(pods + "/bound").Want(http.StatusOK)
+		tr.Delete(pods+"/bound?gracePeriodSeconds=0", "").Want(http.StatusOK)
+		tr.Get(pods + "/bound").Want(http.StatusNotFound)
+		tr.Watch(pods+"?watch=1&fieldSelector=metadata.name%3Dbound&resourceVersion="+b.RV(), Events(2)).Want(http.StatusOK)
+	}},
+	{"propagation-policies", func(tr *T) {
+		// Foreground and orphan deletions add the garbage collector's
+		// finalizer (kube-apiserver answers 200, not 202).
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","finalizers":["example.com/keep"]}}`).Want(http.StatusCreated)
+		tr.Delete(cms+"/held", `{"apiVersion":"v1","kind":"DeleteOptions","propagationPolicy":"Foreground"}`).Want(http.StatusOK)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"orphaned","finalizers":["example.com/keep"]}}`).Want(http.StatusCreated)
+		tr.Delete(cms+"/orphaned?propagationPolicy=Orphan", "").Want(http.StatusOK)
+		tr.Post(cms, configMap("background", "")).Want(http.StatusCreated)
+		tr.Delete(cms+"/background?propagationPolicy=Background", "").Want(http.StatusOK)
+	}},
 }
