@@ -17,9 +17,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -156,6 +159,7 @@ type testEnv struct {
 	*apiservertest.Env
 	cfg    *rest.Config
 	client *http.Client // through net
+	plain  *http.Client // straight to the server: the test's writes
 	cs     *kubernetes.Clientset
 	net    *link
 }
@@ -167,11 +171,12 @@ func newEnv(t *testing.T, env *apiservertest.Env) *testEnv {
 	cfg := env.Config()
 	l := &link{cancels: map[int]context.CancelFunc{}, bodies: map[int]*cutBody{}, watches: map[string]int{}, lists: map[string]int{}}
 	t.Cleanup(l.partition)
-	cs, err := kubernetes.NewForConfigAndClient(cfg, httpClient(t, cfg, nil))
+	plain := httpClient(t, cfg, nil)
+	cs, err := kubernetes.NewForConfigAndClient(cfg, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testEnv{Env: env, cfg: cfg, client: httpClient(t, cfg, l), cs: cs, net: l}
+	return &testEnv{Env: env, cfg: cfg, client: httpClient(t, cfg, l), plain: plain, cs: cs, net: l}
 }
 
 // httpClient returns a client for cfg with a transport of its own, whose
@@ -787,5 +792,128 @@ func TestIntegrationExplicitMapper(t *testing.T) {
 		if _, ok := cms.Get(env.Namespace, "c"); !ok {
 			t.Fatal("configmap not cached")
 		}
+	})
+}
+
+// gadgetGVK is a cluster-scoped custom resource of the tests (the embedded
+// server serves no cluster-scoped built-in kind but Namespaces, whose
+// deletion needs a namespace controller on the real server).
+var gadgetGVK = schema.GroupVersionKind{Group: "clustertest.kloop.dev", Version: "v1", Kind: "Gadget"}
+
+// installGadgets creates the Gadget CRD unless it exists (on the real
+// server every test of the binary shares it) and waits until Gadgets can
+// be listed.
+func (e *testEnv) installGadgets(t *testing.T, ctx context.Context) dynamic.NamespaceableResourceInterface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfigAndClient(e.cfg, e.plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]any{"name": "gadgets.clustertest.kloop.dev"},
+		"spec": map[string]any{
+			"group": gadgetGVK.Group,
+			"scope": "Cluster",
+			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+			"versions": []any{map[string]any{
+				"name": gadgetGVK.Version, "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"spec": map[string]any{"type": "object", "properties": map[string]any{"size": map[string]any{"type": "integer"}}},
+					},
+				}},
+			}},
+		},
+	}}
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	gadgets := dyn.Resource(gadgetGVK.GroupVersion().WithResource("gadgets"))
+	waitUntil(t, ctx, "the Gadget CRD served", func() bool {
+		got, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		established := slices.ContainsFunc(conds, func(c any) bool {
+			m, ok := c.(map[string]any)
+			return ok && m["type"] == "Established" && m["status"] == "True"
+		})
+		_, err = gadgets.List(ctx, metav1.ListOptions{Limit: 1})
+		return established && err == nil
+	})
+	return gadgets
+}
+
+// A cluster-scoped kind (custom resources, through unstructured informers),
+// scoped by a label (this test's) and by a field selector: sync, add,
+// update and delete through the server's filtering. On the real server the
+// objects of every test share one scope: unique names and the label.
+func TestIntegrationClusterScoped(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		env := newEnv(t, ae)
+		gadgets := env.installGadgets(t, ctx)
+		name := func(s string) string { return env.Namespace + "-" + s }
+		create := func(n string) *unstructured.Unstructured {
+			t.Helper()
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gadgetGVK)
+			u.SetName(name(n))
+			u.SetLabels(map[string]string{"kloop-test": env.Namespace})
+			out, err := gadgets.Create(ctx, u, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		create("a")
+		f := env.factory(t, FactoryOptions{})
+		labeled, err := f.Unstructured(gadgetGVK, Scope{LabelSelector: "kloop-test=" + env.Namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName, err := f.Unstructured(gadgetGVK, Scope{FieldSelector: "metadata.name=" + name("b")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorderOf[*unstructured.Unstructured]()
+		if _, err := labeled.AddHandler(rec, HandlerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		startFactory(t, f)
+		if err := f.WaitForCacheSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if byName.Len() != 0 {
+			t.Fatalf("field-scoped informer holds %d objects before b exists", byName.Len())
+		}
+		b := create("b")
+		if err := unstructured.SetNestedField(b.Object, int64(3), "spec", "size"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gadgets.Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := gadgets.Delete(ctx, name("a"), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.waitFor(t, ctx, 4)
+		want := []string{"add " + name("a") + "@", "add " + name("b") + "@", "update " + name("b") + "@", "delete " + name("a") + "@"}
+		if len(got) != 4 || !slices.EqualFunc(got, want, strings.HasPrefix) {
+			t.Fatalf("events %q, want prefixes %q", got, want)
+		}
+		if _, ok := labeled.Get("", name("b")); !ok || labeled.Len() != 1 {
+			t.Fatalf("label-scoped informer: %d objects", labeled.Len())
+		}
+		waitUntil(t, ctx, "the update in the field-scoped informer", func() bool {
+			g, ok := byName.Get("", name("b"))
+			size, _, _ := unstructured.NestedInt64(g.Object, "spec", "size")
+			return ok && size == 3 && byName.Len() == 1
+		})
 	})
 }
