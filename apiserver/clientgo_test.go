@@ -266,7 +266,8 @@ func testFinalizerDeletion(t *testing.T, env *apiservertest.Env, cs kubernetes.I
 		t.Fatal(err)
 	}
 	cm, err := cms.Get(ctx, "f", metav1.GetOptions{})
-	if err != nil || cm.DeletionTimestamp == nil || cm.DeletionGracePeriodSeconds == nil {
+	// ConfigMaps have no graceful deletion: the grace period is 0.
+	if err != nil || cm.DeletionTimestamp == nil || cm.DeletionGracePeriodSeconds == nil || *cm.DeletionGracePeriodSeconds != 0 {
 		t.Fatalf("after delete: %v %+v", err, cm)
 	}
 	// Deleting again changes nothing.
@@ -647,8 +648,8 @@ func testWatchGoneAfterCompaction(t *testing.T, env *apiservertest.Env, cs kuber
 	if got := <-w.ResultChan(); got.Type != watch.Deleted {
 		t.Fatalf("after relist: %v %+v", got.Type, got.Object)
 	}
-	// A future revision is "too large" (the real server waits up to 3 s for
-	// it first). Far enough ahead that no other test reaches it meanwhile.
+	// A future revision is "too large": far enough ahead that no other test
+	// reaches it meanwhile (revisions are shared on the real server).
 	n, _ := strconv.ParseInt(list.ResourceVersion, 10, 64)
 	_, err = events.List(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(n+1_000_000, 10), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
