@@ -912,8 +912,11 @@ func TestIntegrationClusterScoped(t *testing.T) {
 		}
 		waitUntil(t, ctx, "the update in the field-scoped informer", func() bool {
 			g, ok := byName.Get("", name("b"))
+			if !ok {
+				return false
+			}
 			size, _, _ := unstructured.NestedInt64(g.Object, "spec", "size")
-			return ok && size == 3 && byName.Len() == 1
+			return size == 3 && byName.Len() == 1
 		})
 	})
 }
