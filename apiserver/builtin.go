@@ -214,6 +214,7 @@ func builtinKinds() []*kind {
 	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return str(o, "metadata", "creationTimestamp") }}}
 
 	pod.gracefulDelete = true
+	lease.requireResourceVersion, crd.requireResourceVersion = true, true
 	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
 
 	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}

@@ -18,6 +18,10 @@ import (
 // crdCleanupFinalizer keeps a deleted CRD until its objects are gone.
 const crdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
 
+// crVerbs are the verbs of custom resources, in apiextensions-apiserver's
+// order.
+var crVerbs = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+
 // crdServing is what a custom resource version's kind needs from its CRD.
 type crdServing struct {
 	crdName string
@@ -88,13 +92,15 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			namespaced:      crd.Spec.Scope == apiext.NamespaceScoped,
 			shortNames:      names.ShortNames,
 			categories:      names.Categories,
-			verbs:           allVerbs,
+			verbs:           crVerbs,
 			storageResource: crd.Spec.Group + "/" + names.Plural,
 			storageVersion:  crd.Spec.Group + "/" + storageVersion,
 			generation:      true,
 			nameValidation:  apivalidation.NameIsDNSSubdomain,
 			fields:          fields,
 			crd:             &crdServing{crdName: crd.Name},
+			// Custom resources take no unconditional update.
+			requireResourceVersion: true,
 		}
 		if k.listKind == "" {
 			k.listKind = k.kind + "List"

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
 	"runtime"
 	"strings"
@@ -93,6 +95,7 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request, gv sc
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: k.gvr.Resource, SingularName: k.singular, Namespaced: k.namespaced, Kind: k.kind,
 			Verbs: k.verbs, ShortNames: k.shortNames, Categories: k.categories,
+			StorageVersionHash: k.storageVersionHash(),
 		})
 		if k.status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/status", Namespaced: k.namespaced, Kind: k.kind, Verbs: statusVerbs})
@@ -163,4 +166,16 @@ type headerKeeper struct {
 func (h *headerKeeper) WriteHeader(code int) {
 	h.ResponseWriter.Header().Set("Content-Type", h.ct)
 	h.ResponseWriter.WriteHeader(code)
+}
+
+// storageVersionHash is kube-apiserver's discovery hash of the version a
+// resource is stored at: base64 of the first 8 bytes of the SHA-256 of
+// "group/version/kind".
+func (k *kind) storageVersionHash() string {
+	gv, err := schema.ParseGroupVersion(k.storageVersion)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(gv.Group + "/" + gv.Version + "/" + k.kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
 }

@@ -50,6 +50,10 @@ type kind struct {
 	returnsDeleted bool
 	// warnings returns the Warning headers of a valid write (nil: none).
 	warnings func(obj map[string]any) []string
+	// requireResourceVersion: an update must name the resourceVersion it
+	// replaces (kube-apiserver's AllowUnconditionalUpdate false: leases,
+	// CRDs, custom resources).
+	requireResourceVersion bool
 	// gracefulDelete: a deletion first records itself with an update (pods).
 	gracefulDelete bool
 }

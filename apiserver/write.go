@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -596,6 +597,11 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	} else {
 		delete(meta(obj), "namespace")
 	}
+	if u.GetResourceVersion() == "" && k.requireResourceVersion {
+		// Leases, CRDs and custom resources take no unconditional update.
+		return nil, false, false, apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.gvr.Resource}, ri.name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+	}
 	if rv := u.GetResourceVersion(); rv != "" {
 		if _, err := strconv.ParseUint(rv, 10, 64); err != nil {
 			return nil, false, false, serverError(err) // kube-apiserver's storage answers 500
@@ -1034,25 +1040,41 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 	if err != nil {
 		return err
 	}
-	var items []json.RawMessage
+	// As kube-apiserver: the list of what was deleted, each item as it was
+	// listed (or its new state if a finalizer holds it), at the list's
+	// revision.
+	var buf bytes.Buffer
+	lm, err := json.Marshal(metav1.ListMeta{ResourceVersion: formatRV(res.Revision)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(&buf, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.listKind, k.apiVersion(), lm)
+	n := 0
 	for _, o := range res.Objects {
-		d, _, err := s.delete(k, o.Namespace, o.Name, opts)
+		d, deleted, err := s.delete(k, o.Namespace, o.Name, opts)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		if deleted {
+			d = o
+		}
 		b, err := s.output(k, d)
 		if err != nil {
 			return err
 		}
-		items = append(items, b)
+		if k.crd == nil {
+			b = stripTypeMeta(b)
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(b)
+		n++
 	}
-	writeObject(w, http.StatusOK, map[string]any{
-		"kind": k.listKind, "apiVersion": k.apiVersion(),
-		"metadata": metav1.ListMeta{ResourceVersion: formatRV(s.store.Revision())},
-		"items":    append([]json.RawMessage{}, items...),
-	})
+	buf.WriteString("]}")
+	writeJSON(w, http.StatusOK, buf.Bytes())
 	return nil
 }

@@ -317,4 +317,52 @@ var transcripts = []transcript{
 		tr.Post(cms, configMap("background", "")).Want(http.StatusCreated)
 		tr.Delete(cms+"/background?propagationPolicy=Background", "").Want(http.StatusOK)
 	}},
+	{"namespace-crud", func(tr *T) {
+		tr.Post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"{ns}-x","labels":{"team":"a"}}}`).Want(http.StatusCreated)
+		tr.Get("/api/v1/namespaces/{ns}-x").Want(http.StatusOK)
+		tr.Patch("/api/v1/namespaces/{ns}-x", "merge", `{"metadata":{"labels":{"team":"b"}}}`).Want(http.StatusOK)
+		tr.Get("/api/v1/namespaces?labelSelector=team%3Db%2Ckubernetes.io%2Fmetadata.name%3D{ns}-x").Want(http.StatusOK)
+		tr.Post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"{ns}-x"}}`).Want(http.StatusConflict)
+		tr.Post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"Not.A.Label"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Get("/api/v1/namespaces/{ns}-missing").Want(http.StatusNotFound)
+	}},
+	{"other-builtins", func(tr *T) {
+		tr.Post("/api/v1/namespaces/{ns}/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa"},"automountServiceAccountToken":false}`).Want(http.StatusCreated)
+		tr.Delete("/api/v1/namespaces/{ns}/serviceaccounts/sa", "").Want(http.StatusOK)
+		tr.Post("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"me","leaseDurationSeconds":15,"renewTime":"2026-01-02T03:04:05.123456Z"}}`).Want(http.StatusCreated)
+		// Leases take no unconditional update.
+		tr.Put("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/l", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"you","leaseDurationSeconds":15,"leaseTransitions":1}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/l", "merge", `{"spec":{"holderIdentity":"you","leaseTransitions":1}}`).Want(http.StatusOK)
+		tr.Delete("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/l", "").Want(http.StatusOK)
+		tr.Post("/apis/apps/v1/namespaces/{ns}/replicasets", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"rs"},"spec":{"selector":{"matchLabels":{"app":"rs"}},"template":{"metadata":{"labels":{"app":"rs"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusCreated)
+		tr.Patch("/apis/apps/v1/namespaces/{ns}/replicasets/rs/scale", "merge", `{"spec":{"replicas":4}}`).Want(http.StatusOK)
+		tr.Get("/apis/apps/v1/namespaces/{ns}/replicasets/rs").Want(http.StatusOK)
+		tr.Delete("/apis/apps/v1/namespaces/{ns}/replicasets/rs", "").Want(http.StatusOK)
+		tr.Post("/apis/events.k8s.io/v1/namespaces/{ns}/events", `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"ev"},"eventTime":"2026-01-02T03:04:05.000000Z","reportingController":"example.com/c","reportingInstance":"i","action":"Test","reason":"Tested","type":"Normal","note":"hello","regarding":{"kind":"Pod","name":"p","namespace":"{ns}"}}`).Want(http.StatusCreated)
+		tr.Get("/api/v1/namespaces/{ns}/events/ev").Want(http.StatusOK)
+		tr.Get("/apis/events.k8s.io/v1/namespaces/{ns}/events?fieldSelector=regarding.name%3Dp").Want(http.StatusOK)
+	}},
+	{"collections-and-dry-runs", func(tr *T) {
+		for _, n := range []string{"a", "b", "c"} {
+			tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+n+`","labels":{"del":"`+map[string]string{"a": "yes", "b": "yes", "c": "no"}[n]+`"}}}`).Want(http.StatusCreated)
+		}
+		tr.Put(cms+"/a?dryRun=All", configMap("a", `"data":{"dry":"run"}`)).Want(http.StatusOK)
+		tr.Patch(cms+"/a?dryRun=All", "merge", `{"data":{"dry":"patch"}}`).Want(http.StatusOK)
+		tr.Get(cms + "/a").Want(http.StatusOK)
+		tr.Delete(cms+"?labelSelector=del%3Dyes", "").Want(http.StatusOK)
+		tr.Get(cms).Want(http.StatusOK)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"lbl","labels":{"bad key!":"x"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"imm"},"immutable":true,"data":{"k":"v"}}`).Want(http.StatusCreated)
+		tr.Patch(cms+"/imm", "merge", `{"data":{"k":"w"}}`).Want(http.StatusUnprocessableEntity)
+	}},
+	{"customresource-definition", func(tr *T) {
+		tr.Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.{group}").Want(http.StatusOK)
+		tr.Get("/apis/{group}/v1").Want(http.StatusOK)
+		tr.Post(gadgets+"?dryRun=All", gadget("dry", `{"color":"red"}`)).Want(http.StatusCreated)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"typed"},"spec":{"tags":["x",1]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(gadgets, gadget("plain", `{}`)).Want(http.StatusCreated)
+		// Custom resources take no unconditional update.
+		tr.Put(gadgets+"/plain", gadget("plain", `{"size":2}`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"generateName":"g-"},"spec":{"tags":["x"]}}`).Want(http.StatusCreated)
+	}},
 }
