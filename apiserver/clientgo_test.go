@@ -764,6 +764,81 @@ func testListPaginationAndSelectors(t *testing.T, env *apiservertest.Env, cs kub
 	}
 }
 
+// Pods bound to a node are deleted gracefully: deletionTimestamp and
+// deletionGracePeriodSeconds (the pod's terminationGracePeriodSeconds,
+// default 30) are set and the pod stays until the kubelet (or a client with
+// gracePeriodSeconds=0) finishes the deletion; a shorter grace period
+// shortens it, a longer one changes nothing. Unbound pods go at once.
+// Watchers see each marking as MODIFIED, then DELETED.
+func TestPodGracefulDeletion(t *testing.T) {
+	onTargets(t, apiservertest.Options{}, testPodGracefulDeletion)
+}
+
+func testPodGracefulDeletion(t *testing.T, env *apiservertest.Env, cs kubernetes.Interface) {
+	ctx := ctxT(t)
+	pods := cs.CoreV1().Pods(env.Namespace)
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	}
+	var rv string
+	for _, p := range []*corev1.Pod{pod("bound", "node0"), pod("unbound", "")} {
+		created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv = created.ResourceVersion
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := pods.Delete(ctx, "unbound", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "unbound", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("unbound pod after delete: %v", err)
+	}
+	grace := func(seconds *int64, want int64) *corev1.Pod {
+		t.Helper()
+		if err := pods.Delete(ctx, "bound", metav1.DeleteOptions{GracePeriodSeconds: seconds}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pods.Get(ctx, "bound", metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil || p.DeletionGracePeriodSeconds == nil || *p.DeletionGracePeriodSeconds != want {
+			t.Fatalf("bound pod after delete with grace period %v: %v %+v, want grace period %d", seconds, err, p.ObjectMeta, want)
+		}
+		return p
+	}
+	first := grace(nil, 30)
+	shorter := grace(ptr.To[int64](10), 10)
+	if !shorter.DeletionTimestamp.Before(first.DeletionTimestamp) {
+		t.Fatalf("a shorter grace period did not bring the deletion forward: %v, then %v", first.DeletionTimestamp, shorter.DeletionTimestamp)
+	}
+	if longer := grace(ptr.To[int64](60), 10); longer.ResourceVersion != shorter.ResourceVersion {
+		t.Fatalf("a longer grace period wrote: %s -> %s", shorter.ResourceVersion, longer.ResourceVersion)
+	}
+	if err := pods.Delete(ctx, "bound", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "bound", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("bound pod after delete with grace period 0: %v", err)
+	}
+	var events []string
+	for len(events) < 6 {
+		ev := <-w.ResultChan()
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			t.Fatalf("watch: %v %+v", ev.Type, ev.Object)
+		}
+		events = append(events, string(ev.Type)+":"+p.Name)
+	}
+	// The grace periods 30, 10 and 0 each mark the pod; 60 wrote nothing.
+	if want := "[MODIFIED:unbound DELETED:unbound MODIFIED:bound MODIFIED:bound MODIFIED:bound DELETED:bound]"; fmt.Sprint(events) != want {
+		t.Fatalf("watch events %v, want %s", events, want)
+	}
+}
+
 func TestSharedInformer(t *testing.T) {
 	onTargets(t, apiservertest.Options{}, testSharedInformer)
 }

@@ -153,8 +153,14 @@ func testHTTPBehaviour(t *testing.T, env *apiservertest.Env) {
 	if resp, _ := c.do("GET", cms+"/dry", ""); resp.StatusCode != 404 {
 		t.Fatalf("dry run stored the object: %d", resp.StatusCode)
 	}
-	// DELETE answers 200 with the object.
+	// DELETE answers 200 with the object, also when a foreground deletion
+	// waits for finalizers (202 only for the deprecated orphanDependents=false);
+	// the foreground deletion's own finalizer is in the answer.
 	c.do("POST", cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","finalizers":["x.io/y"]}}`)
+	resp, b = c.do("DELETE", cms+"/held", `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"}`)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "deletionTimestamp") || !strings.Contains(string(b), `"foregroundDeletion"`) {
+		t.Fatalf("foreground delete with finalizer: %d %s", resp.StatusCode, b)
+	}
 	resp, b = c.do("DELETE", cms+"/w", "")
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"name":"w"`) {
 		t.Fatalf("delete: %d %s", resp.StatusCode, b)
@@ -168,6 +174,21 @@ func testHTTPBehaviour(t *testing.T, env *apiservertest.Env) {
 	// An unknown group is a plain-text 404 from the end of the handler chain.
 	if resp, b := c.do("GET", "/apis/nope.io/v1/things", ""); resp.StatusCode != 404 || strings.TrimSpace(string(b)) != "404 page not found" {
 		t.Fatalf("unknown group: %d %s", resp.StatusCode, b)
+	}
+	// Table output, served as plain application/json (kind Table in the body).
+	pods := "/api/v1/namespaces/" + env.Namespace + "/pods"
+	c.do("POST", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`)
+	resp, b = c.do("GET", pods, "", "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json")
+	var tbl metav1.Table
+	if err := json.Unmarshal(b, &tbl); err != nil || tbl.Kind != "Table" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("table: %v %q %s", err, resp.Header.Get("Content-Type"), b)
+	}
+	var cols []string
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if strings.Join(cols, ",") != "Name,Ready,Status,Restarts,Age,IP,Node,Nominated Node,Readiness Gates" || len(tbl.Rows) != 1 || tbl.Rows[0].Cells[1] != "0/1" || tbl.Rows[0].Cells[2] != "Pending" {
+		t.Fatalf("pod table %v %v", cols, tbl.Rows)
 	}
 	// Aggregated discovery.
 	resp, b = c.do("GET", "/apis", "", "Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
