@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -605,11 +606,10 @@ func TestDefaultShutdownTimeout(t *testing.T) {
 }
 
 // restConfig returns env's client configuration with a transport of the
-// test's own, whose idle connections are closed when the test ends: the
-// real server outlives the test, and client-go's shared transports would
-// keep connections to it open (goleak would report their goroutines).
-// Call it before starting anything that uses it, so that its cleanup runs
-// last.
+// test's own: when the test ends its connections are closed, idle or not
+// (the real server outlives the test, and goleak would report the
+// connections' goroutines). Call it before starting anything that uses it,
+// so that its cleanup runs after theirs.
 func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
 	t.Helper()
 	cfg := env.Config()
@@ -617,8 +617,27 @@ func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true}
-	t.Cleanup(tr.CloseIdleConnections)
+	var mu sync.Mutex // guards conns
+	var conns []net.Conn
+	var dialer net.Dialer
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			if err == nil {
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+			return c, err
+		}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
 	// apiservertest creates the test's namespace through client-go's
 	// transport cache, shared by every configuration of the real server:
 	// close its idle connections too.
