@@ -839,6 +839,54 @@ func testPodGracefulDeletion(t *testing.T, env *apiservertest.Env, cs kubernetes
 	}
 }
 
+// TestProtobufClient: a client that sends protobuf and prefers it in
+// answers (as kube-controller-manager does) works on both servers; the
+// embedded one answers in JSON, which such a client accepts.
+func TestProtobufClient(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		cfg := env.Config()
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxT(t)
+		cms := cs.CoreV1().ConfigMaps(env.Namespace)
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pb", Labels: map[string]string{"a": "b"}}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+		if err != nil || cm.Data["k"] != "v" || cm.UID == "" {
+			t.Fatalf("create: %v %+v", err, cm)
+		}
+		w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: cm.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		cm.Data["k"] = "w"
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil || cm.Data["k"] != "w" {
+			t.Fatalf("update: %v", err)
+		}
+		if l, err := cms.List(ctx, metav1.ListOptions{LabelSelector: "a=b"}); err != nil || len(l.Items) != 1 || l.Items[0].Data["k"] != "w" {
+			t.Fatalf("list: %v %+v", err, l)
+		}
+		if err := cms.Delete(ctx, "pb", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < 2 {
+			ev := <-w.ResultChan()
+			o, ok := ev.Object.(*corev1.ConfigMap)
+			if !ok {
+				t.Fatalf("watch: %v %+v", ev.Type, ev.Object)
+			}
+			got = append(got, string(ev.Type)+":"+o.Data["k"])
+		}
+		if fmt.Sprint(got) != "[MODIFIED:w DELETED:w]" {
+			t.Fatalf("watch events %v", got)
+		}
+	})
+}
+
 func TestSharedInformer(t *testing.T) {
 	onTargets(t, apiservertest.Options{}, testSharedInformer)
 }

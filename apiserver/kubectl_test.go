@@ -49,9 +49,15 @@ func (k *kubectl) run(stdin string, args ...string) string {
 }
 
 func (k *kubectl) try(stdin string, args ...string) (string, error) {
+	return k.tryEnv(nil, stdin, args...)
+}
+
+// tryEnv runs kubectl with extra environment variables ("NAME=value").
+func (k *kubectl) tryEnv(env []string, stdin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := k.cmd(ctx, args...)
+	c.Env = append(c.Env, env...)
 	if stdin != "" {
 		c.Stdin = strings.NewReader(stdin)
 	}
@@ -133,6 +139,11 @@ func testKubectl(t *testing.T, env *apiservertest.Env) {
 	if out := k.run(cr, "apply", "-n", demo, "-f", "-"); !strings.Contains(out, "unchanged") {
 		t.Fatalf("second apply: %s", out)
 	}
+	// kubectl diff compares with a server-side dry run; exit code 1: differences.
+	out, err := k.try(strings.Replace(cr, "replicas: 2", "replicas: 3", 1), "diff", "-n", demo, "-f", "-")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !regexp.MustCompile(`(?m)^-\s+replicas: 2\n\+\s+replicas: 3$`).MatchString(out) {
+		t.Fatalf("diff: %v\n%s", err, out)
+	}
 	// kubectl validates on the server (fieldValidation=Strict) and explains CRDs.
 	if out, err := k.try(strings.Replace(cr, "  replicas: 2", "  replicas: 2\n  bogus: 1", 1), "apply", "-n", demo, "-f", "-"); err == nil || !strings.Contains(out, `unknown field "spec.bogus"`) {
 		t.Fatalf("apply with an unknown field: %v %s", err, out)
@@ -140,7 +151,7 @@ func testKubectl(t *testing.T, env *apiservertest.Env) {
 	if out := k.run("", "explain", "widgets.spec", "--api-version="+group+"/v1"); !strings.Contains(out, "color") || !strings.Contains(out, "replicas") {
 		t.Fatalf("explain:\n%s", out)
 	}
-	out := k.run("", "get", widgets, "-n", demo)
+	out = k.run("", "get", widgets, "-n", demo)
 	if !regexp.MustCompile(`(?m)^NAME\s+COLOR\s+REPLICAS\s+AGE\n+w1\s+red\s+2\s+\d+s`).MatchString(out) {
 		t.Fatalf("get with printer columns:\n%s", out)
 	}
@@ -158,6 +169,13 @@ func testKubectl(t *testing.T, env *apiservertest.Env) {
 	out = k.run("", "get", widgets, "-n", demo, "-l", "tier=gold", "-o", "jsonpath={.items[0].spec.color}/{.items[0].spec.replicas}/{.items[0].metadata.generation}")
 	if out != "blue/5/3" {
 		t.Fatalf("after patch, label, scale: %q", out)
+	}
+	// kubectl edit: GET, the editor, then a patch of what changed.
+	if out, err := k.tryEnv([]string{"KUBE_EDITOR=sed -i s/color:.blue/color:\\ green/"}, "", "edit", widgets, "w1", "-n", demo); err != nil || !strings.Contains(out, "edited") {
+		t.Fatalf("edit: %v %s", err, out)
+	}
+	if out := k.run("", "get", widgets, "w1", "-n", demo, "-o", "jsonpath={.spec.color}/{.metadata.generation}"); out != "green/4" {
+		t.Fatalf("after edit: %q", out)
 	}
 	// Invalid objects are refused with the server's message.
 	if out, err := k.try(strings.Replace(cr, "color: red", "color: pink", 1), "apply", "-n", demo, "-f", "-"); err == nil || !strings.Contains(out, "Unsupported value") {
