@@ -202,16 +202,18 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		return err
 	}
 	opts := storage.ListOptions{Namespace: ns, Predicate: pred}
+	rvParam, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.ParseInt(l, 10, 64)
 		if err != nil {
 			return badRequest("%v", err)
 		}
-		if n > 0 {
+		// kube-apiserver serves resourceVersion "0" from its watch cache,
+		// which ignores the limit: one page with everything.
+		if n > 0 && rvParam != "0" {
 			opts.Limit = int(min(n, 1<<30))
 		}
 	}
-	rvParam, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
 	var tok continueToken
 	if c := q.Get("continue"); c != "" {
 		if tok, err = decodeContinue(c); err != nil {

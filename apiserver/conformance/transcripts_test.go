@@ -365,4 +365,36 @@ var transcripts = []transcript{
 		tr.Put(gadgets+"/plain", gadget("plain", `{"size":2}`)).Want(http.StatusUnprocessableEntity)
 		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"generateName":"g-"},"spec":{"tags":["x"]}}`).Want(http.StatusCreated)
 	}},
+	{"watch-variants", func(tr *T) {
+		a := tr.Post(cms, configMap("a", `"data":{"v":"1"}`)).Want(http.StatusCreated)
+		tr.Post(cms, configMap("b", "")).Want(http.StatusCreated)
+		tr.Patch(cms+"/a", "merge", `{"data":{"v":"2"}}`).Want(http.StatusOK)
+		// Watch-list from a revision: the state at (or after) it, then the end bookmark.
+		tr.Watch(cms+"?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion="+a.RV(), UntilInitialEventsEnd).Want(http.StatusOK)
+		// sendInitialEvents=false: a plain watch from the revision.
+		tr.Watch(cms+"?watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&resourceVersion="+a.RV(), Events(2)).Want(http.StatusOK)
+		// The legacy path form and a watch of one object by name.
+		tr.Watch("/api/v1/watch/namespaces/{ns}/configmaps?resourceVersion="+a.RV(), Events(2)).Want(http.StatusOK)
+		tr.Watch("/api/v1/watch/namespaces/{ns}/configmaps/a?resourceVersion="+a.RV(), Events(1)).Want(http.StatusOK)
+		tr.Watch(cms+"?watch=1&fieldSelector=metadata.name%3Da&resourceVersion="+a.RV(), Events(1)).Want(http.StatusOK)
+		tr.Watch(cms+"?watch=1&resourceVersion="+a.RV()+"&labelSelector=a%20in%20(", Events(1)).Want(http.StatusBadRequest)
+		tr.Watch(cms+"/a/status?watch=1", Events(1)).Want(http.StatusNotFound)
+		// A watch that times out ends its stream.
+		tr.Watch(cms+"?watch=1&timeoutSeconds=1&resourceVersion="+a.RV(), Events(5)).Want(http.StatusOK)
+	}},
+	{"list-variants", func(tr *T) {
+		for _, n := range []string{"a", "b", "c", "d"} {
+			tr.Post(cms, configMap(n, "")).Want(http.StatusCreated)
+		}
+		tr.Get(cms + "?resourceVersion=0&limit=2").Want(http.StatusOK)
+		tr.Get(cms + "?limit=0").Want(http.StatusOK)
+		tr.Get(cms + "?limit=-1").Want(http.StatusOK)
+		tr.Get(cms + "?limit=3&fieldSelector=metadata.name!%3Db").Want(http.StatusOK)
+		tr.Get("/api/v1/configmaps?labelSelector=none-such").Want(http.StatusOK)
+		tr.Get(cms + "?resourceVersionMatch=NotOlderThan&resourceVersion=0").Want(http.StatusOK)
+		tr.Get(cms + "?resourceVersionMatch=Exact&resourceVersion=0").Want(http.StatusUnprocessableEntity)
+		tr.Get(cms + "?limit=1&continue=abc&resourceVersionMatch=Exact&resourceVersion=5").Want(http.StatusUnprocessableEntity)
+		tr.Get(cms + "?sendInitialEvents=true").Want(http.StatusUnprocessableEntity)
+		tr.Get(gadgets + "?limit=1").Want(http.StatusOK)
+	}},
 }

@@ -196,6 +196,9 @@ type CustomResourceDefinitionCondition struct {
 	LastTransitionTime metav1.Time                           `json:"lastTransitionTime,omitempty"`
 	Reason             string                                `json:"reason,omitempty"`
 	Message            string                                `json:"message,omitempty"`
+	// ObservedGeneration is the CRD generation the condition was set for
+	// (kube-apiserver's CRDObservedGenerationTracking; kloop leaves it 0).
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // CustomResourceDefinitionStatus is the observed state of a CRD.
@@ -203,6 +206,9 @@ type CustomResourceDefinitionStatus struct {
 	Conditions     []CustomResourceDefinitionCondition `json:"conditions,omitempty"`
 	AcceptedNames  CustomResourceDefinitionNames       `json:"acceptedNames"`
 	StoredVersions []string                            `json:"storedVersions"`
+	// ObservedGeneration is the CRD generation the status was set for
+	// (kube-apiserver's CRDObservedGenerationTracking; kloop leaves it 0).
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // JSONSchemaProps is a JSON-Schema following Specification Draft 4 as
@@ -258,7 +264,7 @@ type JSONSchemaProps struct {
 	XListMapKeys           []string        `json:"x-kubernetes-list-map-keys,omitempty"`
 	XListType              *string         `json:"x-kubernetes-list-type,omitempty"`
 	XMapType               *string         `json:"x-kubernetes-map-type,omitempty"`
-	XValidations           ValidationRules `json:"x-kubernetes-validations,omitempty"`
+	XValidations           ValidationRules `json:"x-kubernetes-validations,omitempty" patchStrategy:"merge" patchMergeKey:"rule"`
 }
 
 // ValidationRules are CEL rules (x-kubernetes-validations). kloop stores and
