@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
@@ -118,6 +120,96 @@ func testOverHTTPSLossOnServerErrors(t *testing.T, env *apiservertest.Env) {
 	if bStart.Before(aStop) {
 		t.Errorf("b started at %v, before a gave up at %v", bStart, aStop)
 	}
+}
+
+// interfere applies change to the Lease's record and writes it, retrying
+// when a renewal of the leader came between the read and the write.
+func interfere(t *testing.T, lc *leaseClient, change func(*record)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, r := getLease(t, lc)
+		change(&r)
+		_, err := lc.update(context.Background(), l, r.spec())
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || time.Now().After(deadline) {
+			t.Fatalf("update lease: %v", err)
+		}
+	}
+}
+
+// What other writers do to the Lease while a leader holds it, on both
+// servers: emptied, the leader gives up; deleted, it creates it again.
+func TestOverHTTPSInterference(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		cfg := restConfig(t, env)
+		opts := fast
+		opts.Namespace = env.Namespace
+		lc, err := newLeaseClient(cfg, env.Namespace, "kloop-election")
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Run("lease deleted", func(t *testing.T) {
+			e := newElector(t, cfg, "a", opts)
+			a := startLeader(t, e)
+			waitFor(t, a.started, 5*time.Second, "a acquires")
+			_, before := getLease(t, lc)
+			if err := lc.rest.Delete().Namespace(lc.namespace).Resource("leases").Name(lc.name).Do(context.Background()).Error(); err != nil {
+				t.Fatalf("delete lease: %v", err)
+			}
+			// The leader creates it again at its next renewal.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				l, err := lc.get(context.Background())
+				if err == nil {
+					if r := recordOf(&l.Spec); r.holder != "a" || r.transitions != before.transitions {
+						t.Fatalf("lease recreated as %+v, want holder a, transitions %d", r, before.transitions)
+					}
+					break
+				}
+				if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+					t.Fatalf("the lease was not recreated: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if isClosed(a.stopped) || !e.IsLeader() {
+				t.Fatal("the leader stopped leading")
+			}
+			a.cancel()
+			if err := a.wait(); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+		})
+
+		t.Run("lease emptied", func(t *testing.T) {
+			a := startLeader(t, newElector(t, cfg, "a", opts))
+			waitFor(t, a.started, 5*time.Second, "a acquires")
+			interfere(t, lc, func(r *record) { r.holder = "" })
+			waitFor(t, a.stopped, 5*time.Second, "a gives up")
+			if err := a.wait(); !errors.Is(err, ErrLeadershipLost) || !strings.Contains(err.Error(), "the lease was released by another writer") {
+				t.Fatalf("Run = %v, want ErrLeadershipLost: the lease was released by another writer", err)
+			}
+		})
+
+		t.Run("lease taken before the release", func(t *testing.T) {
+			// Default timings: the next renewal is seconds away, so the
+			// cancel comes before the leader could notice.
+			slow := Options{Namespace: env.Namespace}
+			a := startLeader(t, newElector(t, cfg, "a", slow))
+			waitFor(t, a.started, 10*time.Second, "a acquires")
+			interfere(t, lc, func(r *record) { r.holder = "thief" })
+			a.cancel()
+			if err := a.wait(); err != nil {
+				t.Fatalf("Run = %v, want nil (the release skips a lease no longer ours)", err)
+			}
+			if _, r := getLease(t, lc); r.holder != "thief" {
+				t.Fatalf("holder after the release = %q, want thief", r.holder)
+			}
+		})
+	})
 }
 
 // restConfig returns env's client configuration with a transport of the

@@ -32,9 +32,11 @@ func TestInstall(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for i := range 2 {
+			start := time.Now()
 			if err := testcrd.Install(ctx, env.Config()); err != nil {
 				t.Fatalf("Install #%d: %v", i+1, err)
 			}
+			t.Logf("Install #%d returned after %v", i+1, time.Since(start))
 		}
 		dyn, err := dynamic.NewForConfig(env.Config())
 		if err != nil {
