@@ -401,6 +401,77 @@ func TestConcurrencyOnServer(t *testing.T) {
 	})
 }
 
+// TestNoReconcileBeforeSyncOnServer: objects that exist before the manager
+// starts come in the informer's initial list; the first reconcile already
+// finds all of them in the cache it shares with the controller (what a
+// reconcile that lists its siblings relies on), and each is reconciled once
+// (the exact sync rules are controller_test.go's, with fake sources).
+func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		const objects = 30
+		cfg := restConfig(t, env)
+		mgr, err := manager.New(cfg, manager.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scope := informer.Scope{Namespace: env.Namespace}
+		// The informer the controller's For shares (one per kind and scope).
+		inf, err := informer.InformerFor[*corev1.ConfigMap](mgr.Factory(), scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range objects {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("cm-%02d", i)}}
+			if err := mgr.Client().Create(context.Background(), cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n calls
+		var mu sync.Mutex // guards cachedAtFirst
+		cachedAtFirst := -1
+		r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+			n.begin(req.Name)
+			mu.Lock()
+			if cachedAtFirst < 0 {
+				cachedAtFirst = len(inf.ListNamespace(env.Namespace))
+			}
+			mu.Unlock()
+			return reconcile.Result{}, nil
+		})
+		queue := &queueStats{}
+		err = builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithScope(scope)).
+			WithOptions(controller.Options{QueueMetrics: queue, MaxConcurrentReconciles: 4}).Complete(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		}()
+		eventually(t, "every object reconciled", func() bool {
+			for i := range objects {
+				if n.count(fmt.Sprintf("cm-%02d", i)) != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if cachedAtFirst != objects {
+			t.Fatalf("the first reconcile saw %d objects in the cache, want all %d (reconciles must wait for the sync)", cachedAtFirst, objects)
+		}
+		if q := queue.get(); q.Adds != objects || q.Retries != 0 {
+			t.Fatalf("queue adds %d, retries %d; want %d, 0", q.Adds, q.Retries, objects)
+		}
+	})
+}
+
 // restConfig returns env's client configuration with a transport of the
 // test's own: when the test ends its connections are closed, idle or not
 // (the real server outlives the test, and goleak would report the
