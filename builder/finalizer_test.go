@@ -1,0 +1,122 @@
+package builder_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/builder"
+	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/handler/predicate"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testcrd"
+	"kloop.dev/kloop/manager"
+	"kloop.dev/kloop/reconcile"
+)
+
+const widgetFinalizer = "example.com/cleanup"
+
+// finalizerReconciler keeps a finalizer on every Widget and removes it once
+// the Widget is being deleted (after its cleanup).
+type finalizerReconciler struct {
+	c  *client.Client
+	ns string // the test's namespace: other tests' Widgets are left alone
+	// sawDeletion is set when a reconcile saw the deletionTimestamp.
+	sawDeletion atomic.Bool
+}
+
+func (r *finalizerReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Namespace != r.ns {
+		return reconcile.Result{}, nil
+	}
+	var w testcrd.Widget
+	if err := r.c.Get(ctx, req.NamespacedName, &w); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if w.DeletionTimestamp != nil {
+		r.sawDeletion.Store(true)
+		if controller.RemoveFinalizer(&w, widgetFinalizer) {
+			return reconcile.Result{}, r.c.Update(ctx, &w)
+		}
+		return reconcile.Result{}, nil
+	}
+	changed, err := controller.AddFinalizer(&w, widgetFinalizer)
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	if changed {
+		return reconcile.Result{}, r.c.Update(ctx, &w)
+	}
+	return reconcile.Result{}, nil
+}
+
+// The finalizer pattern with GenerationChanged on For, as kubebuilder
+// scaffolds it: the deletion of an object with a finalizer is an update
+// that sets deletionTimestamp and, on Kubernetes, bumps the generation, so
+// it passes the predicate; the controller removes its finalizer and the
+// object goes.
+func TestFinalizerWithGenerationChanged(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		ns := env.Namespace
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		testcrd.AddToScheme(scheme)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cfg := restConfig(t, env)
+		if err := testcrd.Install(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{Scheme: scheme}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := mgr.Client()
+		r := &finalizerReconciler{c: c, ns: ns}
+		// No WithScope: the reconcile reads through the client, which reads
+		// the kind's cluster-wide informer; the controller must be woken by
+		// that same informer, or it may read an older object than the event's.
+		err = builder.ControllerManagedBy(mgr).
+			For(&testcrd.Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
+			Complete(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, mgr)
+
+		w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1"}, Spec: testcrd.WidgetSpec{Color: "red"}}
+		create(t, c, w)
+		key := client.ObjectKey{Namespace: ns, Name: "w1"}
+		var got testcrd.Widget
+		eventually(t, "the finalizer added", func() bool {
+			return c.Uncached().Get(ctx, key, &got) == nil && controller.ContainsFinalizer(&got, widgetFinalizer)
+		})
+		if err := c.Delete(ctx, &got); err != nil {
+			t.Fatal(err)
+		}
+		var marked testcrd.Widget
+		if err := c.Uncached().Get(ctx, key, &marked); err == nil {
+			t.Logf("deletion marked: generation %d -> %d, deletionTimestamp %v", got.Generation, marked.Generation, marked.DeletionTimestamp)
+		}
+		eventually(t, "the Widget gone", func() bool {
+			err := c.Uncached().Get(ctx, key, &testcrd.Widget{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			return apierrors.IsNotFound(err)
+		})
+		if !r.sawDeletion.Load() {
+			t.Fatal("no reconcile saw the deletionTimestamp")
+		}
+	})
+}
