@@ -50,7 +50,10 @@ func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = tr
 // WithScope restricts the watch to part of the kind (a namespace, a label or
 // field selector). Each distinct scope is its own shared informer: keep the
 // default (the whole kind), which the manager's client reads too, unless the
-// memory matters.
+// memory matters. The client's cached reads do not go to the scoped
+// informer: its own watch may lag the scoped one, so a reconcile woken by a
+// scoped event can read an older version of the object than the event's
+// (and is not woken again when the client's informer catches up).
 func WithScope(s informer.Scope) Option { return func(o *watchOptions) { o.scope = s } }
 
 // kindSource is what the builder needs of a manager.Kind[T], whatever T.
