@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +116,8 @@ func builtinKinds() []*kind {
 			p := field.NewPath("spec", "containers").Index(i)
 			if str(cm, "name") == "" {
 				errs = append(errs, field.Required(p.Child("name"), ""))
+			} else if slices.ContainsFunc(cs[:i], func(o any) bool { return str(o, "name") == str(cm, "name") }) {
+				errs = append(errs, field.Duplicate(p.Child("name"), str(cm, "name")))
 			}
 			if str(cm, "image") == "" {
 				errs = append(errs, field.Required(p.Child("image"), ""))
@@ -185,7 +188,7 @@ func builtinKinds() []*kind {
 			spec["strategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": "25%"}}
 		}
 	}
-	deploy.validate = validateSelectorMatchesTemplate
+	deploy.validate = validateDeployment
 
 	rs := group("apps", "v1", "replicasets", "ReplicaSet", true, func() any { return &appsv1.ReplicaSet{} })
 	rs.shortNames, rs.categories = []string{"rs"}, []string{"all"}
@@ -214,6 +217,8 @@ func builtinKinds() []*kind {
 	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return str(o, "metadata", "creationTimestamp") }}}
 
 	pod.gracefulDelete = true
+	svc.validate, ns.validate = validateService, validateNamespace
+	deploy.statusKeepsMeta, pod.statusKeepsMeta = []string{"labels"}, []string{"ownerReferences"}
 	lease.requireResourceVersion, crd.requireResourceVersion = true, true
 	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
 

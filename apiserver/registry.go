@@ -50,6 +50,9 @@ type kind struct {
 	returnsDeleted bool
 	// warnings returns the Warning headers of a valid write (nil: none).
 	warnings func(obj map[string]any) []string
+	// statusKeepsMeta lists the metadata fields a write to /status cannot
+	// change (deployments: labels; pods: ownerReferences).
+	statusKeepsMeta []string
 	// requireResourceVersion: an update must name the resourceVersion it
 	// replaces (kube-apiserver's AllowUnconditionalUpdate false: leases,
 	// CRDs, custom resources).

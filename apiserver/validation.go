@@ -167,3 +167,53 @@ func secretWarnings(o map[string]any) []string {
 	}
 	return nil
 }
+
+// validateDeployment checks the numbers of a Deployment's spec that must
+// not be negative, then its selector.
+func validateDeployment(o map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range []string{"replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"} {
+		if v, ok := get(o, "spec", f).(int64); ok && v < 0 {
+			errs = append(errs, field.Invalid(field.NewPath("spec", f), v, "must be greater than or equal to 0"))
+		}
+	}
+	return append(errs, validateSelectorMatchesTemplate(o)...)
+}
+
+// validateService checks a Service's ports and that only load balancers
+// have load balancer ingress.
+func validateService(o map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	typ := str(o, "spec", "type")
+	ports, _ := get(o, "spec", "ports").([]any)
+	if len(ports) == 0 && typ != string(corev1.ServiceTypeExternalName) && str(o, "spec", "clusterIP") != corev1.ClusterIPNone {
+		errs = append(errs, field.Required(field.NewPath("spec", "ports"), ""))
+	}
+	const portRange = "must be between 1 and 65535, inclusive"
+	for i, p := range ports {
+		path := field.NewPath("spec", "ports").Index(i)
+		if n := integer(p, "port"); n < 1 || n > 65535 {
+			errs = append(errs, field.Invalid(path.Child("port"), n, portRange))
+		}
+		if tp, ok := get(p, "targetPort").(int64); ok && (tp < 1 || tp > 65535) {
+			errs = append(errs, field.Invalid(path.Child("targetPort"), tp, portRange))
+		}
+	}
+	if ingress, _ := get(o, "status", "loadBalancer", "ingress").([]any); len(ingress) > 0 && typ != string(corev1.ServiceTypeLoadBalancer) {
+		errs = append(errs, field.Forbidden(field.NewPath("status", "loadBalancer", "ingress"), "may only be used when `spec.type` is 'LoadBalancer'"))
+	}
+	return errs
+}
+
+// validateNamespace checks that a namespace is Terminating exactly when it
+// is being deleted.
+func validateNamespace(o map[string]any) field.ErrorList {
+	phase, deleting := str(o, "status", "phase"), str(o, "metadata", "deletionTimestamp") != ""
+	switch {
+	case deleting && phase != string(corev1.NamespaceTerminating):
+		return field.ErrorList{field.Invalid(field.NewPath("status", "Phase"), phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")}
+	case !deleting && phase != string(corev1.NamespaceActive):
+		return field.ErrorList{field.Invalid(field.NewPath("status", "Phase"), phase, "may only be 'Active' if `deletionTimestamp` is empty")}
+	}
+	return nil
+}

@@ -611,8 +611,8 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		return nil, false, false, apierrors.NewConflict(gr, ri.name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	switch {
-	case ri.subresource == "status":
-		// Only the status changes.
+	case ri.subresource == "status" && k.crd != nil:
+		// Custom resources: only the status changes.
 		next := runtime.DeepCopyJSON(old)
 		if st, ok := obj["status"]; ok {
 			next["status"] = st
@@ -621,6 +621,28 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		}
 		obj = next
 		u = &unstructured.Unstructured{Object: obj}
+	case ri.subresource == "status":
+		// Built-ins: the spec (everything but metadata and status) stays;
+		// metadata follows the update rules, except what the kind's status
+		// strategy keeps (kube-apiserver's PrepareForUpdate).
+		for key, v := range old {
+			if key != "metadata" && key != "status" {
+				obj[key] = runtime.DeepCopyJSONValue(v)
+			}
+		}
+		for key := range obj {
+			if _, ok := old[key]; !ok && key != "metadata" && key != "status" {
+				delete(obj, key)
+			}
+		}
+		m, om := meta(obj), meta(old)
+		for _, f := range k.statusKeepsMeta {
+			if v, ok := om[f]; ok {
+				m[f] = runtime.DeepCopyJSONValue(v)
+			} else {
+				delete(m, f)
+			}
+		}
 	case k.status:
 		// The main resource ignores the status.
 		if st, ok := old["status"]; ok {

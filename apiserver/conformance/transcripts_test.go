@@ -397,4 +397,30 @@ var transcripts = []transcript{
 		tr.Get(cms + "?sendInitialEvents=true").Want(http.StatusUnprocessableEntity)
 		tr.Get(gadgets + "?limit=1").Want(http.StatusOK)
 	}},
+	{"status-subresource-metadata", func(tr *T) {
+		// What a write to /status keeps of metadata and spec, per kind.
+		tr.Post(gadgets, gadget("g", `{"color":"red"}`)).Want(http.StatusCreated)
+		tr.Patch(gadgets+"/g/status", "merge", `{"metadata":{"labels":{"l":"status"},"annotations":{"a":"status"},"finalizers":["example.com/f"]},"spec":{"color":"blue"},"status":{"ready":true}}`).Want(http.StatusOK)
+		tr.Patch(gadgets+"/g/status", "json", `[{"op":"add","path":"/status/observedGeneration","value":1}]`).Want(http.StatusOK)
+		tr.Patch(gadgets+"/g", "merge", `{"metadata":{"finalizers":null}}`).Want(http.StatusOK)
+		tr.Post(deploys, deployBody).Want(http.StatusCreated)
+		tr.Patch(deploys+"/d/status", "merge", `{"metadata":{"labels":{"l":"status"},"annotations":{"a":"status"}},"status":{"replicas":1}}`).Want(http.StatusOK)
+		tr.Post(pods, podBody).Want(http.StatusCreated)
+		tr.Patch(pods+"/p/status", "merge", `{"metadata":{"labels":{"l":"status"}},"spec":{"nodeName":"n"},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`).Want(http.StatusOK)
+		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"lb"},"spec":{"type":"ClusterIP","ports":[{"port":80}]}}`).Want(http.StatusCreated)
+		// Status is validated too: load balancer ingress only on load
+		// balancers, Terminating only while deleting.
+		tr.Patch(services+"/lb/status", "merge", `{"status":{"loadBalancer":{"ingress":[{"ip":"1.2.3.4"}]}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch("/api/v1/namespaces/{ns}/status", "merge", `{"metadata":{"labels":{"l":"status"}},"status":{"phase":"Terminating"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch("/api/v1/namespaces/{ns}/status", "merge", `{"metadata":{"labels":{"l":"status"}},"status":{"phase":"Active"}}`).Want(http.StatusOK)
+		tr.Get("/api/v1/namespaces/{ns}").Want(http.StatusOK)
+	}},
+	{"validation-of-builtins", func(tr *T) {
+		tr.Post(deploys, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"neg"},"spec":{"replicas":-1,"selector":{"matchLabels":{"app":"x"}},"template":{"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"lv","labels":{"k":"not a valid value!"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"own","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":""}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"dup"},"spec":{"containers":[{"name":"c","image":"i"},{"name":"c","image":"j"}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"noports"},"spec":{"selector":{"a":"b"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"badport"},"spec":{"ports":[{"port":70000}]}}`).Want(http.StatusUnprocessableEntity)
+	}},
 }
