@@ -90,6 +90,10 @@ func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	body := &cutBody{ReadCloser: resp.Body, hook: done}
 	l.mu.Lock()
+	if ctx.Err() != nil {
+		// Partitioned while the request was under way.
+		body.cut.Store(true)
+	}
 	l.bodies[id] = body
 	l.mu.Unlock()
 	resp.Body = body
@@ -374,11 +378,11 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				all := rec.waitUntil(t, ctx, "the delete of b", func(evs []string) bool {
 					return slices.ContainsFunc(evs, func(ev string) bool { return strings.HasPrefix(ev, "delete "+ns+"/b@") })
 				})
-				// kube-apiserver deletes a Pod gracefully even when it is not
-				// scheduled: an update sets its deletionTimestamp (grace period
-				// 0), then it is deleted.
+				// A Pod is deleted gracefully even when it is not scheduled:
+				// an update sets its deletionTimestamp (grace period 0), then
+				// it is deleted.
 				got, marked := splitDeleting(all)
-				if len(marked) > 1 || len(marked) == 1 && !strings.HasPrefix(marked[0], "update b@") {
+				if len(marked) != 1 || !strings.HasPrefix(marked[0], "update b@") {
 					t.Fatalf("updates with a deletionTimestamp: %q (all: %q)", marked, all)
 				}
 				slices.Sort(got[:2])
@@ -648,10 +652,10 @@ func TestIntegrationCacheBeforeNotification(t *testing.T) {
 		got := rec.waitUntil(t, ctx, "the deletes", func(evs []string) bool {
 			return len(slices.DeleteFunc(slices.Clone(evs), func(ev string) bool { return !strings.HasPrefix(ev, "delete") })) == n
 		})
-		// kube-apiserver marks each Pod (an update with a deletionTimestamp)
-		// before it deletes it.
-		if others, _ := splitDeleting(got); len(others) != 3*n {
-			t.Fatalf("%d events besides the deletion marks, want %d: %q", len(others), 3*n, got)
+		// Each Pod is marked (an update with a deletionTimestamp) before it
+		// is deleted.
+		if others, marks := splitDeleting(got); len(others) != 3*n || len(marks) != n {
+			t.Fatalf("%d events besides %d deletion marks, want %d and %d: %q", len(others), len(marks), 3*n, n, got)
 		}
 		mu.Lock()
 		defer mu.Unlock()

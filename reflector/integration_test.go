@@ -112,6 +112,7 @@ type gate struct {
 	bodies  []*cutBody
 	held    bool
 	release chan struct{}
+	cuts    int      // calls of cut so far
 	watches []string // the query of each watch request
 	lists   int      // list requests
 	// listQueries holds the query of each list request; beforeList, if
@@ -137,7 +138,7 @@ func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	g.mu.Lock()
 	g.watches = append(g.watches, req.URL.RawQuery)
-	held, release := g.held, g.release
+	held, release, cuts := g.held, g.release, g.cuts
 	var fail *http.Response
 	if len(g.fail) > 0 {
 		fail, g.fail = g.fail[0], g.fail[1:]
@@ -159,7 +160,12 @@ func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
 		b := &cutBody{ReadCloser: resp.Body}
 		resp.Body = b
 		g.mu.Lock()
-		g.bodies = append(g.bodies, b)
+		if g.cuts != cuts {
+			// Sent before a cut, answered after it: it was open.
+			b.cut.Store(true)
+		} else {
+			g.bodies = append(g.bodies, b)
+		}
 		g.mu.Unlock()
 	}
 	return resp, err
@@ -192,6 +198,7 @@ func (g *gate) cut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.held, g.release = true, make(chan struct{})
+	g.cuts++
 	for _, b := range g.bodies {
 		b.cut.Store(true)
 		b.Close()
@@ -435,15 +442,17 @@ func TestServer(t *testing.T) {
 	}
 }
 
-// A list in pages (PageSize 10, 25 Events): the store gets all of them in
-// one Replace. Then the same with the history compacted between the first
-// and the second page: the continue token has expired (410), and the
-// reflector starts the list over with a consistent read
-// (resourceVersion=""), which succeeds.
+// A relist in pages (PageSize 10, 25 Events) after a 410: the relist is a
+// consistent read (resourceVersion=""), which both servers page; the store
+// gets it in one Replace. Then the same with the history compacted between
+// the relist's first and second page: the continue token has expired (410),
+// and the reflector starts the list over, which succeeds.
 //
-// Events again: kube-apiserver pages them from etcd at any resourceVersion
-// (no watch cache), so their continue tokens expire with a compaction.
-func TestServerPaginatedList(t *testing.T) {
+// The initial list (resourceVersion="0") is not checked for pages: a server
+// may serve it from its watch cache and ignore the limit. Events again:
+// kube-apiserver pages them from etcd, so their continue tokens expire
+// with a compaction.
+func TestServerPaginatedRelist(t *testing.T) {
 	for _, expire := range []bool{false, true} {
 		t.Run(fmt.Sprintf("expired continue=%t", expire), func(t *testing.T) {
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
@@ -458,17 +467,6 @@ func TestServerPaginatedList(t *testing.T) {
 					}
 					server[name] = "1"
 				}
-				if expire {
-					tg.gate.beforeList = func(n int) {
-						if n == 1 { // the second page
-							tg.setMessage(t, ctx, "e-00", "2")
-							if err := env.Compact(ctx); err != nil {
-								t.Error(err)
-							}
-						}
-					}
-					server["e-00"] = "2"
-				}
 				lw, err := NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
 					RESTOptions[*corev1.Event]{HTTPClient: tg.lwc})
 				if err != nil {
@@ -482,23 +480,57 @@ func TestServerPaginatedList(t *testing.T) {
 				}
 				runUntilEnd(t, r)
 				st.waitEqual(t, server)
-				if n := st.replaceCount(); n != 1 {
-					t.Errorf("%d Replace calls, want 1", n)
+				for deadline := time.Now().Add(10 * time.Second); !r.HasSynced(); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("not synced after the Replace")
+					}
 				}
-				tg.gate.mu.Lock()
-				qs := slices.Clone(tg.gate.listQueries)
-				tg.gate.mu.Unlock()
-				want := []string{"limit=10&resourceVersion=0", "continue=", "continue="}
+
+				// A gap, compacted: the watch gets 410 and the reflector
+				// relists in pages.
+				g := tg.gate
+				g.cut()
+				g.mu.Lock()
+				first := g.lists
+				if expire {
+					g.beforeList = func(n int) {
+						if n == first+1 { // the relist's second page
+							tg.setMessage(t, ctx, "e-00", "3")
+							if err := env.Compact(ctx); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+					server["e-00"] = "3"
+				}
+				g.mu.Unlock()
+				// Two writes: a compaction at the revision right after the
+				// reflector's position would leave that position watchable.
+				tg.setMessage(t, ctx, "e-24", "2")
+				tg.setMessage(t, ctx, "e-23", "2")
+				server["e-24"], server["e-23"] = "2", "2"
+				if err := env.Compact(ctx); err != nil {
+					t.Fatal(err)
+				}
+				g.open()
+				st.waitEqual(t, server)
+				if n := st.replaceCount(); n != 2 {
+					t.Errorf("%d Replace calls, want 2 (the list and one relist)", n)
+				}
+				g.mu.Lock()
+				qs := slices.Clone(g.listQueries[first:])
+				g.mu.Unlock()
+				want := []string{"limit=10", "continue=", "continue="}
 				if expire {
 					// The expired second page, then the list over again.
-					want = []string{"limit=10&resourceVersion=0", "continue=", "limit=10", "continue=", "continue="}
+					want = []string{"limit=10", "continue=", "limit=10", "continue=", "continue="}
 				}
 				if len(qs) != len(want) {
-					t.Fatalf("list requests %q, want %d like %q", qs, len(want), want)
+					t.Fatalf("relist requests %q, want %d like %q", qs, len(want), want)
 				}
 				for i, q := range qs {
-					if !strings.HasPrefix(q, want[i]) || strings.HasPrefix(want[i], "limit") && q != want[i] {
-						t.Errorf("list request %d: %q, want %q", i, q, want[i])
+					if !strings.HasPrefix(q, want[i]) || want[i] == "limit=10" && q != want[i] {
+						t.Errorf("relist request %d: %q, want %q", i, q, want[i])
 					}
 				}
 			})
