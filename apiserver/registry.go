@@ -61,6 +61,12 @@ type kind struct {
 	gracefulDelete bool
 }
 
+// watchCached reports whether kube-apiserver serves the kind from its
+// watch cache (by default every kind but events), which shapes a few
+// answers: lists at resourceVersion "0" ignore the limit, and expired
+// watches get the cache's message.
+func (k *kind) watchCached() bool { return k.storageResource != "/events" }
+
 func (k *kind) apiVersion() string { return k.gvr.GroupVersion().String() }
 
 func (k *kind) groupResource() schema.GroupResource { return k.gvr.GroupResource() }

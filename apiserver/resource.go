@@ -209,8 +209,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 			return badRequest("%v", err)
 		}
 		// kube-apiserver serves resourceVersion "0" from its watch cache,
-		// which ignores the limit: one page with everything.
-		if n > 0 && rvParam != "0" {
+		// which ignores the limit: one page with everything (events have
+		// no watch cache: paged from etcd).
+		if n > 0 && (rvParam != "0" || !k.watchCached()) {
 			opts.Limit = int(min(n, 1<<30))
 		}
 	}

@@ -131,7 +131,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 // cache (core/v1 events), its watch cache's for the others.
 func expiredWatchMessage(k *kind, err error) string {
 	var ee *storage.ExpiredError
-	if k.storageResource == "/events" || !errors.As(err, &ee) {
+	if !k.watchCached() || !errors.As(err, &ee) {
 		return "The resourceVersion for the provided watch is too old."
 	}
 	return fmt.Sprintf("too old resource version: %d (%d)", ee.Requested, ee.Oldest)

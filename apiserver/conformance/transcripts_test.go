@@ -386,7 +386,13 @@ var transcripts = []transcript{
 		for _, n := range []string{"a", "b", "c", "d"} {
 			tr.Post(cms, configMap(n, "")).Want(http.StatusCreated)
 		}
+		// resourceVersion 0 is served from kube-apiserver's watch cache,
+		// which ignores the limit; events have none and are paged.
 		tr.Get(cms + "?resourceVersion=0&limit=2").Want(http.StatusOK)
+		for _, n := range []string{"e1", "e2", "e3"} {
+			tr.Post(events, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"`+n+`"},"involvedObject":{"kind":"ConfigMap","name":"a","namespace":"{ns}"},"reason":"Tested","type":"Normal"}`).Want(http.StatusCreated)
+		}
+		tr.Get(events + "?resourceVersion=0&limit=2").Want(http.StatusOK)
 		tr.Get(cms + "?limit=0").Want(http.StatusOK)
 		tr.Get(cms + "?limit=-1").Want(http.StatusOK)
 		tr.Get(cms + "?limit=3&fieldSelector=metadata.name!%3Db").Want(http.StatusOK)
