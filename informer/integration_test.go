@@ -49,6 +49,10 @@ type link struct {
 	cancels map[int]context.CancelFunc // of the open watches
 	bodies  map[int]*cutBody           // of the open watches
 	nextID  int
+	// refuseWatchList answers streaming lists with 422, as a server
+	// without them does; refused counts those answers.
+	refuseWatchList bool
+	refused         int
 }
 
 func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -64,6 +68,15 @@ func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
 		return l.next.RoundTrip(req)
 	}
 	l.watches[resource]++
+	if l.refuseWatchList && req.URL.Query().Get("sendInitialEvents") == "true" {
+		l.refused++
+		l.mu.Unlock()
+		// What a server without streaming lists answers.
+		body := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","code":422,"reason":"Invalid","message":"sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"}`
+		return &http.Response{StatusCode: http.StatusUnprocessableEntity, Status: "422 Unprocessable Entity",
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)),
+			ContentLength: int64(len(body)), Request: req}, nil
+	}
 	if l.blocked {
 		l.mu.Unlock()
 		body := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","code":503,"reason":"ServiceUnavailable","message":"partitioned"}`
@@ -315,11 +328,13 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		watchList bool
-	}{{"list then watch", false}, {"streaming list", true}} {
+		refused   bool // the server refuses streaming lists
+	}{{"list then watch", false, false}, {"streaming list", true, false}, {"streaming list refused", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 				ctx := timeout(t)
 				env := newEnv(t, ae)
+				env.net.refuseWatchList = tc.refused
 				ns, ns2 := env.Namespace, env.otherNamespace(t, ctx)
 				// Cluster-wide scopes select this test's objects by label.
 				mine := "kloop-test=" + ns
@@ -354,6 +369,15 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitSynced(t, ctx, reg)
+				env.net.mu.Lock()
+				refused, lists := env.net.refused, env.net.lists["pods"]
+				env.net.mu.Unlock()
+				switch {
+				case tc.refused && (refused != 2 || lists != 2):
+					t.Fatalf("%d streaming lists refused, %d lists, want 2 and 2 (one per informer: fallback)", refused, lists)
+				case tc.watchList && !tc.refused && lists != 0:
+					t.Fatalf("%d lists with streaming lists", lists)
+				}
 				if pods.Len() != 2 || web.Len() != 2 {
 					t.Fatalf("%s: %d pods, app=web: %d pods", ns, pods.Len(), web.Len())
 				}
