@@ -53,14 +53,14 @@ func builtinKinds() []*kind {
 
 	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
 	cm.shortNames = []string{"cm"}
-	cm.columns = []column{{def("Data", "string", "Number of entries"), func(o map[string]any, _ time.Time) any { return int64(length(o, "data") + length(o, "binaryData")) }}}
+	cm.columns = []column{{def("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(length(o, "data") + length(o, "binaryData")) }}}
 	cm.validate, cm.validateUpdate = validateConfigMap, validateConfigMapUpdate
 
 	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
 	secret.fields = []selectableField{{"type", []string{"type"}}}
 	secret.columns = []column{
-		{def("Type", "string", "The type of the secret"), func(o map[string]any, _ time.Time) any { return str(o, "type") }},
-		{def("Data", "string", "Number of entries"), func(o map[string]any, _ time.Time) any { return int64(length(o, "data")) }},
+		{def("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return str(o, "type") }},
+		{def("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(length(o, "data")) }},
 	}
 	secret.prepareCreate = func(o map[string]any) {
 		if str(o, "type") == "" {
@@ -165,15 +165,15 @@ func builtinKinds() []*kind {
 	deploy.status, deploy.generation = true, true
 	deploy.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
 	deploy.columns = []column{
-		{def("Ready", "string", "Number of ready replicas out of desired"), func(o map[string]any, _ time.Time) any {
+		{def("Ready", "string", "Number of the pod with ready state"), func(o map[string]any, _ time.Time) any {
 			return fmt.Sprintf("%d/%d", integer(o, "status", "readyReplicas"), integer(o, "spec", "replicas"))
 		}},
-		{def("Up-to-date", "integer", "Number of up-to-date replicas"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "updatedReplicas") }},
-		{def("Available", "integer", "Number of available replicas"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "availableReplicas") }},
+		{def("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "updatedReplicas") }},
+		{def("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "availableReplicas") }},
 		ageColumn(),
-		{metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of the containers"}, func(o map[string]any, _ time.Time) any { return containerField(o, "name") }},
-		{metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images of the containers"}, func(o map[string]any, _ time.Time) any { return containerField(o, "image") }},
-		{metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: "The label selector"}, func(o map[string]any, _ time.Time) any { return selectorString(o) }},
+		{metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "name") }},
+		{metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "image") }},
+		{metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]}, func(o map[string]any, _ time.Time) any { return selectorString(o) }},
 	}
 	deploy.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{}
@@ -196,9 +196,13 @@ func builtinKinds() []*kind {
 	rs.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
 	rs.fields = []selectableField{{"status.replicas", []string{"status", "replicas"}}}
 	rs.columns = []column{
-		{def("Desired", "integer", "Number of desired pods"), func(o map[string]any, _ time.Time) any { return integer(o, "spec", "replicas") }},
-		{def("Current", "integer", "Number of actual pods"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "replicas") }},
-		{def("Ready", "integer", "Number of ready pods"), func(o map[string]any, _ time.Time) any { return integer(o, "status", "readyReplicas") }},
+		{def("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "spec", "replicas") }},
+		{def("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "replicas") }},
+		{def("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "readyReplicas") }},
+		ageColumn(),
+		{metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "name") }},
+		{metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "image") }},
+		{metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.ReplicaSetSpec{}.SwaggerDoc()["selector"]}, func(o map[string]any, _ time.Time) any { return selectorString(o) }},
 	}
 	rs.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{"replicas": int64(0)}
@@ -209,7 +213,7 @@ func builtinKinds() []*kind {
 	rs.validate = validateSelectorMatchesTemplate
 
 	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
-	lease.columns = []column{{def("Holder", "string", "The holder of the lease"), func(o map[string]any, _ time.Time) any { return str(o, "spec", "holderIdentity") }}}
+	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return str(o, "spec", "holderIdentity") }}}
 
 	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })
 	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true
@@ -282,7 +286,7 @@ func eventColumns(v1 bool) []column {
 
 func podColumns() []column {
 	return []column{
-		{def("Ready", "string", "Ready containers out of all"), func(o map[string]any, _ time.Time) any {
+		{def("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."), func(o map[string]any, _ time.Time) any {
 			cs, _ := get(o, "spec", "containers").([]any)
 			ready := 0
 			statuses, _ := get(o, "status", "containerStatuses").([]any)
@@ -293,7 +297,7 @@ func podColumns() []column {
 			}
 			return fmt.Sprintf("%d/%d", ready, len(cs))
 		}},
-		{def("Status", "string", "The phase, or why the pod is not running"), func(o map[string]any, _ time.Time) any {
+		{def("Status", "string", "The aggregate status of the containers in this pod."), func(o map[string]any, _ time.Time) any {
 			if str(o, "metadata", "deletionTimestamp") != "" {
 				return "Terminating"
 			}
@@ -302,7 +306,7 @@ func podColumns() []column {
 			}
 			return str(o, "status", "phase")
 		}},
-		{def("Restarts", "string", "Container restarts"), func(o map[string]any, _ time.Time) any {
+		{def("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."), func(o map[string]any, _ time.Time) any {
 			var n int64
 			statuses, _ := get(o, "status", "containerStatuses").([]any)
 			for _, s := range statuses {
@@ -311,12 +315,12 @@ func podColumns() []column {
 			return strconv.FormatInt(n, 10)
 		}},
 		ageColumn(),
-		{metav1.TableColumnDefinition{Name: "IP", Type: "string", Priority: 1, Description: "The pod IP"}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "status", "podIP")) }},
-		{metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1, Description: "The node the pod runs on"}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "nodeName")) }},
-		{metav1.TableColumnDefinition{Name: "Nominated Node", Type: "string", Priority: 1, Description: "The node the scheduler nominated"}, func(o map[string]any, _ time.Time) any {
+		{metav1.TableColumnDefinition{Name: "IP", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["podIP"]}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "status", "podIP")) }},
+		{metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "nodeName")) }},
+		{metav1.TableColumnDefinition{Name: "Nominated Node", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]}, func(o map[string]any, _ time.Time) any {
 			return orNone(str(o, "status", "nominatedNodeName"))
 		}},
-		{metav1.TableColumnDefinition{Name: "Readiness Gates", Type: "string", Priority: 1, Description: "Readiness gates met out of all"}, func(o map[string]any, _ time.Time) any {
+		{metav1.TableColumnDefinition{Name: "Readiness Gates", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["readinessGates"]}, func(o map[string]any, _ time.Time) any {
 			gates, _ := get(o, "spec", "readinessGates").([]any)
 			if len(gates) == 0 {
 				return "<none>"
@@ -338,9 +342,9 @@ func podColumns() []column {
 
 func serviceColumns() []column {
 	return []column{
-		{def("Type", "string", "The type of the service"), func(o map[string]any, _ time.Time) any { return str(o, "spec", "type") }},
-		{def("Cluster-IP", "string", "The cluster IP"), func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "clusterIP")) }},
-		{def("External-IP", "string", "External IPs"), func(o map[string]any, _ time.Time) any {
+		{def("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return str(o, "spec", "type") }},
+		{def("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]), func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "clusterIP")) }},
+		{def("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]), func(o map[string]any, _ time.Time) any {
 			ips, _ := get(o, "spec", "externalIPs").([]any)
 			var s []string
 			for _, ip := range ips {
@@ -348,7 +352,7 @@ func serviceColumns() []column {
 			}
 			return orNone(strings.Join(s, ","))
 		}},
-		{def("Port(s)", "string", "The ports"), func(o map[string]any, _ time.Time) any {
+		{def("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]), func(o map[string]any, _ time.Time) any {
 			ports, _ := get(o, "spec", "ports").([]any)
 			var s []string
 			for _, p := range ports {
@@ -364,13 +368,25 @@ func serviceColumns() []column {
 			}
 			return orNone(strings.Join(s, ","))
 		}},
+		ageColumn(),
+		{metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: corev1.ServiceSpec{}.SwaggerDoc()["selector"]}, func(o map[string]any, _ time.Time) any {
+			sel, _ := get(o, "spec", "selector").(map[string]any)
+			if len(sel) == 0 {
+				return "<none>"
+			}
+			set := labels.Set{}
+			for k, v := range sel {
+				set[k], _ = v.(string)
+			}
+			return labels.SelectorFromSet(set).String()
+		}},
 	}
 }
 
 // ageColumn is the Age column; Table output appends it to the columns of
 // kinds that do not place it themselves.
 func ageColumn() column {
-	return column{def("Age", "string", "Time since creation"), func(o map[string]any, now time.Time) any {
+	return column{def("Age", "string", metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]), func(o map[string]any, now time.Time) any {
 		return age(str(o, "metadata", "creationTimestamp"), now)
 	}}
 }

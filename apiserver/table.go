@@ -54,7 +54,7 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 	cols := k.tableColumns()
 	tbl.ColumnDefinitions = make([]metav1.TableColumnDefinition, 0, len(cols)+1)
 	if k.crd == nil {
-		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."})
+		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]})
 	}
 	for _, c := range cols {
 		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, c.def)

@@ -34,6 +34,9 @@ type exchange struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Events are the events of a watch, in order.
 	Events []any `json:"events,omitempty"`
+	// ContentType is the response's, recorded where the transcript asked
+	// for a representation (GetTable).
+	ContentType string `json:"contentType,omitempty"`
 }
 
 // transcript is a named sequence of requests. run issues them through tr;
@@ -65,6 +68,8 @@ type T struct {
 	// ns is the transcript's own namespace.
 	ns  string
 	log []exchange
+	// accept overrides the Accept header of the next request (GetTable).
+	accept string
 }
 
 // Resp is a response as a transcript sees it, to read values from (the
@@ -119,6 +124,15 @@ func (tr *T) expand(s string) string {
 // is JSON; "" sends none.
 func (tr *T) Get(path string) *Resp { return tr.Do(http.MethodGet, path, "", "") }
 
+// GetTable issues a GET asking for a meta.k8s.io Table, as kubectl get
+// does, and records the response's Content-Type with it.
+func (tr *T) GetTable(path string) *Resp {
+	tr.t.Helper()
+	tr.accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+	defer func() { tr.accept = "" }()
+	return tr.Do(http.MethodGet, path, "", "")
+}
+
 // Post creates.
 func (tr *T) Post(path, body string) *Resp {
 	return tr.Do(http.MethodPost, path, "application/json", body)
@@ -170,6 +184,9 @@ func (tr *T) Do(method, path, contentType, body string) *Resp {
 		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Accept", "application/json")
+	if tr.accept != "" {
+		req.Header.Set("Accept", tr.accept)
+	}
 	resp, err := tr.fx.client.Do(req)
 	if err != nil {
 		tr.t.Fatalf("%s: %s: %v", tr.fx.target, step, err)
@@ -180,6 +197,9 @@ func (tr *T) Do(method, path, contentType, body string) *Resp {
 		tr.t.Fatalf("%s: %s: reading the response: %v", tr.fx.target, step, err)
 	}
 	ex := exchange{Step: step, Code: resp.StatusCode, Body: decodeBody(raw), Warnings: warnings(resp.Header)}
+	if tr.accept != "" {
+		ex.ContentType = resp.Header.Get("Content-Type")
+	}
 	tr.log = append(tr.log, ex)
 	r := &Resp{Code: resp.StatusCode, tr: tr, step: step}
 	r.Obj, _ = decodeBody(raw).(map[string]any)

@@ -41,6 +41,8 @@ import (
 //   - spec.clusterIP / spec.clusterIPs of Services → "<cluster-ip>" when they
 //     are IP addresses: allocated at random from a range each server is
 //     configured with (--service-cluster-ip-range).
+//   - Table cells of the Age column → "<age>" (wall clock rounded to the
+//     second) and of the Cluster-IP column → "<cluster-ip>" (as above).
 //   - metadata.continue → "<continue>" when not empty: the token is opaque
 //     and its encoding is the server's own (whether there is one is kept).
 //   - metadata.managedFields is removed: the embedded server does not
@@ -82,6 +84,9 @@ func normalize(log []exchange, subst map[string]string) (out []any, labels []str
 		rec := map[string]any{"code": ex.Code}
 		if ex.Body != nil {
 			rec["body"] = n.rewrite(ex.Body, false)
+		}
+		if ex.ContentType != "" {
+			rec["contentType"] = ex.ContentType
 		}
 		if len(ex.Warnings) > 0 {
 			var ws []any
@@ -145,6 +150,12 @@ func (n *normalizer) collect(v any, bookmark bool) {
 			n.uid(d["uid"])
 		}
 		return
+	case m["kind"] == "Table":
+		rows, _ := m["rows"].([]any)
+		for _, r := range rows {
+			n.collect(r.(map[string]any)["object"], false)
+		}
+		return
 	case isList(m):
 		items, _ := m["items"].([]any)
 		for _, it := range items {
@@ -203,6 +214,28 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 			}
 		}
 		n.continueToken(md)
+	case m["kind"] == "Table":
+		n.collectionRV(md, rawMD)
+		n.continueToken(md)
+		n.tableAges(out)
+		rows, _ := m["rows"].([]any)
+		outRows, _ := out["rows"].([]any)
+		for i, r := range rows {
+			if obj, ok := r.(map[string]any)["object"]; ok {
+				outRows[i].(map[string]any)["object"] = n.rewrite(obj, false)
+			}
+		}
+	case m["kind"] == "Table":
+		n.collectionRV(md, rawMD)
+		n.continueToken(md)
+		n.tableAges(out)
+		rows, _ := m["rows"].([]any)
+		outRows, _ := out["rows"].([]any)
+		for i, r := range rows {
+			if obj, ok := r.(map[string]any)["object"]; ok {
+				outRows[i].(map[string]any)["object"] = n.rewrite(obj, false)
+			}
+		}
 	case isList(m):
 		n.collectionRV(md, rawMD)
 		n.continueToken(md)
@@ -237,6 +270,27 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 		}
 	}
 	return out
+}
+
+// tableAges replaces the cells of Table columns named Age with "<age>"
+// (wall clock, rounded to the second, so two runs may differ by one) and
+// those of Cluster-IP columns holding an address with "<cluster-ip>" (as
+// spec.clusterIP).
+func (n *normalizer) tableAges(t map[string]any) {
+	cols, _ := t["columnDefinitions"].([]any)
+	rows, _ := t["rows"].([]any)
+	for i, c := range cols {
+		name := c.(map[string]any)["name"]
+		for _, r := range rows {
+			cells, _ := r.(map[string]any)["cells"].([]any)
+			if i >= len(cells) {
+				continue
+			}
+			if ip, ok := cells[i].(string); name == "Age" || name == "Cluster-IP" && ok && isIP(ip) {
+				cells[i] = map[string]string{"Age": "<age>", "Cluster-IP": "<cluster-ip>"}[name.(string)]
+			}
+		}
+	}
 }
 
 func isIP(s string) bool {

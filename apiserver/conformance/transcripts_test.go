@@ -429,4 +429,24 @@ var transcripts = []transcript{
 		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"noports"},"spec":{"selector":{"a":"b"}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"badport"},"spec":{"ports":[{"port":70000}]}}`).Want(http.StatusUnprocessableEntity)
 	}},
+	{"tables", func(tr *T) {
+		tr.Post(cms, configMap("a", `"data":{"k":"v"}`)).Want(http.StatusCreated)
+		tr.Post(pods, podBody).Want(http.StatusCreated)
+		tr.Post(gadgets, gadget("g", `{"color":"red"}`)).Want(http.StatusCreated)
+		tr.GetTable(cms).Want(http.StatusOK)
+		tr.GetTable(cms + "/a").Want(http.StatusOK)
+		tr.GetTable(pods).Want(http.StatusOK)
+		tr.GetTable(gadgets).Want(http.StatusOK)
+		tr.GetTable(cms + "?includeObject=Object").Want(http.StatusOK)
+		tr.GetTable(cms + "?includeObject=None").Want(http.StatusOK)
+		tr.Post(deploys, deployBody).Want(http.StatusCreated)
+		tr.GetTable(deploys).Want(http.StatusOK)
+		tr.Post("/apis/apps/v1/namespaces/{ns}/replicasets", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"rs"},"spec":{"selector":{"matchLabels":{"app":"rs"}},"template":{"metadata":{"labels":{"app":"rs"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusCreated)
+		tr.GetTable("/apis/apps/v1/namespaces/{ns}/replicasets").Want(http.StatusOK)
+		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web","tier":"a"},"ports":[{"port":80}]}}`).Want(http.StatusCreated)
+		tr.GetTable(services).Want(http.StatusOK)
+		tr.Post(secrets, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"k":"dg=="}}`).Want(http.StatusCreated)
+		tr.GetTable(secrets).Want(http.StatusOK)
+		tr.GetTable("/api/v1/namespaces/{ns}").Want(http.StatusOK)
+	}},
 }
