@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,6 +279,105 @@ func TestKubectlExplain(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestKubectlSameOutput runs the same kubectl commands against both servers
+// and compares their output, normalized only where servers legitimately
+// differ: names made unique per test, ages, UIDs, timestamps,
+// resourceVersions and cluster IPs (each server has its own service range).
+func TestKubectlSameOutput(t *testing.T) {
+	targets := apiservertest.Targets()
+	if len(targets) < 2 {
+		t.Skip("compares the targets, and $" + apiservertest.EnvTargets + " selects only " + fmt.Sprint(targets))
+	}
+	outputs := map[apiservertest.Target]string{}
+	for _, target := range targets {
+		env := apiservertest.Start(t, target, apiservertest.Options{})
+		k := newKubectl(t, env)
+		group := widgetGroup(env)
+		widgets := "widgets." + group
+		k.run(widgetCRDIn(group), "apply", "-f", "-")
+		t.Cleanup(func() { _, _ = k.try("", "delete", "crd", widgets, "--wait=false") })
+		k.run("", "wait", "--for=condition=Established", "crd/"+widgets, "--timeout=30s")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, err := k.try("", "get", widgets)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not served: %v %s", widgets, err, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		normalize := strings.NewReplacer(group, "GROUP", env.Namespace, "NAMESPACE")
+		var all strings.Builder
+		for _, c := range []struct {
+			stdin string
+			args  []string
+		}{
+			{strings.ReplaceAll(widgetCR, "example.com", group), []string{"apply", "-f", "-"}},
+			{"", []string{"get", widgets, "w1", "-o", "yaml"}},
+			{"", []string{"describe", widgets, "w1"}},
+			{"", []string{"create", "deployment", "web", "--image=nginx", "--replicas=2"}},
+			{"", []string{"get", "deploy", "web", "-o", "yaml"}},
+			{"", []string{"describe", "deploy", "web"}},
+			{`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`, []string{"create", "-f", "-"}},
+			{"", []string{"get", "pod", "p1", "-o", "yaml"}},
+			{"", []string{"describe", "pod", "p1"}},
+			{"", []string{"get", "pods", "-o", "wide"}},
+			{"", []string{"create", "service", "clusterip", "svc", "--tcp=80:8080"}},
+			{"", []string{"get", "svc", "svc", "-o", "yaml"}},
+			{"", []string{"create", "secret", "generic", "s", "--from-literal=a=b"}},
+			{"", []string{"describe", "secret", "s"}},
+			{"", []string{"get", "all"}},
+			{"", []string{"delete", "pod", "p1", "--wait=false"}},
+			{"", []string{"get", "pods"}},
+		} {
+			out := k.run(c.stdin, c.args...)
+			fmt.Fprintf(&all, "$ kubectl %s\n%s", normalize.Replace(strings.Join(c.args, " ")), normalizeKubectl(normalize.Replace(out)))
+		}
+		outputs[target] = all.String()
+	}
+	embedded, real := outputs[apiservertest.Embedded], outputs[apiservertest.RealServer]
+	if embedded != real {
+		el, rl := strings.Split(embedded, "\n"), strings.Split(real, "\n")
+		for i := range max(len(el), len(rl)) {
+			var e, r string
+			if i < len(el) {
+				e = el[i]
+			}
+			if i < len(rl) {
+				r = rl[i]
+			}
+			if e != r {
+				t.Errorf("line %d differs:\n  embedded: %s\n  real:     %s", i+1, e, r)
+			}
+		}
+		t.Logf("embedded:\n%s\nreal:\n%s", embedded, real)
+	}
+}
+
+var kubectlVolatile = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`), "UID"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`), "TIME"},
+	{regexp.MustCompile(`[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d \+0000`), "DATE"},
+	{regexp.MustCompile(`(resourceVersion: |Resource Version:\s+)"?\d+"?`), "${1}RV"},
+	{regexp.MustCompile(`\b10\.\d+\.\d+\.\d+\b`), "CLUSTER-IP"},
+	{regexp.MustCompile(`\b\d+(ms|s|m)\b`), "AGE"},
+	// Table columns are as wide as their widest value (an IP, an age).
+	{regexp.MustCompile(`(\S) {2,}`), "$1  "},
+}
+
+// normalizeKubectl replaces what legitimately differs between servers and runs.
+func normalizeKubectl(s string) string {
+	for _, v := range kubectlVolatile {
+		s = v.re.ReplaceAllString(s, v.with)
+	}
+	return s
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader.
