@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
@@ -41,7 +38,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // newManager returns a manager for env's server (not started).
 func newManager(t *testing.T, env *apiservertest.Env) *manager.Manager {
 	t.Helper()
-	mgr, err := manager.New(restConfig(t, env), manager.Options{})
+	mgr, err := manager.New(env.Config(), manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,48 +523,4 @@ func testBuilderErrors(t *testing.T, env *apiservertest.Env) {
 			}
 		})
 	}
-}
-
-// restConfig returns env's client configuration with a transport of the
-// test's own: when the test ends its connections are closed, idle or not
-// (the real server outlives the test, and goleak would report the
-// connections' goroutines). Call it before starting anything that uses it,
-// so that its cleanup runs after theirs.
-func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
-	t.Helper()
-	cfg := env.Config()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	var dialer net.Dialer
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err == nil {
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-			return c, err
-		}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	// apiservertest creates the test's namespace through client-go's
-	// transport cache, shared by every configuration of the real server:
-	// close its idle connections too.
-	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
-		t.Cleanup(shared.CloseIdleConnections)
-	}
-	cfg.TLSClientConfig = rest.TLSClientConfig{}
-	cfg.Transport = tr
-	return cfg
 }

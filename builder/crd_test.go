@@ -68,7 +68,7 @@ func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
 	testcrd.AddToScheme(scheme)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	if err := testcrd.Install(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}

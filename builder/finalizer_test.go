@@ -73,7 +73,7 @@ func TestFinalizerWithGenerationChanged(t *testing.T) {
 		testcrd.AddToScheme(scheme)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		cfg := restConfig(t, env)
+		cfg := env.Config()
 		if err := testcrd.Install(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
@@ -121,7 +118,7 @@ type harness struct {
 // opts and r, and runs its manager until the test ends.
 func startController(t *testing.T, env *apiservertest.Env, opts controller.Options, r reconcile.Reconciler) *harness {
 	t.Helper()
-	mgr, err := manager.New(restConfig(t, env), manager.Options{})
+	mgr, err := manager.New(env.Config(), manager.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +406,7 @@ func TestConcurrencyOnServer(t *testing.T) {
 func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		const objects = 30
-		cfg := restConfig(t, env)
+		cfg := env.Config()
 		mgr, err := manager.New(cfg, manager.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -470,48 +467,4 @@ func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
 			t.Fatalf("queue adds %d, retries %d; want %d, 0", q.Adds, q.Retries, objects)
 		}
 	})
-}
-
-// restConfig returns env's client configuration with a transport of the
-// test's own: when the test ends its connections are closed, idle or not
-// (the real server outlives the test, and goleak would report the
-// connections' goroutines). Call it before starting anything that uses it,
-// so that its cleanup runs after theirs.
-func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
-	t.Helper()
-	cfg := env.Config()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	var dialer net.Dialer
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err == nil {
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-			return c, err
-		}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	// apiservertest creates the test's namespace through client-go's
-	// transport cache, shared by every configuration of the real server:
-	// close its idle connections too.
-	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
-		t.Cleanup(shared.CloseIdleConnections)
-	}
-	cfg.TLSClientConfig = rest.TLSClientConfig{}
-	cfg.Transport = tr
-	return cfg
 }

@@ -3,15 +3,12 @@ package leaderelection
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
@@ -43,7 +40,7 @@ func TestOverHTTPSHandover(t *testing.T) {
 }
 
 func testOverHTTPSHandover(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	opts := fast
 	opts.Namespace = env.Namespace
 	lc, err := newLeaseClient(cfg, env.Namespace, "kloop-election")
@@ -91,7 +88,7 @@ func testOverHTTPSLossOnServerErrors(t *testing.T, env *apiservertest.Env) {
 	opts := fast
 	opts.Namespace = env.Namespace
 	var faults *faultTransport
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		faults = &faultTransport{next: rt}
 		return faults
@@ -99,7 +96,7 @@ func testOverHTTPSLossOnServerErrors(t *testing.T, env *apiservertest.Env) {
 	aElector := newElector(t, cfg, "a", opts)
 	a := startLeader(t, aElector)
 	waitFor(t, a.started, 10*time.Second, "a acquires")
-	b := startLeader(t, newElector(t, restConfig(t, env), "b", opts))
+	b := startLeader(t, newElector(t, env.Config(), "b", opts))
 	time.Sleep(300 * time.Millisecond)
 
 	faults.set(serverError)
@@ -145,7 +142,7 @@ func interfere(t *testing.T, lc *leaseClient, change func(*record)) {
 // servers: emptied, the leader gives up; deleted, it creates it again.
 func TestOverHTTPSInterference(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
-		cfg := restConfig(t, env)
+		cfg := env.Config()
 		opts := fast
 		opts.Namespace = env.Namespace
 		lc, err := newLeaseClient(cfg, env.Namespace, "kloop-election")
@@ -211,48 +208,4 @@ func TestOverHTTPSInterference(t *testing.T) {
 			}
 		})
 	})
-}
-
-// restConfig returns env's client configuration with a transport of the
-// test's own: when the test ends its connections are closed, idle or not
-// (the real server outlives the test, and goleak would report the
-// connections' goroutines). Call it before starting anything that uses it,
-// so that its cleanup runs after theirs.
-func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
-	t.Helper()
-	cfg := env.Config()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	var dialer net.Dialer
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err == nil {
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-			return c, err
-		}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	// apiservertest creates the test's namespace through client-go's
-	// transport cache, shared by every configuration of the real server:
-	// close its idle connections too.
-	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
-		t.Cleanup(shared.CloseIdleConnections)
-	}
-	cfg.TLSClientConfig = rest.TLSClientConfig{}
-	cfg.Transport = tr
-	return cfg
 }

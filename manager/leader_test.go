@@ -140,7 +140,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 }
 
 func testFailover(t *testing.T, env *apiservertest.Env, keepLease bool, takeover time.Duration) {
-	ns, cfg := env.Namespace, restConfig(t, env)
+	ns, cfg := env.Namespace, env.Config()
 	a, b := newReplica(t, cfg, ns, "replica-a", keepLease), newReplica(t, cfg, ns, "replica-b", keepLease)
 
 	ctxA, cancelA := context.WithCancel(context.Background())
@@ -214,7 +214,7 @@ func TestLeadershipLost(t *testing.T) {
 }
 
 func testLeadershipLost(t *testing.T, env *apiservertest.Env) {
-	ns, cfg := env.Namespace, restConfig(t, env)
+	ns, cfg := env.Namespace, env.Config()
 	a := newReplica(t, cfg, ns, "replica-a", false)
 	done := run(t, context.Background(), a.mgr)
 	if !elected(a, 10*time.Second) {
@@ -259,7 +259,7 @@ func TestStandbyIsReady(t *testing.T) {
 }
 
 func testStandbyIsReady(t *testing.T, env *apiservertest.Env) {
-	ns, cfg := env.Namespace, restConfig(t, env)
+	ns, cfg := env.Namespace, env.Config()
 	a := newReplica(t, cfg, ns, "replica-a", false)
 	ctxA, cancelA := context.WithCancel(context.Background())
 	doneA := run(t, ctxA, a.mgr)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -80,7 +79,7 @@ func TestOptionsValidation(t *testing.T) {
 }
 
 func testOptionsValidation(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	tests := []struct {
 		name string
 		opts manager.Options
@@ -124,7 +123,7 @@ func TestMetricsOnTheRegistryPassedIn(t *testing.T) {
 }
 
 func testMetricsOnTheRegistryPassedIn(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	reg := prometheus.NewRegistry()
 	mgr, err := manager.New(cfg, manager.Options{Registerer: reg})
 	if err != nil {
@@ -175,7 +174,7 @@ func TestProbesAndMetricsOverHTTP(t *testing.T) {
 }
 
 func testProbesAndMetricsOverHTTP(t *testing.T, env *apiservertest.Env) {
-	ns, cfg := env.Namespace, restConfig(t, env)
+	ns, cfg := env.Namespace, env.Config()
 	mgr, err := manager.New(cfg, manager.Options{
 		MetricsBindAddress:     "127.0.0.1:0",
 		HealthProbeBindAddress: "127.0.0.1:0",
@@ -273,7 +272,7 @@ func TestServersOffByDefault(t *testing.T) {
 }
 
 func testServersOffByDefault(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	mgr, err := manager.New(cfg, manager.Options{MetricsBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +297,7 @@ func TestStartFailsOnBusyAddress(t *testing.T) {
 }
 
 func testStartFailsOnBusyAddress(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	first, err := manager.New(cfg, manager.Options{MetricsBindAddress: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +324,7 @@ func TestGracefulShutdownDrainsReconciles(t *testing.T) {
 }
 
 func testGracefulShutdownDrainsReconciles(t *testing.T, env *apiservertest.Env) {
-	ns, cfg := env.Namespace, restConfig(t, env)
+	ns, cfg := env.Namespace, env.Config()
 	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +381,7 @@ func TestGracefulShutdownTimeout(t *testing.T) {
 }
 
 func testGracefulShutdownTimeout(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	mgr, err := manager.New(cfg, manager.Options{GracefulShutdownTimeout: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +417,7 @@ func TestRunnableFailureStopsManager(t *testing.T) {
 }
 
 func testRunnableFailureStopsManager(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +456,7 @@ func TestAddRejectsDuplicateControllerNames(t *testing.T) {
 }
 
 func testAddRejectsDuplicateControllerNames(t *testing.T, env *apiservertest.Env) {
-	cfg := restConfig(t, env)
+	cfg := env.Config()
 	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -506,7 +505,7 @@ func TestKindSource(t *testing.T) {
 }
 
 func testKindSource(t *testing.T, env *apiservertest.Env) {
-	ns, cfg := env.Namespace, restConfig(t, env)
+	ns, cfg := env.Namespace, env.Config()
 	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -603,48 +602,4 @@ func TestDefaultShutdownTimeout(t *testing.T) {
 		close(release)
 		synctest.Wait()
 	})
-}
-
-// restConfig returns env's client configuration with a transport of the
-// test's own: when the test ends its connections are closed, idle or not
-// (the real server outlives the test, and goleak would report the
-// connections' goroutines). Call it before starting anything that uses it,
-// so that its cleanup runs after theirs.
-func restConfig(t *testing.T, env *apiservertest.Env) *rest.Config {
-	t.Helper()
-	cfg := env.Config()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	var dialer net.Dialer
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := dialer.DialContext(ctx, network, addr)
-			if err == nil {
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-			return c, err
-		}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	// apiservertest creates the test's namespace through client-go's
-	// transport cache, shared by every configuration of the real server:
-	// close its idle connections too.
-	if shared, err := rest.HTTPClientFor(env.Config()); err == nil {
-		t.Cleanup(shared.CloseIdleConnections)
-	}
-	cfg.TLSClientConfig = rest.TLSClientConfig{}
-	cfg.Transport = tr
-	return cfg
 }
