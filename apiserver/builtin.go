@@ -15,7 +15,9 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
@@ -73,7 +75,7 @@ func builtinKinds() []*kind {
 	ev := core("events", "Event", true, func() any { return &corev1.Event{} })
 	ev.shortNames = []string{"ev"}
 	ev.fields = coreEventFields()
-	ev.columns = eventColumns(false)
+	ev.columns, ev.tableNoName = eventColumns(false), true
 
 	evv1 := group("events.k8s.io", "v1", "events", "Event", true, func() any { return &eventsv1.Event{} })
 	evv1.shortNames = []string{"ev"}
@@ -84,7 +86,7 @@ func builtinKinds() []*kind {
 	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
 		evv1.fieldAliases["regarding."+f] = "involvedObject." + f
 	}
-	evv1.columns = eventColumns(true)
+	evv1.columns, evv1.tableNoName = eventColumns(true), true
 
 	sa := core("serviceaccounts", "ServiceAccount", true, func() any { return &corev1.ServiceAccount{} })
 	sa.shortNames = []string{"sa"}
@@ -259,28 +261,83 @@ func coreEventFields() []selectableField {
 	)
 }
 
+// eventColumns are kube-apiserver's event columns (its printer's wide
+// set, with the name last and no leading Name column). They read the core
+// form: events.k8s.io objects are converted first.
 func eventColumns(v1 bool) []column {
-	// The columns read the served form: core events name the object
-	// involvedObject and the text message, events.k8s.io ones regarding and note.
-	obj, msg := "involvedObject", "message"
-	if v1 {
-		obj, msg = "regarding", "note"
-	}
-	return []column{
-		{def("Last Seen", "string", "Time of the last occurrence"), func(o map[string]any, now time.Time) any {
-			for _, p := range [][]string{{"lastTimestamp"}, {"eventTime"}, {"series", "lastObservedTime"}, {"deprecatedLastTimestamp"}, {"metadata", "creationTimestamp"}} {
-				if t := str(o, p...); t != "" {
-					return age(t, now)
+	core := func(f func(e *corev1.Event, now time.Time) any) func(map[string]any, time.Time) any {
+		return func(o map[string]any, now time.Time) any {
+			if v1 {
+				c, err := eventToCore(runtime.DeepCopyJSON(o))
+				if err != nil {
+					return nil
 				}
+				o = c
 			}
+			var e corev1.Event
+			if err := fromMap(o, &e); err != nil {
+				return nil
+			}
+			return f(&e, now)
+		}
+	}
+	since := func(t time.Time, now time.Time) string {
+		if t.IsZero() {
 			return "<unknown>"
-		}},
-		{def("Type", "string", "Normal or Warning"), func(o map[string]any, _ time.Time) any { return str(o, "type") }},
-		{def("Reason", "string", "Why the event happened"), func(o map[string]any, _ time.Time) any { return str(o, "reason") }},
-		{def("Object", "string", "The object the event is about"), func(o map[string]any, _ time.Time) any {
-			return strings.ToLower(str(o, obj, "kind")) + "/" + str(o, obj, "name")
-		}},
-		{def("Message", "string", "What happened"), func(o map[string]any, _ time.Time) any { return str(o, msg) }},
+		}
+		return duration.HumanDuration(now.Sub(t))
+	}
+	first := func(e *corev1.Event, now time.Time) string {
+		if e.FirstTimestamp.IsZero() {
+			return since(e.EventTime.Time, now)
+		}
+		return since(e.FirstTimestamp.Time, now)
+	}
+	doc := corev1.Event{}.SwaggerDoc()
+	return []column{
+		{def("Last Seen", "string", doc["lastTimestamp"]), core(func(e *corev1.Event, now time.Time) any {
+			switch {
+			case e.Series != nil:
+				return since(e.Series.LastObservedTime.Time, now)
+			case e.LastTimestamp.IsZero():
+				return first(e, now)
+			}
+			return since(e.LastTimestamp.Time, now)
+		})},
+		{def("Type", "string", doc["type"]), core(func(e *corev1.Event, _ time.Time) any { return e.Type })},
+		{def("Reason", "string", doc["reason"]), core(func(e *corev1.Event, _ time.Time) any { return e.Reason })},
+		{def("Object", "string", doc["involvedObject"]), core(func(e *corev1.Event, _ time.Time) any {
+			if e.InvolvedObject.Name == "" {
+				return strings.ToLower(e.InvolvedObject.Kind)
+			}
+			return strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
+		})},
+		{metav1.TableColumnDefinition{Name: "Subobject", Type: "string", Priority: 1, Description: corev1.ObjectReference{}.SwaggerDoc()["fieldPath"]}, core(func(e *corev1.Event, _ time.Time) any { return e.InvolvedObject.FieldPath })},
+		{metav1.TableColumnDefinition{Name: "Source", Type: "string", Priority: 1, Description: doc["source"]}, core(func(e *corev1.Event, _ time.Time) any {
+			component, instance := e.Source.Component, e.Source.Host
+			if component == "" {
+				component = e.ReportingController
+			}
+			if instance == "" {
+				instance = e.ReportingInstance
+			}
+			if instance == "" {
+				return component
+			}
+			return component + ", " + instance
+		})},
+		{def("Message", "string", doc["message"]), core(func(e *corev1.Event, _ time.Time) any { return strings.TrimSpace(e.Message) })},
+		{metav1.TableColumnDefinition{Name: "First Seen", Type: "string", Priority: 1, Description: doc["firstTimestamp"]}, core(func(e *corev1.Event, now time.Time) any { return first(e, now) })},
+		{metav1.TableColumnDefinition{Name: "Count", Type: "string", Priority: 1, Description: doc["count"]}, core(func(e *corev1.Event, _ time.Time) any {
+			switch {
+			case e.Series != nil:
+				return int64(e.Series.Count)
+			case e.Count == 0:
+				return int64(1)
+			}
+			return int64(e.Count)
+		})},
+		{metav1.TableColumnDefinition{Name: "Name", Type: "string", Priority: 1, Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}, core(func(e *corev1.Event, _ time.Time) any { return e.Name })},
 	}
 }
 

@@ -36,6 +36,7 @@ type kind struct {
 	fields           []selectableField
 	fieldAliases     map[string]string // served field label -> stored one (events.k8s.io)
 	columns          []column
+	tableNoName      bool                     // Table output without the leading Name column (events: theirs is last)
 	prepareCreate    func(obj map[string]any) // resets and defaults on create
 	validate         func(obj map[string]any) field.ErrorList
 	validateUpdate   func(obj, old map[string]any) field.ErrorList

@@ -53,7 +53,7 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 	tbl := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: lm, Rows: []metav1.TableRow{}}
 	cols := k.tableColumns()
 	tbl.ColumnDefinitions = make([]metav1.TableColumnDefinition, 0, len(cols)+1)
-	if k.crd == nil {
+	if k.crd == nil && !k.tableNoName {
 		tbl.ColumnDefinitions = append(tbl.ColumnDefinitions, metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]})
 	}
 	for _, c := range cols {
@@ -69,7 +69,9 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 			row.Cells = k.crd.columns.Cells(obj, now)
 		} else {
 			row.Cells = make([]any, 0, len(cols)+1)
-			row.Cells = append(row.Cells, o.Name)
+			if !k.tableNoName {
+				row.Cells = append(row.Cells, o.Name)
+			}
 			for _, c := range cols {
 				row.Cells = append(row.Cells, c.value(obj, now))
 			}
@@ -107,6 +109,9 @@ func (k *kind) tableColumns() []column {
 		if c.def.Name == "Age" {
 			return k.columns
 		}
+	}
+	if k.tableNoName {
+		return k.columns // events have no Age column
 	}
 	return append(k.columns[:len(k.columns):len(k.columns)], ageColumn())
 }

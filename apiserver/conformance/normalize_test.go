@@ -41,7 +41,7 @@ import (
 //   - spec.clusterIP / spec.clusterIPs of Services → "<cluster-ip>" when they
 //     are IP addresses: allocated at random from a range each server is
 //     configured with (--service-cluster-ip-range).
-//   - Table cells of the Age column → "<age>" (wall clock rounded to the
+//   - Table cells of the Age, Last Seen and First Seen columns → "<age>" (wall clock rounded to the
 //     second) and of the Cluster-IP column → "<cluster-ip>" (as above).
 //   - metadata.continue → "<continue>" when not empty: the token is opaque
 //     and its encoding is the server's own (whether there is one is kept).
@@ -286,8 +286,12 @@ func (n *normalizer) tableAges(t map[string]any) {
 			if i >= len(cells) {
 				continue
 			}
-			if ip, ok := cells[i].(string); name == "Age" || name == "Cluster-IP" && ok && isIP(ip) {
-				cells[i] = map[string]string{"Age": "<age>", "Cluster-IP": "<cluster-ip>"}[name.(string)]
+			ip, ok := cells[i].(string)
+			switch {
+			case name == "Age" || name == "Last Seen" || name == "First Seen":
+				cells[i] = "<age>"
+			case name == "Cluster-IP" && ok && isIP(ip):
+				cells[i] = "<cluster-ip>"
 			}
 		}
 	}

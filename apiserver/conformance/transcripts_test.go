@@ -448,5 +448,8 @@ var transcripts = []transcript{
 		tr.Post(secrets, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"k":"dg=="}}`).Want(http.StatusCreated)
 		tr.GetTable(secrets).Want(http.StatusOK)
 		tr.GetTable("/api/v1/namespaces/{ns}").Want(http.StatusOK)
+		tr.Post(events, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p","namespace":"{ns}","fieldPath":"spec.containers{c}"},"reason":"Pulled","message":" pulled ","type":"Normal","source":{"component":"kubelet","host":"node-0"},"count":3,"firstTimestamp":"2026-01-02T03:04:05Z","lastTimestamp":"2026-01-02T03:05:05Z"}`).Want(http.StatusCreated)
+		tr.GetTable(events).Want(http.StatusOK)
+		tr.GetTable("/apis/events.k8s.io/v1/namespaces/{ns}/events").Want(http.StatusOK)
 	}},
 }
