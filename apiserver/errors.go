@@ -34,8 +34,14 @@ func statusFor(err error, gr schema.GroupResource, name string) *metav1.Status {
 	case errors.Is(err, storage.ErrExpired):
 		st = apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	case errors.Is(err, storage.ErrTooLargeResourceVersion):
-		// No Retry-After: this store never lags, so the revision will not arrive.
-		st = apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %v", err), 0)
+		// kube-apiserver's etcd storage's answer. No Retry-After: this
+		// store never lags, so the revision will not arrive.
+		msg := fmt.Sprintf("Too large resource version: %v", err)
+		var tl *storage.TooLargeError
+		if errors.As(err, &tl) {
+			msg = fmt.Sprintf("Too large resource version: %d, current: %d", tl.Requested, tl.Current)
+		}
+		st = apierrors.NewTimeoutError(msg, 0)
 		st.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
 	default:
 		st = apierrors.NewInternalError(err)

@@ -42,7 +42,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	case sendInitial != "":
 		initial, _ := strconv.ParseBool(sendInitial) // listOptions checked it
 		if rv > s.store.Revision() {
-			return fmt.Errorf("%w: requested %d, current %d", storage.ErrTooLargeResourceVersion, rv, s.store.Revision())
+			return &storage.TooLargeError{Requested: rv, Current: s.store.Revision()}
 		}
 		if initial {
 			opts.SendInitialEvents, opts.InitialEventsEnd = true, bookmarks

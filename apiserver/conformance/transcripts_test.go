@@ -387,7 +387,10 @@ var transcripts = []transcript{
 			tr.Post(cms, configMap(n, "")).Want(http.StatusCreated)
 		}
 		// resourceVersion 0 is served from kube-apiserver's watch cache,
-		// which ignores the limit; events have none and are paged.
+		// which ignores the limit; events have none and are paged. (The
+		// consistent list first makes the cache hold every write: a list
+		// at "0" may otherwise be served from a cache a write behind.)
+		tr.Get(cms).Want(http.StatusOK)
 		tr.Get(cms + "?resourceVersion=0&limit=2").Want(http.StatusOK)
 		for _, n := range []string{"e1", "e2", "e3"} {
 			tr.Post(events, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"`+n+`"},"involvedObject":{"kind":"ConfigMap","name":"a","namespace":"{ns}"},"reason":"Tested","type":"Normal"}`).Want(http.StatusCreated)
@@ -451,5 +454,13 @@ var transcripts = []transcript{
 		tr.Post(events, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p","namespace":"{ns}","fieldPath":"spec.containers{c}"},"reason":"Pulled","message":" pulled ","type":"Normal","source":{"component":"kubelet","host":"node-0"},"count":3,"firstTimestamp":"2026-01-02T03:04:05Z","lastTimestamp":"2026-01-02T03:05:05Z"}`).Want(http.StatusCreated)
 		tr.GetTable(events).Want(http.StatusOK)
 		tr.GetTable("/apis/events.k8s.io/v1/namespaces/{ns}/events").Want(http.StatusOK)
+	}},
+	{"too-large-resource-version", func(tr *T) {
+		// Events (read from etcd by kube-apiserver) answer at once; cached
+		// kinds wait up to 3 s for the revision first, so they are not
+		// asked here.
+		tr.Post(events, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p","namespace":"{ns}"},"reason":"Tested","type":"Normal"}`).Want(http.StatusCreated)
+		tr.Get(events + "?resourceVersion=999999999999&resourceVersionMatch=NotOlderThan").Want(http.StatusGatewayTimeout)
+		tr.Get(events + "?resourceVersion=999999999999&resourceVersionMatch=Exact").Want(http.StatusGatewayTimeout)
 	}},
 }

@@ -38,3 +38,18 @@ func (e *ExpiredError) Error() string {
 }
 
 func (e *ExpiredError) Unwrap() error { return ErrExpired }
+
+// TooLargeError is the [ErrTooLargeResourceVersion] of a revision the store
+// has not reached: errors.Is(err, ErrTooLargeResourceVersion) holds.
+type TooLargeError struct {
+	// Requested is the revision asked for.
+	Requested int64
+	// Current is the store's revision.
+	Current int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%v: requested %d, current %d", ErrTooLargeResourceVersion, e.Requested, e.Current)
+}
+
+func (e *TooLargeError) Unwrap() error { return ErrTooLargeResourceVersion }

@@ -300,7 +300,7 @@ func (s *Store) List(res string, opts ListOptions) (ListResult, error) {
 	defer r.mu.RUnlock()
 	current := s.rev.Load()
 	if opts.Revision > current {
-		return ListResult{}, fmt.Errorf("%w: requested %d, current %d", ErrTooLargeResourceVersion, opts.Revision, current)
+		return ListResult{}, &TooLargeError{Requested: opts.Revision, Current: current}
 	}
 	keys, objects, rev := r.sortedKeys(), r.objects, current
 	if opts.Exact && opts.Revision != 0 {

@@ -81,7 +81,7 @@ func (s *Store) Watch(res string, opts WatchOptions) (*Watcher, error) {
 		return w, nil
 	}
 	if opts.Revision > current {
-		return nil, fmt.Errorf("%w: requested %d, current %d", ErrTooLargeResourceVersion, opts.Revision, current)
+		return nil, &TooLargeError{Requested: opts.Revision, Current: current}
 	}
 	if opts.Revision < r.history.compacted {
 		return nil, &ExpiredError{Requested: opts.Revision, Oldest: r.history.compacted}
