@@ -25,14 +25,19 @@
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   protobuf request bodies of built-in kinds
 //	ipalloc.go    Service cluster IPs
+//	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
+//	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and
-// updates without one are unconditional; metadata.generation moves on spec
+// updates without one are unconditional (but for leases, CRDs and custom
+// resources, which need one); metadata.generation moves on spec
 // changes; the status subresource splits writes of spec and status;
 // finalizers hold deleted objects (deletionTimestamp) until they are
 // removed; errors are metav1.Status bodies with kube-apiserver's reasons and
-// codes. Not yet: server-side apply, garbage collection of owned objects,
+// codes and messages. The differential suite in the conformance
+// subpackage compares all of this with kube-apiserver v1.37.2, response by
+// response. Not yet: server-side apply, garbage collection of owned objects,
 // admission webhooks, conversion webhooks.
 //
 // Every request needs the bearer token (401 otherwise); bodies over 3 MiB get

@@ -26,7 +26,8 @@
 // # Adding a transcript
 //
 // Append to transcripts (transcripts_test.go) a name and a function that
-// issues requests through *T: Get, Post, Put, Patch (merge, json,
+// issues requests through *T: Get, GetTable (a meta.k8s.io Table, as
+// kubectl get asks; the Content-Type is recorded too), Post, Put, Patch (merge, json,
 // strategic, or any content type), Delete (with DeleteOptions as body),
 // Watch (with a stop condition: Events(n) or UntilInitialEventsEnd) and
 // Compact. Paths and bodies may use {ns} (the transcript's own, fresh
@@ -50,7 +51,9 @@
 // rewritten the same way; uids become uid1, uid2…; timestamps become
 // <time>; generated names, the namespace and the CRD group become
 // placeholders; Service cluster IPs become <cluster-ip> (random, from each
-// server's configured range); continue tokens become <continue>
+// server's configured range), in objects and Table cells; Table cells of
+// Age, Last Seen and First Seen become <age> (wall clock, to the second);
+// continue tokens become <continue>
 // (opaque); managedFields are removed (the embedded server does not
 // implement server-side apply yet). Watch bookmarks are kept only when they
 // end the initial events of a watch-list: kube-apiserver sends the others
