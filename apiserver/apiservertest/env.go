@@ -170,14 +170,15 @@ func (e *Env) Kubeconfig() string {
 }
 
 // Compact makes every resourceVersion older than the current one too old,
-// as an etcd compaction does (on the real server it is one): lists at an
-// exact older resourceVersion, and watches from one, get 410 Gone.
+// as an etcd compaction does (on the real server it is one): watches from
+// an older resourceVersion, lists at one (resourceVersionMatch=Exact) and
+// continue tokens of lists begun before get 410 Gone.
 //
-// One difference is the real server's, not kloop's: kube-apiserver serves
-// watches of most kinds from its watch cache, which keeps its own window of
-// recent events regardless of etcd's compaction; there a watch from an old
-// resourceVersion gets 410 only for kinds without a watch cache (core/v1
-// events by default) or once the window has moved past it.
+// On the real server that holds for what kube-apiserver reads from etcd:
+// kinds without a watch cache (core/v1 Events by default). Watches and
+// exact lists of the other kinds are served from its watch cache, which
+// keeps its own window of recent events whatever etcd compacted; tests
+// that need a deterministic 410 on both servers use Events.
 func (e *Env) Compact(ctx context.Context) error {
 	if e.Embedded != nil {
 		e.Embedded.Compact()
