@@ -4,7 +4,8 @@
 //
 // The pipeline, one package per stage:
 //
-//	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/)
+//	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/,
+//	                conformance/: the same transcripts against it and a real kube-apiserver, compared)
 //	reflector       lists, then watches from the list's resourceVersion; relists on 410 Gone
 //	fifo            delivers every delta in order; a relist as one atomic batch
 //	cache           thread-safe indexer keyed namespace/name, with indexes
@@ -25,6 +26,7 @@
 //	examples/demo        a Widget operator on the embedded API server
 //	examples/rawloop     informer + queue + your own worker loop, the seeds' client-go style
 //	examples/workqueue   a runnable tour of the work queue
+//	hack/realk8s.sh      builds kube-apiserver and etcd from the Go module proxy for the tests' real target
 //
 // Separate module:
 //
