@@ -188,36 +188,12 @@ func newEnv(t *testing.T, env *apiservertest.Env) *testEnv {
 	cfg := env.Config()
 	l := &link{cancels: map[int]context.CancelFunc{}, bodies: map[int]*cutBody{}, watches: map[string]int{}, lists: map[string]int{}}
 	t.Cleanup(l.partition)
-	plain := httpClient(t, cfg, nil)
+	plain := env.HTTPClient(nil)
 	cs, err := kubernetes.NewForConfigAndClient(cfg, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testEnv{Env: env, cfg: cfg, client: httpClient(t, cfg, l), plain: plain, cs: cs, net: l}
-}
-
-// httpClient returns a client for cfg with a transport of its own, whose
-// connections are closed when the test ends (on the real target, which
-// outlives the test, by cfg.Dial); l, if not nil, is put in front of the
-// transport.
-func httpClient(t *testing.T, cfg *rest.Config, l *link) *http.Client {
-	t.Helper()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, DialContext: cfg.Dial}
-	t.Cleanup(tr.CloseIdleConnections)
-	var base http.RoundTripper = tr
-	if l != nil {
-		l.next = tr
-		base = l
-	}
-	rt, err := rest.HTTPWrappersForConfig(cfg, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &http.Client{Transport: rt}
+	return &testEnv{Env: env, cfg: cfg, client: env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { l.next = rt; return l }), plain: plain, cs: cs, net: l}
 }
 
 // otherNamespace creates a second namespace for the test, unique like the

@@ -239,36 +239,12 @@ type target struct {
 func newTarget(t *testing.T, env *apiservertest.Env) *target {
 	t.Helper()
 	cfg := env.Config()
-	cs, err := kubernetes.NewForConfigAndClient(cfg, httpClient(t, cfg, nil))
+	cs, err := kubernetes.NewForConfigAndClient(cfg, env.HTTPClient(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := &gate{}
-	return &target{env: env, cfg: cfg, cs: cs, gate: g, lwc: httpClient(t, cfg, g)}
-}
-
-// httpClient returns a client for cfg with a transport of its own, whose
-// connections are closed when the test ends (on the real target, which
-// outlives the test, by cfg.Dial); g, if not nil, is put in front of the
-// transport.
-func httpClient(t *testing.T, cfg *rest.Config, g *gate) *http.Client {
-	t.Helper()
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, DialContext: cfg.Dial}
-	t.Cleanup(tr.CloseIdleConnections)
-	var base http.RoundTripper = tr
-	if g != nil {
-		g.next = tr
-		base = g
-	}
-	rt, err := rest.HTTPWrappersForConfig(cfg, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &http.Client{Transport: rt}
+	return &target{env: env, cfg: cfg, cs: cs, gate: g, lwc: env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { g.next = rt; return g })}
 }
 
 // runUntilEnd runs r until the test ends.

@@ -3,6 +3,8 @@ package apiservertest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -93,6 +95,22 @@ func TestForEachTarget(t *testing.T) {
 				t.Fatalf("%s: list in the fresh namespace: %d items, %v", name, len(cms.Items), err)
 			}
 		}
+		// HTTPClient: authenticated, through the wrapper.
+		var calls atomic.Int32
+		hc := env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				calls.Add(1)
+				return rt.RoundTrip(r)
+			})
+		})
+		resp, err := hc.Get(env.Config().Host + "/api/v1/namespaces/" + env.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || calls.Load() != 1 {
+			t.Fatalf("HTTPClient: GET the namespace: %s, %d calls through the wrapper", resp.Status, calls.Load())
+		}
 		cs, err := kubernetes.NewForConfig(env.Config())
 		if err != nil {
 			t.Fatal(err)
@@ -136,3 +154,7 @@ func TestForEachTarget(t *testing.T) {
 		}
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

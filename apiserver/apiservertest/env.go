@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -145,6 +146,31 @@ func Start(t testing.TB, target Target, opts Options) *Env {
 // Config returns a client configuration for the server (a new copy on each
 // call), with no client-side rate limit.
 func (e *Env) Config() *rest.Config { return rest.CopyConfig(e.cfg) }
+
+// HTTPClient returns an *http.Client for the server, authenticated as
+// Config is, with a transport of its own whose connections are closed when
+// the test ends. wrap, if not nil, is put in front of that transport (and
+// behind the authentication): the place for a RoundTripper that injects
+// faults or cuts watches, the same way on either server.
+func (e *Env) HTTPClient(wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
+	e.t.Helper()
+	cfg := e.Config()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		e.t.Fatalf("apiservertest: %v", err)
+	}
+	tr := &http.Transport{TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true, DialContext: cfg.Dial}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	var base http.RoundTripper = tr
+	if wrap != nil {
+		base = wrap(tr)
+	}
+	rt, err := rest.HTTPWrappersForConfig(cfg, base)
+	if err != nil {
+		e.t.Fatalf("apiservertest: %v", err)
+	}
+	return &http.Client{Transport: rt}
+}
 
 // Kubeconfig writes a kubeconfig for the server into the test's temporary
 // directory (once) and returns its path; its context's namespace is the
