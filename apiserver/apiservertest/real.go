@@ -88,7 +88,15 @@ func realDir() string {
 // startShared starts the pair once per process and returns it.
 func startShared() (*realServer, error) {
 	shared.once.Do(func() {
-		shared.srv, shared.err = startReal(realDir())
+		// Free ports are picked before the processes bind them, and other
+		// test binaries start their own pairs at the same time: a lost
+		// race is retried with new ports.
+		for range 3 {
+			shared.srv, shared.err = startReal(realDir())
+			if shared.err == nil || errors.Is(shared.err, errMissing) {
+				return
+			}
+		}
 	})
 	return shared.srv, shared.err
 }
@@ -107,7 +115,11 @@ func startReal(bin string) (*realServer, error) {
 	}
 	s := &realServer{dir: dir}
 	if err := s.start(apiserverBin, etcdBin); err != nil {
-		return nil, fmt.Errorf("real server (files in %s): %w", dir, err)
+		if s.keepAlive != nil {
+			s.keepAlive.Close() // the supervisors stop what did start
+		}
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("real server: %w", err)
 	}
 	return s, nil
 }
