@@ -59,15 +59,18 @@ func TestWidgetOperator(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, testWidgetOperator)
 }
 
-func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
-	ns := env.Namespace
+// widgetManager installs the Widget CRD on env (shared on the real server)
+// and returns a manager whose scheme knows it, with a context for requests
+// that ends with the test or after a minute.
+func widgetManager(t *testing.T, env *apiservertest.Env) (context.Context, *manager.Manager) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	testcrd.AddToScheme(scheme)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	cfg := env.Config()
 	if err := testcrd.Install(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -76,9 +79,15 @@ func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, mgr
+}
+
+func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
+	ns := env.Namespace
+	_, mgr := widgetManager(t, env)
 	c := mgr.Client()
 	r := &widgetReconciler{c: c}
-	err = builder.ControllerManagedBy(mgr).
+	err := builder.ControllerManagedBy(mgr).
 		For(&testcrd.Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
 		Owns(&appsv1.Deployment{}).
 		Complete(r)

@@ -4,21 +4,16 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler/predicate"
-	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/internal/testcrd"
-	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -66,27 +61,13 @@ func (r *finalizerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 func TestFinalizerWithGenerationChanged(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		ns := env.Namespace
-		scheme := runtime.NewScheme()
-		if err := clientgoscheme.AddToScheme(scheme); err != nil {
-			t.Fatal(err)
-		}
-		testcrd.AddToScheme(scheme)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cfg := env.Config()
-		if err := testcrd.Install(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-		mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{Scheme: scheme}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctx, mgr := widgetManager(t, env)
 		c := mgr.Client()
 		r := &finalizerReconciler{c: c, ns: ns}
 		// No WithScope: the reconcile reads through the client, which reads
 		// the kind's cluster-wide informer; the controller must be woken by
 		// that same informer, or it may read an older object than the event's.
-		err = builder.ControllerManagedBy(mgr).
+		err := builder.ControllerManagedBy(mgr).
 			For(&testcrd.Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
 			Complete(r)
 		if err != nil {
