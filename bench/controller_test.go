@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -379,45 +378,6 @@ func inprocCM(j, seq, rv int) *corev1.ConfigMap {
 	}
 }
 
-// cmWatch is a kloop reflector.Watch fed from a channel.
-type cmWatch struct {
-	ch   chan reflector.Event[*corev1.ConfigMap]
-	stop chan struct{}
-}
-
-func (w *cmWatch) Next() (reflector.Event[*corev1.ConfigMap], error) {
-	select {
-	case e := <-w.ch:
-		return e, nil
-	case <-w.stop:
-		return reflector.Event[*corev1.ConfigMap]{}, io.EOF
-	}
-}
-func (w *cmWatch) Stop() {}
-
-// cmLW lists the initial objects and opens one watch, w; a second watch
-// waits for the end (without watch-list, as a server without it).
-type cmLW struct {
-	items []*corev1.ConfigMap
-	w     *cmWatch
-	once  atomic.Bool
-}
-
-func (l *cmLW) List(context.Context, metav1.ListOptions) (*reflector.List[*corev1.ConfigMap], error) {
-	return &reflector.List[*corev1.ConfigMap]{Items: l.items, ResourceVersion: "1"}, nil
-}
-
-func (l *cmLW) Watch(ctx context.Context, opts metav1.ListOptions) (reflector.Watch[*corev1.ConfigMap], error) {
-	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("ConfigMap").GroupKind(), "", nil)
-	}
-	if !l.once.CompareAndSwap(false, true) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return l.w, nil
-}
-
 // cgCMLW is a client-go ListerWatcher over a FakeWatcher, without watch-list.
 type cgCMLW struct {
 	items []corev1.ConfigMap
@@ -456,8 +416,8 @@ func kloopInproc(noIntern bool) func(tb testing.TB, initial []*corev1.ConfigMap,
 }
 
 func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker, noIntern bool) (func(*corev1.ConfigMap), func()) {
-	w := &cmWatch{ch: make(chan reflector.Event[*corev1.ConfigMap], 1024), stop: make(chan struct{})}
-	inf, err := informer.New[*corev1.ConfigMap](&cmLW{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{DisableInterning: noIntern})
+	w := newChanWatch[*corev1.ConfigMap]()
+	inf, err := informer.New[*corev1.ConfigMap](&chanLW[*corev1.ConfigMap]{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{DisableInterning: noIntern})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func (l *handOffLW) Watch(ctx context.Context, opts metav1.ListOptions) (reflect
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return &chanWatch{ch: l.ch, stop: l.stop}, nil
+	return &chanWatch[*corev1.Pod]{ch: l.ch, stop: l.stop}, nil
 }
 
 // cgHandOffLW is handOffLW for client-go's informer.

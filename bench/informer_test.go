@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -275,34 +276,40 @@ func BenchmarkInformerSyncCRs(b *testing.B) {
 }
 
 // chanWatch is a kloop reflector.Watch fed from a channel.
-type chanWatch struct {
-	ch   chan reflector.Event[*corev1.Pod]
+type chanWatch[T reflector.Object] struct {
+	ch   chan reflector.Event[T]
 	stop chan struct{}
 }
 
-func (w *chanWatch) Next() (reflector.Event[*corev1.Pod], error) {
+func newChanWatch[T reflector.Object]() *chanWatch[T] {
+	return &chanWatch[T]{ch: make(chan reflector.Event[T], 1024), stop: make(chan struct{})}
+}
+
+func (w *chanWatch[T]) Next() (reflector.Event[T], error) {
 	select {
 	case e := <-w.ch:
 		return e, nil
 	case <-w.stop:
-		return reflector.Event[*corev1.Pod]{}, io.EOF
+		return reflector.Event[T]{}, io.EOF
 	}
 }
-func (w *chanWatch) Stop() {}
+func (w *chanWatch[T]) Stop() {}
 
-type chanLW struct {
-	items []*corev1.Pod
-	w     *chanWatch
+// chanLW lists the initial objects and opens one watch, w; a second watch
+// waits for the end (without watch-list, as a server without it: 422).
+type chanLW[T reflector.Object] struct {
+	items []T
+	w     *chanWatch[T]
 	once  atomic.Bool
 }
 
-func (l *chanLW) List(context.Context, metav1.ListOptions) (*reflector.List[*corev1.Pod], error) {
-	return &reflector.List[*corev1.Pod]{Items: l.items, ResourceVersion: "1"}, nil
+func (l *chanLW[T]) List(context.Context, metav1.ListOptions) (*reflector.List[T], error) {
+	return &reflector.List[T]{Items: l.items, ResourceVersion: "1"}, nil
 }
 
-func (l *chanLW) Watch(ctx context.Context, opts metav1.ListOptions) (reflector.Watch[*corev1.Pod], error) {
+func (l *chanLW[T]) Watch(ctx context.Context, opts metav1.ListOptions) (reflector.Watch[T], error) {
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
-		return nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), "", nil)
+		return nil, apierrors.NewInvalid(schema.GroupKind{}, "", nil)
 	}
 	if !l.once.CompareAndSwap(false, true) {
 		<-ctx.Done() // one watch only: later ones wait for the end
@@ -347,8 +354,8 @@ func BenchmarkInformerUpdateEvents(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			q, _ := workqueue.New(workqueue.Options[string]{})
 			defer q.ShutDown()
-			w := &chanWatch{ch: make(chan reflector.Event[*corev1.Pod], 1024), stop: make(chan struct{})}
-			lw := &chanLW{items: pods, w: w}
+			w := newChanWatch[*corev1.Pod]()
+			lw := &chanLW[*corev1.Pod]{items: pods, w: w}
 			inf, err := informer.New[*corev1.Pod](lw, opts)
 			if err != nil {
 				b.Fatal(err)
