@@ -120,15 +120,26 @@ type BucketOptions struct {
 // at once, then QPS per second. A retry that finds the bucket empty reserves a
 // future token and waits for it, as golang.org/x/time/rate's Reserve does.
 type Bucket[K comparable] struct {
-	qps   float64
-	burst float64
 	clock Clock
 	epoch time.Time
+	// interval is the time one token takes to come back (1/QPS) and window
+	// the time the whole burst takes (Burst/QPS), both in ns, both > 0 and
+	// at most maxWindow.
+	interval, window int64
 
-	mu     sync.Mutex // guards tokens and last
-	tokens float64    // may be negative: tokens reserved ahead
-	last   int64      // ns since epoch of the last refill
+	mu sync.Mutex // guards full
+	// full is when the bucket will be full again, in ns since epoch (the
+	// "theoretical arrival time" of the generic cell rate algorithm, which
+	// is a token bucket counted in time): at time t it holds
+	// Burst - (full-t)/interval tokens, Burst when full <= t, fewer than
+	// zero when tokens have been reserved ahead. Integer time needs no
+	// floating point and no rounding on the hot path.
+	full int64
 }
+
+// maxWindow bounds the bucket's times so that additions never overflow:
+// about 73 years.
+const maxWindow = math.MaxInt64 / 4
 
 // NewBucket returns a token bucket limiter.
 func NewBucket[K comparable](o BucketOptions) (*Bucket[K], error) {
@@ -144,7 +155,16 @@ func NewBucket[K comparable](o BucketOptions) (*Bucket[K], error) {
 	if o.QPS < 0 || math.IsNaN(o.QPS) || math.IsInf(o.QPS, 0) || o.Burst < 0 {
 		return nil, fmt.Errorf("workqueue: token bucket needs qps > 0 and burst > 0, got qps %v, burst %d", o.QPS, o.Burst)
 	}
-	return &Bucket[K]{qps: o.QPS, burst: float64(o.Burst), tokens: float64(o.Burst), clock: o.Clock, epoch: o.Clock.Now()}, nil
+	b := &Bucket[K]{clock: o.Clock, epoch: o.Clock.Now()}
+	b.setRate(o.QPS, o.Burst)
+	return b, nil
+}
+
+// setRate sets interval and window for qps > 0 and burst > 0.
+func (b *Bucket[K]) setRate(qps float64, burst int) {
+	interval := math.Round(1e9 / qps)
+	b.interval = int64(max(1, min(interval, maxWindow)))
+	b.window = int64(max(1, min(interval*float64(burst), maxWindow)))
 }
 
 // When takes a token and returns how long until it is available.
@@ -156,17 +176,12 @@ func (b *Bucket[K]) When(K) time.Duration {
 	return d
 }
 
-// take refills the bucket up to now and takes one token. b.mu is held.
+// take takes one token at now, reserving a future one when the bucket is
+// empty, and returns how long until the token it took is there. b.mu is held.
 func (b *Bucket[K]) take(now int64) time.Duration {
-	if now > b.last {
-		b.tokens = min(b.burst, b.tokens+float64(now-b.last)*b.qps/1e9)
-		b.last = now
-	}
-	b.tokens--
-	if b.tokens >= 0 {
-		return 0
-	}
-	return time.Duration(math.Ceil(-b.tokens * 1e9 / b.qps))
+	full := max(b.full, now) + b.interval
+	b.full = min(full, now+maxWindow) // a reservation further ahead than 73 years is as good as one at 73
+	return time.Duration(max(0, full-now-b.window))
 }
 
 // Forget does nothing: the bucket keeps no per-key state.
@@ -277,7 +292,7 @@ func DefaultRateLimiter[K comparable](clock Clock) RateLimiter[K] {
 		clock = RealClock{}
 	}
 	return &defaultLimiter[K]{
-		bucket:   Bucket[K]{qps: DefaultQPS, burst: DefaultBurst, tokens: DefaultBurst, clock: clock, epoch: clock.Now()},
+		bucket:   Bucket[K]{clock: clock, epoch: clock.Now(), interval: 1e9 / DefaultQPS, window: DefaultBurst * 1e9 / DefaultQPS},
 		failures: make(map[K]int),
 	}
 }

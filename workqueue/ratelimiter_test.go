@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -103,6 +105,65 @@ func TestBucketBurstThenRate(t *testing.T) {
 	}
 	if d := b.When("k"); d != 100*time.Millisecond {
 		t.Fatalf("past the refilled burst: %v", d)
+	}
+}
+
+// TestBucketMatchesTokenModel drives the bucket (counted in time) and a
+// token bucket counted in tokens, as golang.org/x/time/rate counts, through
+// the same random takes and clock steps: every delay agrees within a
+// nanosecond per token of rounding.
+func TestBucketMatchesTokenModel(t *testing.T) {
+	for _, tt := range []struct {
+		qps   float64
+		burst int
+	}{{10, 100}, {3, 1}, {0.5, 7}, {1000, 5}, {7.3, 20}} {
+		clock := newFakeClock()
+		b, err := NewBucket[int](BucketOptions{QPS: tt.qps, Burst: tt.burst, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens, rng := float64(tt.burst), rand.New(rand.NewPCG(uint64(tt.burst), 1))
+		for i := range 5000 {
+			if rng.IntN(3) == 0 {
+				step := time.Duration(rng.Int64N(int64(3e9 / tt.qps)))
+				clock.Advance(step)
+				tokens = min(float64(tt.burst), tokens+step.Seconds()*tt.qps)
+			}
+			tokens--
+			want := time.Duration(0)
+			if tokens < 0 {
+				want = time.Duration(math.Ceil(-tokens * 1e9 / tt.qps))
+			}
+			got := b.When(0)
+			// Each token's interval is rounded to the nanosecond: allow a
+			// nanosecond per token held or reserved, and two for the model's
+			// own floating point.
+			tol := time.Duration(tt.burst) + time.Duration(float64(want)*tt.qps/1e9) + 2
+			if diff := got - want; diff < -tol || diff > tol {
+				t.Fatalf("qps %v burst %d, take %d: delay %v, token model %v", tt.qps, tt.burst, i, got, want)
+			}
+		}
+	}
+}
+
+// TestBucketExtremeRates: rates far outside any sensible range still give
+// sane, non-negative delays and never overflow.
+func TestBucketExtremeRates(t *testing.T) {
+	for _, qps := range []float64{1e-300, 1e-12, 1e12, 1e300} {
+		clock := newFakeClock()
+		b, err := NewBucket[int](BucketOptions{QPS: qps, Burst: 1 << 30, Clock: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := time.Duration(-1)
+		for range 1000 {
+			d := b.When(0)
+			if d < 0 || d < prev && d != 0 {
+				t.Fatalf("qps %v: delay %v after %v", qps, d, prev)
+			}
+			prev = d
+			clock.Advance(time.Millisecond)
+		}
 	}
 }
 
