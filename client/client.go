@@ -66,8 +66,9 @@ type Reader interface {
 type Options struct {
 	// Factory serves reads from its informers' caches: the first Get or
 	// List of a kind starts an informer for the whole kind (all
-	// namespaces) and waits for its sync (and for Factory.Start). Default
-	// nil: reads go to the API server.
+	// namespaces) — or for its scope, with ReadScopes in the context — and
+	// waits for its sync (and for Factory.Start). Default nil: reads go to
+	// the API server.
 	Factory *informer.Factory
 	// Uncached lists kinds (by example object, such as &corev1.Secret{})
 	// always read from the API server even with a Factory. Default: none.
@@ -244,7 +245,9 @@ func (c *Client) cached(gvk schema.GroupVersionKind) bool {
 
 // Get fills obj with the object named key: a deep copy of the cached
 // object (the caller may modify it) when the kind is cached, else the
-// server's answer.
+// server's answer. With ReadScopes in ctx (a controller's reconcile with
+// builder.WithScope), a cached kind is read from the informer of its scope
+// and an object outside the scope is NotFound: see WithReadScopes.
 func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	gvk, err := c.gvkFor(obj)
 	if err != nil {
@@ -253,7 +256,7 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if !c.cached(gvk) {
 		return apiReader{c}.Get(ctx, key, obj)
 	}
-	inf, err := c.informerFor(ctx, obj)
+	inf, err := c.informerFor(ctx, obj, readScope(ctx, gvk))
 	if err != nil {
 		return err
 	}
@@ -272,10 +275,10 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	return nil
 }
 
-// informerFor returns the synced informer of obj's kind, starting it on
-// first use.
-func (c *Client) informerFor(ctx context.Context, obj runtime.Object) (*informer.Informer[informer.Object], error) {
-	inf, err := c.factory.ForObject(obj, informer.Scope{})
+// informerFor returns the synced informer of obj's kind and form within
+// scope, starting it on first use.
+func (c *Client) informerFor(ctx context.Context, obj runtime.Object, scope informer.Scope) (*informer.Informer[informer.Object], error) {
+	inf, err := c.factory.ForObject(obj, scope)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -328,7 +331,9 @@ func (c *Client) itemOf(list ObjectList) (Object, schema.GroupVersionKind, error
 
 // List fills list with the matching objects, sorted by namespace and name:
 // deep copies of cached objects when the kind is cached, else the server's
-// answer.
+// answer. With ReadScopes in ctx, a cached kind lists only its scope, and a
+// namespace outside the scope is an error wrapping ErrOutOfScope: see
+// WithReadScopes.
 func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) error {
 	item, gvk, err := c.itemOf(list)
 	if err != nil {
@@ -344,7 +349,11 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if o.Continue != "" {
 		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue); use Uncached()")
 	}
-	inf, err := c.informerFor(ctx, item)
+	scope := readScope(ctx, gvk)
+	if err := checkListScope(gvk, scope, o); err != nil {
+		return err
+	}
+	inf, err := c.informerFor(ctx, item, scope)
 	if err != nil {
 		return err
 	}

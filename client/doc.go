@@ -12,6 +12,18 @@
 // write; use [Client.Uncached] (or Options.Uncached for whole kinds) for a
 // read that must see the latest state.
 //
+// A controller that watches a kind with a scope (builder.WithScope: a
+// namespace, a label or field selector) reads that kind from the informer
+// of the scope: the builder puts [ReadScopes] in the context of its
+// reconciles and handlers ([WithReadScopes]), and Get and List with that
+// context use the same shared informer that woke the reconcile. The read
+// is never older than the event, and no second, whole-kind informer is
+// started. Such a controller sees only its scope: Get of an object outside
+// it is NotFound, List returns the scope's objects, and List in a namespace
+// outside it fails with [ErrOutOfScope]. Reads with a context without
+// scopes (outside reconciles, other controllers) use the whole-kind
+// informer.
+//
 // Create, Update, Patch, Delete and Status().Update / Status().Patch go to
 // the API server over the *rest.Config's transport, and fill the object with
 // the server's answer. Errors from the server are *apierrors.StatusError, so

@@ -1,0 +1,90 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kloop.dev/kloop/informer"
+)
+
+// ReadScopes maps kinds to the scope a controller watches them with: a
+// Client's cached reads of such a kind, with a context made by
+// WithReadScopes, go to the factory's shared informer of that scope — the one
+// the controller's watch is served by — instead of the informer of the whole
+// kind. A missing kind, or the zero informer.Scope, means the whole kind. A
+// scope applies to the kind in every form (typed, unstructured,
+// metadata-only): each read uses the informer of its object's form within
+// the scope.
+//
+// kloop.dev/kloop/builder fills it from WithScope for each controller and
+// puts it in the context of the controller's reconciles and handlers.
+type ReadScopes map[schema.GroupVersionKind]informer.Scope
+
+// readScopesKey is the context key of the ReadScopes.
+type readScopesKey struct{}
+
+// ErrOutOfScope is wrapped by the error of a cached List that asks for a
+// namespace the context's ReadScopes exclude: the scoped cache cannot answer
+// it, and an empty list would wrongly say that namespace has no objects.
+// The error is also a BadRequest (apierrors.IsBadRequest). Read other
+// namespaces with Client.Uncached or a context without scopes.
+var ErrOutOfScope = errors.New("client: read outside the controller's scope")
+
+// WithReadScopes returns a copy of ctx whose cached reads of the kinds of
+// scopes see only their scope:
+//
+//   - Get of an object outside the scope (another namespace, labels or fields
+//     the selector excludes) answers NotFound, as if it did not exist.
+//   - List returns the objects of the scope that match its options. A List
+//     in a namespace other than the scope's namespace fails with an error
+//     wrapping ErrOutOfScope (as controller-runtime's namespaced cache
+//     refuses an unknown namespace).
+//
+// Reads of other kinds, of kinds in Options.Uncached, and through
+// Client.Uncached are unchanged. ctx keeps scopes itself, not a copy: do not
+// modify the map afterwards. Scopes in ctx already are replaced, not merged;
+// a nil or empty map removes them.
+func WithReadScopes(ctx context.Context, scopes ReadScopes) context.Context {
+	return context.WithValue(ctx, readScopesKey{}, scopes)
+}
+
+// ReadScopesFrom returns the ReadScopes of ctx, nil if it has none.
+func ReadScopesFrom(ctx context.Context) ReadScopes {
+	s, _ := ctx.Value(readScopesKey{}).(ReadScopes)
+	return s
+}
+
+// readScope returns the scope of the cached reads of gvk with ctx: the zero
+// Scope (the whole kind) unless ctx has ReadScopes for gvk.
+func readScope(ctx context.Context, gvk schema.GroupVersionKind) informer.Scope {
+	s, _ := ctx.Value(readScopesKey{}).(ReadScopes)
+	return s[gvk]
+}
+
+// checkListScope returns an error wrapping ErrOutOfScope when o asks for a
+// namespace (InNamespace or a metadata.namespace field) outside scope's.
+func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOptions) error {
+	if scope.Namespace == "" {
+		return nil
+	}
+	asked := []string{o.Namespace}
+	if o.FieldSelector != nil {
+		for _, r := range o.FieldSelector.Requirements() {
+			if r.Field == "metadata.namespace" && (r.Operator == "=" || r.Operator == "==") {
+				asked = append(asked, r.Value)
+			}
+		}
+	}
+	for _, ns := range asked {
+		if ns != "" && ns != scope.Namespace {
+			msg := fmt.Sprintf("cannot list %s in namespace %q: this controller's cache holds namespace %q only (builder.WithScope); use Uncached() to read other namespaces",
+				gvk.Kind, ns, scope.Namespace)
+			return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
+		}
+	}
+	return nil
+}
