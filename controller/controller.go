@@ -80,6 +80,15 @@ type Options struct {
 	// Workqueue gives controller-runtime's workqueue_* metrics). Default: none.
 	QueueMetrics workqueue.MetricsProvider
 
+	// BaseContext, when set, derives from Start's context the context the
+	// controller's sources (and so their handlers) and reconciles run
+	// with: to carry values they read, such as the client.ReadScopes that
+	// kloop.dev/kloop/builder adds for a watch with a scope. It is called
+	// once per Start and must return ctx or a context derived from it (its
+	// cancellation is Start's); a nil result makes Start fail. Default:
+	// Start's context as is.
+	BaseContext func(ctx context.Context) context.Context
+
 	// Clock is the source of time for the queue, the default rate limiter,
 	// the cache-sync timeout and the reconcile time. Default:
 	// workqueue.RealClock.
@@ -235,6 +244,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.mu.Unlock()
 
 	parent := ctx
+	if c.opts.BaseContext != nil {
+		if ctx = c.opts.BaseContext(parent); ctx == nil {
+			return fmt.Errorf("controller %q: Options.BaseContext returned a nil context", c.name)
+		}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 

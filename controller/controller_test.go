@@ -915,3 +915,55 @@ func TestRequeueKeepsPriority(t *testing.T) {
 		}
 	})
 }
+
+// baseKey is the context key TestBaseContext's BaseContext adds.
+type baseKey struct{}
+
+// BaseContext's values reach the sources' handlers and every reconcile, and
+// Start's cancellation still stops the controller; a nil context is an error.
+func TestBaseContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex // guards seen
+		seen := map[string]any{}
+		record := func(where string, ctx context.Context) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[where] = ctx.Value(baseKey{})
+		}
+		r := &recorder{do: func(ctx context.Context, _ reconcile.Request, _ int) (reconcile.Result, error) {
+			record("reconcile", ctx)
+			return reconcile.Result{}, nil
+		}}
+		calls := 0
+		tc := newTest(t, r, Options{BaseContext: func(ctx context.Context) context.Context {
+			calls++
+			return context.WithValue(ctx, baseKey{}, "scopes")
+		}})
+		events := make(chan handler.Event, 1)
+		src, err := NewChannelSource(events, handler.Funcs{GenericFunc: func(ctx context.Context, e handler.GenericEvent, q handler.Enqueuer) {
+			record("handler", ctx)
+			q.Add(req(e.Object.GetName()))
+		}}, ChannelOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.c.Watch(src); err != nil {
+			t.Fatal(err)
+		}
+		cancel, errc := run(tc.c)
+		events <- handler.GenericEvent{Object: obj("a")}
+		synctest.Wait()
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatalf("Start = %v after cancel", err)
+		}
+		if calls != 1 || seen["handler"] != "scopes" || seen["reconcile"] != "scopes" || r.count() != 1 {
+			t.Fatalf("BaseContext called %d times; values seen %v; %d reconciles", calls, seen, r.count())
+		}
+
+		nilCtx := newTest(t, &recorder{}, Options{BaseContext: func(context.Context) context.Context { return nil }})
+		if err := nilCtx.c.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "BaseContext returned a nil context") {
+			t.Fatalf("Start with a nil BaseContext result = %v", err)
+		}
+	})
+}

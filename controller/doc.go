@@ -28,7 +28,9 @@
 // attributes controller, namespace, name and reconcileID in its context (read
 // them with reconcile.IDFrom and reconcile.LoggerFrom). With ReconcileTimeout
 // set, its context is cancelled once the timeout expires, with a cause that
-// wraps ErrReconcileTimeout.
+// wraps ErrReconcileTimeout. Options.BaseContext adds values to the context
+// of every reconcile and source handler (the builder adds the
+// client.ReadScopes of the watches with a scope).
 //
 // # Sources, sync and priorities
 //
