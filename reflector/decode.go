@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	jsoniter "github.com/json-iterator/go"
@@ -316,83 +319,341 @@ var typedJSON = jsoniter.Config{CaseSensitive: true}.Froze()
 // holding interface values — or that it refuses, is decoded by decodeStdList
 // instead, so results and errors are apimachinery's
 // (FuzzTypedDecodeMatchesAPIMachinery, FuzzTypedCRDecodeMatchesAPIMachinery).
+//
+// The page is cut into its parts in one quick sequential pass (splitList:
+// the list's own fields, and each item's bytes); the items are then checked
+// and decoded on up to GOMAXPROCS goroutines (decoding is nearly all of a
+// list's cost, and an informer's initial list is what its time to synced
+// is made of). Each goroutine decodes a contiguous run of items, so the
+// list keeps the server's order.
 func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
-	// The page in memory, in chunks (one contiguous buffer grown by
-	// doubling would touch three times as much fresh memory), checked as
-	// it arrives.
-	var chunks [][]byte
-	var chk listCheck
-	for size := 32 << 10; ; size = min(2*size, 1<<20) {
-		c := make([]byte, size)
-		n, err := io.ReadFull(r, c)
-		if n > 0 {
-			chunks = append(chunks, c[:n])
-			chk.scan(c[:n])
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("decoding list: %w", err)
-		}
-	}
-	body := func() io.Reader {
-		rs := make([]io.Reader, len(chunks))
-		for i, c := range chunks {
-			rs[i] = bytes.NewReader(c)
-		}
-		return io.MultiReader(rs...)
+	page, err := readPage(r)
+	if err != nil {
+		return nil, fmt.Errorf("decoding list: %w", err)
 	}
 	std := func() (*List[T], error) {
-		return decodeStdList(body(), newObj, false, schema.GroupVersion{})
+		return decodeStdList(bytes.NewReader(page), newObj, false, schema.GroupVersion{})
 	}
 	if t := reflect.TypeOf(newObj()); t.Kind() != reflect.Pointer || holdsInterface(t.Elem(), map[reflect.Type]bool{}) {
 		// json-iterator makes numbers in interface values float64 where
 		// apimachinery makes integers int64.
 		return std()
 	}
-	if chk.risky {
-		return std()
-	}
-	it := jsoniter.Parse(typedJSON, body(), 32<<10)
-	if it.WhatIsNext() != jsoniter.ObjectValue {
-		return std()
+	parts, ok := splitList(page)
+	if !ok || !json.Valid(parts.rest) {
+		return std() // not a list as the fast path knows it: apimachinery's answer
 	}
 	list := &List[T]{}
 	var kind string
-	it.ReadObjectCB(func(it *jsoniter.Iterator, k string) bool {
-		switch k {
-		case "kind":
-			kind = it.ReadString()
-		case "metadata":
-			var m metav1.ListMeta
-			it.ReadVal(&m)
-			list.ResourceVersion, list.Continue = m.ResourceVersion, m.Continue
-		case "items":
-			list.Items = nil
-			if it.ReadNil() {
-				return true
-			}
-			it.ReadArrayCB(func(it *jsoniter.Iterator) bool {
-				obj := newObj()
-				if !it.ReadNil() {
-					it.ReadVal(obj)
-				}
-				list.Items = append(list.Items, obj)
-				return it.Error == nil
-			})
-		default:
-			it.Skip()
+	if parts.kind != nil {
+		if !checked(parts.kind) || typedJSON.Unmarshal(parts.kind, &kind) != nil {
+			return std()
 		}
-		return it.Error == nil
-	})
-	if it.Error != nil {
-		return std() // apimachinery's answer: an error, or what it makes of it
 	}
 	if kind == "Status" {
 		return nil, errors.New("decoding list: the server sent a Status instead of a list")
 	}
+	if parts.metadata != nil {
+		var m metav1.ListMeta
+		if !checked(parts.metadata) || typedJSON.Unmarshal(parts.metadata, &m) != nil {
+			return std()
+		}
+		list.ResourceVersion, list.Continue = m.ResourceVersion, m.Continue
+	}
+	if len(parts.items) > 0 { // "items": [] is nil too, as apimachinery makes it
+		items, ok := decodeItemsParallel(parts.items, newObj, decodeWorkers(len(parts.items)))
+		if !ok {
+			return std()
+		}
+		list.Items = items
+	}
 	return list, nil
+}
+
+// readPage reads a whole response into one buffer: sized by the first
+// chunks read (a buffer grown by doubling from small would touch three
+// times as much fresh memory), joined once.
+func readPage(r io.Reader) ([]byte, error) {
+	var chunks [][]byte
+	total := 0
+	for size := 32 << 10; ; size = min(2*size, 1<<20) {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+			total += n
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	page := make([]byte, 0, total)
+	for _, c := range chunks {
+		page = append(page, c...)
+	}
+	return page, nil
+}
+
+// checked reports whether json-iterator reads b as apimachinery does (see
+// listCheck).
+func checked(b []byte) bool {
+	var chk listCheck
+	chk.scan(b)
+	return !chk.risky
+}
+
+// listParts are the parts of a list response decodeTypedList decodes: the
+// bytes of its kind and metadata values (nil when absent) and of each item
+// (items is nil for a missing or null items field); rest is the list's other
+// fields as one JSON object, for a check of their grammar (small: kind,
+// apiVersion, metadata).
+type listParts struct {
+	kind, metadata []byte
+	items          [][]byte
+	rest           []byte
+}
+
+// splitList cuts a list response into its parts, checking the grammar of the
+// list object and of its items array; the values themselves are checked by
+// their decoding. ok is false for anything else — not an object, a key with
+// an escape, a repeated field, trailing bytes, malformed JSON the pass
+// notices — and the caller then lets apimachinery's decoding answer.
+func splitList(b []byte) (p listParts, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return p, false
+	}
+	p.rest = []byte{'{'}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		p.rest = append(p.rest, '}')
+		return p, skipSpace(b, i+1) == len(b)
+	}
+	seen := map[string]bool{}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return p, false
+		}
+		keyStart := i
+		end := skipJSONString(b, i)
+		if end < 0 {
+			return p, false
+		}
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 || seen[string(key)] {
+			return p, false
+		}
+		seen[string(key)] = true
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return p, false
+		}
+		i = skipSpace(b, i+1)
+		switch string(key) {
+		case "items":
+			if i = splitItems(b, i, &p); i < 0 {
+				return p, false
+			}
+		default:
+			end := skipJSON(b, i)
+			if end < 0 {
+				return p, false
+			}
+			switch string(key) {
+			case "kind":
+				p.kind = b[i:end]
+			case "metadata":
+				p.metadata = b[i:end]
+			}
+			if len(p.rest) > 1 {
+				p.rest = append(p.rest, ',')
+			}
+			p.rest = append(p.rest, b[keyStart:end]...)
+			i = end
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return p, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			p.rest = append(p.rest, '}')
+			return p, skipSpace(b, i+1) == len(b)
+		default:
+			return p, false
+		}
+	}
+}
+
+// splitItems reads the items value at b[i:] (an array, or null) into p and
+// returns the index after it, or -1.
+func splitItems(b []byte, i int, p *listParts) int {
+	if bytes.HasPrefix(b[i:], []byte("null")) {
+		p.items = nil
+		return i + 4
+	}
+	if i >= len(b) || b[i] != '[' {
+		return -1
+	}
+	p.items = [][]byte{}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		end := skipJSON(b, i)
+		if end < 0 {
+			return -1
+		}
+		p.items = append(p.items, b[i:end])
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipJSONString returns the index after the string starting at b[i] (a quote),
+// or -1 if it does not end.
+func skipJSONString(b []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		// The quote ends the string unless an odd number of backslashes
+		// precede it.
+		k := i
+		for k > 0 && b[k-1] == '\\' {
+			k--
+		}
+		i++
+		if (i-1-k)%2 == 0 {
+			return i
+		}
+	}
+}
+
+// skipJSON returns the index after the value starting at b[i], or -1. It
+// matches brackets by depth only: a value's inner grammar is checked when
+// the value is decoded.
+func skipJSON(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipJSONString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				if i = skipJSONString(b, i); i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	default: // a number or a literal: up to the next delimiter
+		start := i
+		for i < len(b) && !isDelimiter(b[i]) {
+			i++
+		}
+		if i == start {
+			return -1
+		}
+		return i
+	}
+}
+
+func isDelimiter(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\n', '\r', '\t', ':', '"', '{', '[':
+		return true
+	}
+	return false
+}
+
+// minItemsPerWorker is the fewest items worth a goroutine of their own.
+var minItemsPerWorker = 64
+
+// decodeWorkers is how many goroutines decode n items.
+func decodeWorkers(n int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), n/minItemsPerWorker))
+}
+
+// decodeItemsParallel checks and decodes raws into new objects, in
+// contiguous runs on workers goroutines (1: on the caller's). ok is false
+// when an item is risky (listCheck) or json-iterator refuses it: the caller
+// then decodes the whole list as apimachinery does.
+func decodeItemsParallel[T Object](raws [][]byte, newObj func() T, workers int) (items []T, ok bool) {
+	items = make([]T, len(raws))
+	var failed atomic.Bool
+	decode := func(lo, hi int) {
+		for i := lo; i < hi && !failed.Load(); i++ {
+			var chk listCheck
+			chk.scan(raws[i])
+			obj := newObj()
+			if chk.risky {
+				failed.Store(true)
+				return
+			}
+			if !bytes.Equal(raws[i], []byte("null")) {
+				if err := typedJSON.Unmarshal(raws[i], obj); err != nil {
+					failed.Store(true)
+					return
+				}
+			}
+			items[i] = obj
+			raws[i] = nil // the bytes are garbage as soon as decoded
+		}
+	}
+	if workers <= 1 {
+		decode(0, len(raws))
+		return items, !failed.Load()
+	}
+	var wg sync.WaitGroup
+	per := (len(raws) + workers - 1) / workers
+	for lo := per; lo < len(raws); lo += per {
+		wg.Go(func() { decode(lo, min(lo+per, len(raws))) })
+	}
+	decode(0, min(per, len(raws)))
+	wg.Wait()
+	return items, !failed.Load()
 }
 
 // listCheck scans a list's bytes, in consecutive pieces, for what

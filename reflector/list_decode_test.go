@@ -1,0 +1,166 @@
+package reflector
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func newConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
+
+// parallelDecoding makes every item its own run, so that even short lists
+// are decoded on several goroutines, for the length of a test.
+func parallelDecoding(tb testing.TB) {
+	old := minItemsPerWorker
+	minItemsPerWorker = 1
+	tb.Cleanup(func() { minItemsPerWorker = old })
+}
+
+// sameAsStd decodes doc with the typed list decoder and with decodeStdList
+// (apimachinery's decoding) and reports how they differ, or "".
+func sameAsStd(doc []byte) string {
+	got, err := decodeTypedList(bytes.NewReader(doc), newConfigMap)
+	want, wantErr := decodeStdList(bytes.NewReader(doc), newConfigMap, false, schema.GroupVersion{})
+	switch {
+	case (err == nil) != (wantErr == nil):
+		return fmt.Sprintf("error %v, apimachinery's %v", err, wantErr)
+	case err != nil:
+		return ""
+	case !reflect.DeepEqual(got, want):
+		return fmt.Sprintf("got %+v\nwant %+v", got, want)
+	}
+	return ""
+}
+
+func cmItems(n int, item func(i int) string) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = item(i)
+	}
+	return strings.Join(items, ",")
+}
+
+func TestTypedListMatchesAPIMachinery(t *testing.T) {
+	parallelDecoding(t)
+	plain := func(i int) string {
+		return fmt.Sprintf(`{"metadata":{"name":"cm-%d","namespace":"ns","resourceVersion":"%d"},"data":{"k":"v %d"}}`, i, 100+i, i)
+	}
+	tricky := func(i int) string {
+		// Strings holding brackets, quotes and backslashes, at the ends too.
+		return fmt.Sprintf(`{"metadata":{"name":"t-%d","annotations":{"a":"}]\"[{","b":"\\","c":"x\\\\\"}"}},"data":{"k":"]"}}`, i)
+	}
+	for _, tt := range []struct {
+		name, doc string
+		wantN     int // items decoded; -1: an error
+	}{
+		{"plain", `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"c"},"items":[` + cmItems(200, plain) + `]}`, 200},
+		{"spaced", " \n{ \"kind\" : \"ConfigMapList\" ,\t\"items\" : [ " + cmItems(9, plain) + " ] , \"metadata\" : { \"resourceVersion\" : \"7\" } }\n", 9},
+		{"tricky strings", `{"items":[` + cmItems(50, tricky) + `]}`, 50},
+		{"null items", `{"kind":"ConfigMapList","items":null}`, 0},
+		{"no items", `{"kind":"ConfigMapList","metadata":{}}`, 0},
+		{"empty items", `{"items":[]}`, 0},
+		{"empty object", `{}`, 0},
+		{"null item", `{"items":[` + plain(0) + `,null,` + plain(2) + `]}`, 3},
+		{"unknown fields", `{"x":{"y":[1,2,{"z":"]"}]},"items":[` + plain(0) + `],"n":-1.5e3,"t":true}`, 1},
+		{"repeated items", `{"items":[` + plain(0) + `],"items":[` + plain(1) + `,` + plain(2) + `]}`, 2},
+		{"escaped key", `{"it\u0065ms":[` + plain(0) + `]}`, 1},
+		{"wrong kinds of fields", `{"items":[{"metadata":{"name":5}}]}`, -1},
+		{"a wrong field in item 170 of 200", `{"items":[` + cmItems(200, func(i int) string {
+			if i == 170 {
+				return `{"data":{"k":1}}`
+			}
+			return plain(i)
+		}) + `]}`, -1},
+		{"an escape in item 150 of 200", `{"items":[` + cmItems(200, func(i int) string {
+			if i == 150 {
+				return `{"metadata":{"name":"caf\u00e9"}}`
+			}
+			return plain(i)
+		}) + `]}`, 200},
+		{"invalid UTF-8 in one item", `{"items":[` + plain(0) + `,{"metadata":{"name":"` + "\xff" + `"}}]}`, 2},
+		{"a Status", `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no"}`, -1},
+		{"items not an array", `{"items":5}`, -1},
+		{"missing comma", `{"items":[` + plain(0) + plain(1) + `]}`, -1},
+		{"trailing bytes", `{"items":[]}x`, 0}, // a stream decoder stops after the value
+		{"unterminated", `{"items":[` + plain(0), -1},
+		{"bad literal", `{"items":[],"x":tru}`, -1},
+		{"not an object", `[1,2]`, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := sameAsStd([]byte(tt.doc)); diff != "" {
+				t.Fatal(diff)
+			}
+			got, err := decodeTypedList(strings.NewReader(tt.doc), newConfigMap)
+			if tt.wantN < 0 {
+				if err == nil {
+					t.Fatalf("no error, want one")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Items) != tt.wantN {
+				t.Fatalf("%d items, want %d", len(got.Items), tt.wantN)
+			}
+		})
+	}
+}
+
+// TestTypedListKeepsOrder: items decoded on several goroutines come out in
+// the server's order, whatever the number of workers.
+func TestTypedListKeepsOrder(t *testing.T) {
+	doc := `{"items":[` + cmItems(1000, func(i int) string { return fmt.Sprintf(`{"metadata":{"name":"cm-%04d"}}`, i) }) + `]}`
+	for _, per := range []int{1, 7, 64, 1000, 5000} {
+		old := minItemsPerWorker
+		minItemsPerWorker = per
+		got, err := decodeTypedList(strings.NewReader(doc), newConfigMap)
+		minItemsPerWorker = old
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Items) != 1000 {
+			t.Fatalf("%d items", len(got.Items))
+		}
+		for i, cm := range got.Items {
+			if want := fmt.Sprintf("cm-%04d", i); cm.Name != want {
+				t.Fatalf("%d items per worker: item %d is %s", per, i, cm.Name)
+			}
+		}
+	}
+}
+
+// FuzzTypedListMatchesAPIMachinery: whole list documents (valid JSON) decode
+// to the same list, or fail, as apimachinery's decoding does — with the
+// items decoded on several goroutines.
+func FuzzTypedListMatchesAPIMachinery(f *testing.F) {
+	for _, seed := range []string{
+		`{"kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a"},"data":{"k":"v"}},{"metadata":{"name":"b"}}]}`,
+		`{"items":[{"metadata":{"name":"}]\"\\"}},null,{}]}`,
+		`{"items":null,"items":[{}]}`,
+		`{"metadata":{"continue":"x"},"items":[{"binaryData":{"b":"AAE="}}]}`,
+		`{"items":[{"data":{"k":1}}]}`,
+		`{"kind":"Status"}`,
+		`{"items":[{"metadata":{"name":"\u00e9\ud83d\ude00"}}]}`,
+		`{ "items" : [ { } , { "immutable" : true } ] , "x" : [ 1 , { } ] }`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		if !json.Valid(doc) {
+			return // an API server sends JSON
+		}
+		old := minItemsPerWorker
+		minItemsPerWorker = 1
+		defer func() { minItemsPerWorker = old }()
+		if diff := sameAsStd(doc); diff != "" {
+			t.Fatalf("%s: %s", doc, diff)
+		}
+	})
+}
