@@ -1,14 +1,18 @@
 package builder
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kloop.dev/kloop/client"
@@ -48,12 +52,24 @@ func OnlyMetadata() Option { return func(o *watchOptions) { o.onlyMetadata = tru
 func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = true } }
 
 // WithScope restricts the watch to part of the kind (a namespace, a label or
-// field selector). Each distinct scope is its own shared informer: keep the
-// default (the whole kind), which the manager's client reads too, unless the
-// memory matters. The client's cached reads do not go to the scoped
-// informer: its own watch may lag the scoped one, so a reconcile woken by a
-// scoped event can read an older version of the object than the event's
-// (and is not woken again when the client's informer catches up).
+// field selector). Each distinct scope is its own shared informer (one watch
+// and one cache for every controller of the manager that asks for it).
+//
+// The controller's cached reads of the kind go to that same informer: the
+// builder puts client.ReadScopes in the context of the controller's
+// reconciles and handlers (controller.Options.BaseContext), so a Get or List
+// through the manager's client with that context reads the scoped cache
+// that woke the reconcile — never an object older than the event — and its
+// reads start no whole-kind informer for the kind. The controller then sees
+// only its scope: Get of an object outside it is NotFound, List returns the
+// scope's objects, and List in another namespace than a namespace scope's
+// fails with client.ErrOutOfScope. Reads with another context (outside
+// reconciles, other controllers) and client.Uncached are unchanged.
+//
+// This holds for a kind the controller watches with a single scope, in any
+// form (typed, OnlyMetadata, unstructured; a read in another form than the
+// watch's uses that form's informer of the scope). A kind watched with two
+// different scopes, or with and without one, is read from the whole kind.
 func WithScope(s informer.Scope) Option { return func(o *watchOptions) { o.scope = s } }
 
 // kindSource is what the builder needs of a manager.Kind[T], whatever T.
@@ -164,7 +180,9 @@ func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
 }
 
 // WithOptions sets the controller's options. Left unset, Logger, Metrics and
-// QueueMetrics are the manager's.
+// QueueMetrics are the manager's. When a watch has a scope (WithScope), the
+// builder wraps BaseContext to add the client.ReadScopes of the controller
+// after the one given here.
 func (b *Builder) WithOptions(opts controller.Options) *Builder {
 	b.opts = opts
 	return b
@@ -224,6 +242,17 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	opts := b.opts
 	if opts.Logger == nil {
 		opts.Logger = b.mgr.Logger()
+	}
+	if scopes := readScopes(all, gvks, opts.Logger); len(scopes) > 0 {
+		user := opts.BaseContext
+		opts.BaseContext = func(ctx context.Context) context.Context {
+			if user != nil {
+				if ctx = user(ctx); ctx == nil {
+					return nil // the controller reports it
+				}
+			}
+			return client.WithReadScopes(ctx, scopes)
+		}
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = b.mgr.ControllerMetrics()
@@ -305,6 +334,52 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 		b.mgr.Logger().Warn("builder: no readiness check for the controller", "controller", name, "err", err)
 	}
 	return c, nil
+}
+
+// readScopes returns the scope of the reads of each kind that all of the
+// controller's watches of it share (in whatever form), for the kinds whose
+// shared scope is not the whole kind; nil if there is none.
+func readScopes(all []watch, gvks []schema.GroupVersionKind, log *slog.Logger) client.ReadScopes {
+	type kindScope struct {
+		scope informer.Scope
+		mixed bool // watched with two different scopes
+	}
+	byKind := map[schema.GroupVersionKind]*kindScope{}
+	for i, w := range all {
+		s := normalScope(w.opts.scope)
+		switch k := byKind[gvks[i]]; {
+		case k == nil:
+			byKind[gvks[i]] = &kindScope{scope: s}
+		case k.scope != s && !k.mixed:
+			k.mixed = true
+			log.Debug("builder: a kind watched with several scopes is read from the whole kind", "kind", gvks[i], "scopes", []informer.Scope{k.scope, s})
+		}
+	}
+	var out client.ReadScopes
+	for gvk, k := range byKind {
+		if k.mixed || k.scope == (informer.Scope{}) {
+			continue
+		}
+		if out == nil {
+			out = client.ReadScopes{}
+		}
+		out[gvk] = k.scope
+	}
+	return out
+}
+
+// normalScope returns s with its selectors in canonical form, so that two
+// spellings of one selector compare equal (the factory shares one informer
+// for them). A selector that does not parse is left as is: the factory
+// refuses it.
+func normalScope(s informer.Scope) informer.Scope {
+	if ls, err := labels.Parse(s.LabelSelector); err == nil {
+		s.LabelSelector = ls.String()
+	}
+	if fs, err := fields.ParseSelector(s.FieldSelector); err == nil {
+		s.FieldSelector = fs.String()
+	}
+	return s
 }
 
 func newWatch(what string, obj client.Object, h handler.EventHandler, opts []Option) watch {

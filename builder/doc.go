@@ -20,6 +20,14 @@
 // has seen the initial list. WithEventFilter predicates apply to every watch,
 // WithPredicates to one.
 //
+// WithScope restricts a watch to a namespace or a label or field selector
+// (its own shared informer). The controller's reconciles and handlers then
+// read that kind through the manager's client from the same scoped
+// informer, not from a whole-kind one: they never see an object older than
+// the event that woke them, and no whole-kind informer is started. They see
+// only the scope: Get of an object outside it is NotFound, List in another
+// namespace fails with client.ErrOutOfScope (see client.WithReadScopes).
+//
 // Kinds are found through the manager's Scheme (Go type → kind) and Mapper
 // (kind → resource); an *unstructured.Unstructured or
 // *metav1.PartialObjectMetadata carries its kind itself. The builder is not

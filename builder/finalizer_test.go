@@ -64,9 +64,9 @@ func TestFinalizerWithGenerationChanged(t *testing.T) {
 		ctx, mgr := widgetManager(t, env)
 		c := mgr.Client()
 		r := &finalizerReconciler{c: c, ns: ns}
-		// No WithScope: the reconcile reads through the client, which reads
-		// the kind's cluster-wide informer; the controller must be woken by
-		// that same informer, or it may read an older object than the event's.
+		// The reconcile reads through the client from the informer that
+		// woke it (the whole kind here; the scope's with WithScope), so it
+		// never reads an older object than the event's.
 		err := builder.ControllerManagedBy(mgr).
 			For(&testcrd.Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
 			Complete(r)
