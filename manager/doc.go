@@ -4,7 +4,10 @@
 //
 // A Manager holds one informer.Factory — one watch and one cache per kind,
 // however many controllers watch it — and one client.Client that reads from
-// that cache and writes to the API server. Controllers (usually made with
+// that cache and writes to the API server. A controller that watches a kind
+// with a scope (builder.WithScope) shares the scope's informer with every
+// controller that asks for the same scope, and its reconciles read that kind
+// from it (client.ReadScopes), not from a whole-kind informer. Controllers (usually made with
 // kloop.dev/kloop/builder) and any other Runnable are added with Add and run
 // by Start, which blocks until its context is cancelled or a runnable fails.
 //

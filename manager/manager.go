@@ -147,7 +147,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 }
 
 // Client returns the manager's client: reads from the shared informers'
-// cache, writes to the API server.
+// cache, writes to the API server. In the reconciles of a controller that
+// watches a kind with a scope (builder.WithScope), its reads of that kind
+// come from the scoped informer the controller watches (client.ReadScopes).
 func (m *Manager) Client() *client.Client { return m.client }
 
 // Factory returns the shared informer factory: one informer, one watch and
