@@ -63,8 +63,12 @@ func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = tr
 // reads start no whole-kind informer for the kind. The controller then sees
 // only its scope: Get of an object outside it is NotFound, List returns the
 // scope's objects, and List in another namespace than a namespace scope's
-// fails with client.ErrOutOfScope. Reads with another context (outside
-// reconciles, other controllers) and client.Uncached are unchanged.
+// fails with client.ErrOutOfScope. An object that leaves the scope (a label
+// the selector needs removed) is, for this controller, deleted: the scoped
+// informer delivers a delete event and Get answers NotFound (as with
+// controller-runtime's label-selected caches). Reads with another context
+// (outside reconciles, other controllers) and client.Uncached are
+// unchanged.
 //
 // This holds for a kind the controller watches with a single scope, in any
 // form (typed, OnlyMetadata, unstructured; a read in another form than the
