@@ -87,6 +87,18 @@ type HandlerOptions struct {
 	// Default 0: the informer's Options.ResyncPeriod (10 h unless set);
 	// NoResync (any negative value) turns resyncs off for this handler.
 	ResyncPeriod time.Duration
+	// Inline delivers this handler's notifications on the informer's own
+	// goroutine, right after each cache update, instead of through a
+	// buffer and a goroutine of its own: one hand-off less per event, for
+	// handlers that only compute keys and add them to a work queue (the
+	// controller's own enqueuers do). The handler must return at once: it
+	// must not block, wait for anything, or add or remove handlers of this
+	// informer (a deadlock), since every handler and the cache wait for it.
+	// Order, HasSynced, resyncs and the synthetic adds of a late handler
+	// (delivered before AddHandler returns) are as for other handlers.
+	// Default false: the handler's own buffer, so a slow handler never
+	// stalls the informer.
+	Inline bool
 }
 
 // Registration is one handler added to an informer, returned by AddHandler.

@@ -432,7 +432,7 @@ func (s *shared) addHandler(deliver func(notification), o HandlerOptions) (*Regi
 	if period == 0 {
 		period = s.resync
 	}
-	l := newListener(s, deliver, period)
+	l := newListener(s, deliver, period, o.Inline)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == stopped {
@@ -446,9 +446,7 @@ func (s *shared) addHandler(deliver func(notification), o HandlerOptions) (*Regi
 		for i, obj := range objs {
 			notes[i] = notification{typ: noteAdd, initial: true, obj: obj}
 		}
-		l.mu.Lock()
-		l.pushLocked(notes)
-		l.mu.Unlock()
+		l.notify(notes)
 	}
 	if s.synced {
 		l.markSyncAt(uint64(len(objs)))
@@ -490,7 +488,7 @@ func (s *shared) resyncListener(l *listener) {
 	for i, obj := range objs {
 		notes[i] = notification{typ: noteUpdate, old: obj, obj: obj}
 	}
-	l.push(notes)
+	l.notify(notes)
 }
 
 // process applies one unit of deltas to the cache, then queues the
@@ -508,7 +506,7 @@ func (s *shared) process(batch []fifo.Delta[Object]) error {
 		}
 	}
 	for _, l := range s.listeners {
-		l.push(notes)
+		l.notify(notes)
 	}
 	clear(notes)
 	if cap(notes) > 1024 {

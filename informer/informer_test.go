@@ -39,6 +39,15 @@ func timeout(t *testing.T) context.Context {
 	return ctx
 }
 
+// bothDeliveries runs a handler test with buffered handlers (the default)
+// and with inline ones (HandlerOptions.Inline): everything a handler can
+// observe is the same.
+func bothDeliveries(t *testing.T, f func(*testing.T, HandlerOptions)) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%t", inline), func(t *testing.T) { f(t, HandlerOptions{Inline: inline}) })
+	}
+}
+
 func waitSynced(t *testing.T, ctx context.Context, reg *Registration) {
 	t.Helper()
 	for !reg.HasSynced() {
@@ -50,12 +59,14 @@ func waitSynced(t *testing.T, ctx context.Context, reg *Registration) {
 	}
 }
 
-func TestSyncThenEvents(t *testing.T) {
+func TestSyncThenEvents(t *testing.T) { bothDeliveries(t, testSyncThenEvents) }
+
+func testSyncThenEvents(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer(pod("a"), pod("b"))
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
 	rec := newRecorder()
-	reg, err := inf.AddHandler(rec, HandlerOptions{})
+	reg, err := inf.AddHandler(rec, ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +124,10 @@ func assertCacheEquals(t *testing.T, inf *Informer[*corev1.Pod], srv *fakeServer
 // Every handler call must find the cache already holding (at least) the
 // state of its event.
 func TestCacheUpdatedBeforeNotification(t *testing.T) {
+	bothDeliveries(t, testCacheUpdatedBeforeNotification)
+}
+
+func testCacheUpdatedBeforeNotification(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer(pod("a"), pod("b"))
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
@@ -137,7 +152,7 @@ func TestCacheUpdatedBeforeNotification(t *testing.T) {
 			t.Errorf("%s: cache has resourceVersion %d, older than the event's", ev, c)
 		}
 	}
-	if _, err := inf.AddHandler(rec, HandlerOptions{}); err != nil {
+	if _, err := inf.AddHandler(rec, ho); err != nil {
 		t.Fatal(err)
 	}
 	start(t, inf)
@@ -161,12 +176,14 @@ func TestCacheUpdatedBeforeNotification(t *testing.T) {
 // A watch that breaks with 410 Gone while objects were deleted, changed and
 // created: the relist yields tombstones with FinalStateUnknown carrying the
 // last cached state, updates and adds, and the cache equals the server.
-func TestRelistTombstones(t *testing.T) {
+func TestRelistTombstones(t *testing.T) { bothDeliveries(t, testRelistTombstones) }
+
+func testRelistTombstones(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer(pod("a"), pod("b"), pod("c"))
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
 	rec := newRecorder()
-	reg, err := inf.AddHandler(rec, HandlerOptions{})
+	reg, err := inf.AddHandler(rec, ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +272,10 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 }
 
 func TestLateHandlerGetsSyntheticAdds(t *testing.T) {
+	bothDeliveries(t, testLateHandlerGetsSyntheticAdds)
+}
+
+func testLateHandlerGetsSyntheticAdds(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer(pod("a"), pod("b"))
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
@@ -268,7 +289,7 @@ func TestLateHandlerGetsSyntheticAdds(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	late := newRecorder()
-	reg, err := inf.AddHandler(late, HandlerOptions{})
+	reg, err := inf.AddHandler(late, ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,15 +306,17 @@ func TestLateHandlerGetsSyntheticAdds(t *testing.T) {
 	}
 }
 
-func TestRemoveHandler(t *testing.T) {
+func TestRemoveHandler(t *testing.T) { bothDeliveries(t, testRemoveHandler) }
+
+func testRemoveHandler(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer(pod("a"))
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
 	kept, gone := newRecorder(), newRecorder()
-	if _, err := inf.AddHandler(kept, HandlerOptions{}); err != nil {
+	if _, err := inf.AddHandler(kept, ho); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := inf.AddHandler(gone, HandlerOptions{})
+	reg, err := inf.AddHandler(gone, ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +339,9 @@ func TestRemoveHandler(t *testing.T) {
 
 // Resyncs reach only the handlers that asked, as updates with old == new,
 // every period ± 10 %.
-func TestResync(t *testing.T) {
+func TestResync(t *testing.T) { bothDeliveries(t, testResync) }
+
+func testResync(t *testing.T, ho HandlerOptions) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newFakeServer(pod("a"), pod("b"))
 		inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
@@ -331,13 +356,13 @@ func TestResync(t *testing.T) {
 				}
 				every.OnUpdate(old, p)
 			},
-		}, HandlerOptions{ResyncPeriod: time.Minute}); err != nil {
+		}, HandlerOptions{ResyncPeriod: time.Minute, Inline: ho.Inline}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := inf.AddHandler(never, HandlerOptions{ResyncPeriod: NoResync}); err != nil {
+		if _, err := inf.AddHandler(never, HandlerOptions{ResyncPeriod: NoResync, Inline: ho.Inline}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := inf.AddHandler(dflt, HandlerOptions{}); err != nil {
+		if _, err := inf.AddHandler(dflt, ho); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -478,7 +503,9 @@ func TestLifecycleErrors(t *testing.T) {
 
 // A panicking handler is logged and keeps receiving later notifications;
 // the others are unaffected.
-func TestPanickingHandler(t *testing.T) {
+func TestPanickingHandler(t *testing.T) { bothDeliveries(t, testPanickingHandler) }
+
+func testPanickingHandler(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer(pod("a"), pod("b"))
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
@@ -488,7 +515,7 @@ func TestPanickingHandler(t *testing.T) {
 			panic("boom")
 		}
 	}
-	reg, err := inf.AddHandler(rec, HandlerOptions{})
+	reg, err := inf.AddHandler(rec, ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,7 +574,9 @@ func (m *mirror) view() map[string]string {
 // Handlers added and removed while changes and relists flow each see a
 // consistent stream — every object added once, updated from the state they
 // hold, deleted once — that ends equal to the cache.
-func TestHandlersAddedDuringChurn(t *testing.T) {
+func TestHandlersAddedDuringChurn(t *testing.T) { bothDeliveries(t, testHandlersAddedDuringChurn) }
+
+func testHandlersAddedDuringChurn(t *testing.T, ho HandlerOptions) {
 	ctx := timeout(t)
 	srv := newFakeServer()
 	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
@@ -572,7 +601,7 @@ func TestHandlersAddedDuringChurn(t *testing.T) {
 		}
 		if i%40 == 0 {
 			m := &mirror{t: t, objs: map[string]string{}}
-			reg, err := inf.AddHandler(m, HandlerOptions{})
+			reg, err := inf.AddHandler(m, ho)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -603,5 +632,50 @@ func TestHandlersAddedDuringChurn(t *testing.T) {
 		waitUntil(t, ctx, fmt.Sprintf("handler %d's view equal to the cache", i), func() bool {
 			return regs[i].Pending() == 0 && maps.Equal(m.view(), want)
 		})
+	}
+}
+
+// An inline handler is called on the informer's goroutine: a late one gets
+// its synthetic adds before AddHandler returns, and while one is stuck the
+// cache waits for it too (the price of Inline, documented on the option).
+func TestInlineHandler(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	start(t, inf)
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.watchOpened
+	late := newRecorder()
+	release, stuck := make(chan struct{}), make(chan struct{})
+	late.check = func(ev string, p *corev1.Pod) {
+		if p.Name == "c" {
+			close(stuck)
+			<-release
+		}
+	}
+	reg, err := inf.AddHandler(late, HandlerOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := late.snapshot()
+	slices.Sort(got)
+	if want := []string{"add a@1 initial=true", "add b@2 initial=true"}; !slices.Equal(got, want) || !reg.HasSynced() {
+		t.Fatalf("right after AddHandler: %q, synced %t; want %q, synced", got, reg.HasSynced(), want)
+	}
+	if reg.Pending() != 0 {
+		t.Fatalf("inline handler has %d pending", reg.Pending())
+	}
+	srv.create(pod("c"))
+	<-stuck
+	srv.create(pod("d"))
+	time.Sleep(20 * time.Millisecond)
+	if _, ok := inf.Get("default", "d"); ok {
+		t.Fatal("the cache moved on while an inline handler was stuck")
+	}
+	close(release)
+	if got := late.waitFor(t, ctx, 4); got[3] != "add d@4 initial=false" {
+		t.Fatalf("after the release: %q", got)
 	}
 }

@@ -49,6 +49,10 @@ type listener struct {
 	deliver func(n notification)
 	resync  time.Duration // ≤ 0: no resync
 	logger  *slog.Logger
+	// inline: notifications are delivered at once by notify, on the
+	// informer's goroutine under the informer's mutex (HandlerOptions.Inline);
+	// the ring stays empty and the goroutine only runs resyncs.
+	inline bool
 
 	wake chan struct{} // cap 1: something was queued, or the listener was removed
 
@@ -77,8 +81,8 @@ type listener struct {
 	synced atomic.Bool
 }
 
-func newListener(inf *shared, deliver func(notification), resync time.Duration) *listener {
-	l := &listener{inf: inf, deliver: deliver, resync: resync, logger: inf.logger, wake: make(chan struct{}, 1)}
+func newListener(inf *shared, deliver func(notification), resync time.Duration, inline bool) *listener {
+	l := &listener{inf: inf, deliver: deliver, resync: resync, logger: inf.logger, wake: make(chan struct{}, 1), inline: inline}
 	l.syncAt.Store(-1)
 	return l
 }
@@ -97,6 +101,35 @@ func (l *listener) pushLocked(notes []notification) {
 		l.count++
 	}
 	l.enq += uint64(len(notes))
+}
+
+// notify hands notes to the handler: at once for an inline listener, else
+// through its ring. The informer's mutex is held, so that every handler
+// sees the notifications in the order of the cache's changes.
+func (l *listener) notify(notes []notification) {
+	if !l.inline {
+		l.push(notes)
+		return
+	}
+	if len(notes) == 0 {
+		return
+	}
+	l.mu.Lock()
+	removed := l.removed
+	if !removed {
+		l.enq += uint64(len(notes))
+	}
+	l.mu.Unlock()
+	if removed {
+		return
+	}
+	for _, n := range notes {
+		l.call(n)
+	}
+	l.delivered.Add(uint64(len(notes)))
+	if !l.synced.Load() {
+		l.checkSynced()
+	}
 }
 
 // push queues notes and wakes the goroutine if it waits.
