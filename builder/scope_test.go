@@ -65,7 +65,8 @@ func outcome(err error) string {
 // its last reconcile sees the last version; no whole-kind informer is ever
 // started; an object outside the scope is NotFound inside reconciles and map
 // functions, and found with a context of its own (which starts the
-// whole-kind informer, which the reconciles still do not read).
+// whole-kind informer, which the reconciles still do not read); an object
+// that leaves the scope is gone for the controller.
 func TestScopedReadsInReconcile(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		ns := env.Namespace
@@ -107,7 +108,9 @@ func TestScopedReadsInReconcile(t *testing.T) {
 		view := &scopedView{data: map[string]string{}, rv: map[string]string{}}
 		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			var got corev1.ConfigMap
-			if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+			if err := c.Get(ctx, req.NamespacedName, &got); apierrors.IsNotFound(err) {
+				got.Data = map[string]string{"i": "gone"}
+			} else if err != nil {
 				return reconcile.Result{}, err
 			}
 			line := ""
@@ -185,5 +188,15 @@ func TestScopedReadsInReconcile(t *testing.T) {
 		if got := view.lines(&view.probes); got[1] != scopedLine {
 			t.Fatalf("in a reconcile, with the whole kind's informer running:\n got %s\nwant %s", got[1], scopedLine)
 		}
+
+		// An object that leaves the scope is deleted for the controller.
+		cm.Labels = nil
+		if err := c.Update(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a reconcile of the object that left the scope, which finds it gone", func() bool {
+			data, _ := view.last("cm")
+			return data == "gone"
+		})
 	})
 }
