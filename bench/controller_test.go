@@ -401,21 +401,22 @@ type inprocContender struct {
 // inprocContenders: kloop as configured by default, kloop with string
 // interning off (what interning costs per event), client-go.
 var inprocContenders = []inprocContender{
-	{"kloop", kloopInproc(false)},
-	{"kloop-nointern", kloopInproc(true)},
+	{"kloop", kloopInproc(false, true)},
+	{"kloop-buffered", kloopInproc(false, false)},
+	{"kloop-nointern", kloopInproc(true, true)},
 	{"client-go", clientGoInproc},
 }
 
 // kloopInproc: informer.New (default options: managedFields dropped, strings
 // interned) → manager.NewKind with EnqueueRequestForObject → controller.New;
 // the reconcile reads the informer's cache (no copy).
-func kloopInproc(noIntern bool) func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
+func kloopInproc(noIntern, inline bool) func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
 	return func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
-		return startKloopInproc(tb, initial, workers, t, noIntern)
+		return startKloopInproc(tb, initial, workers, t, noIntern, inline)
 	}
 }
 
-func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker, noIntern bool) (func(*corev1.ConfigMap), func()) {
+func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker, noIntern, inline bool) (func(*corev1.ConfigMap), func()) {
 	w := newChanWatch[*corev1.ConfigMap]()
 	inf, err := informer.New[*corev1.ConfigMap](&chanLW[*corev1.ConfigMap]{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{DisableInterning: noIntern})
 	if err != nil {
@@ -431,7 +432,7 @@ func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{})
+	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{Inline: inline})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -26,6 +26,16 @@ type KindOptions struct {
 	// (see informer.HandlerOptions). Default 0: the informer's (10 h unless
 	// the factory says otherwise); informer.NoResync turns resyncs off.
 	ResyncPeriod time.Duration
+	// Inline delivers the informer's notifications to the predicates and
+	// the handler on the informer's own goroutine, right after each cache
+	// update (informer.HandlerOptions.Inline): one hand-off less per event.
+	// Only for handlers and predicates that return at once and never block
+	// (the built-in enqueuers and predicates); a slow one would stall the
+	// informer's cache and every other handler of the kind. The controller's
+	// Enqueuers never block. Default false: a buffer and a goroutine of the
+	// source's own. The builder sets it where it knows the handler and
+	// predicates are built-in.
+	Inline bool
 }
 
 // Kind is the controller.Source of one shared informer: it adds a handler
@@ -88,7 +98,7 @@ func (k *Kind[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 		DeleteFunc: func(d informer.Deleted[T]) {
 			dispatch(handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown})
 		},
-	}, informer.HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod})
+	}, informer.HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
 	if err != nil {
 		return fmt.Errorf("manager: adding the source's informer handler: %w", err)
 	}

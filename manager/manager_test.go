@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -500,11 +501,18 @@ func (e *recordingEnqueuer) got() string {
 // Kind is usable on its own: a handler on the shared informer, events
 // filtered by the predicates, the initial list at low priority, synced after
 // it, the handler removed at cancel.
+// The same with the handler inline (KindOptions.Inline).
 func TestKindSource(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, testKindSource)
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%t", inline), func(t *testing.T) {
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+				testKindSource(t, env, inline)
+			})
+		})
+	}
 }
 
-func testKindSource(t *testing.T, env *apiservertest.Env) {
+func testKindSource(t *testing.T, env *apiservertest.Env, inline bool) {
 	ns, cfg := env.Namespace, env.Config()
 	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
@@ -529,7 +537,7 @@ func testKindSource(t *testing.T, env *apiservertest.Env) {
 		t.Fatal("NewKind without a handler succeeded")
 	}
 	notB := predicate.NewFuncs(func(o handler.Object) bool { return o.GetName() != "b" })
-	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{Predicates: []predicate.Predicate{notB}})
+	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{Predicates: []predicate.Predicate{notB}, Inline: inline})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,42 @@ func LabelSelector(s metav1.LabelSelector) (Predicate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("predicate: invalid label selector: %w", err)
 	}
-	return NewFuncs(func(o handler.Object) bool { return sel.Matches(labels.Set(o.GetLabels())) }), nil
+	return selector{NewFuncs(func(o handler.Object) bool { return sel.Matches(labels.Set(o.GetLabels())) })}, nil
+}
+
+// selector is LabelSelector's predicate (a type of its own, so that
+// IsBuiltin knows it).
+type selector struct{ Funcs }
+
+// IsBuiltin reports whether p is made only of this package's own predicates
+// — GenerationChanged, ResourceVersionChanged, LabelChanged,
+// AnnotationChanged, LabelSelector, and And, Or, Not of them (nil counts,
+// as it passes everything): pure functions of the event that return at
+// once. Funcs and predicates of other packages are user code, whatever they
+// do. The builder delivers the events of a For or Owns whose predicates are
+// all built-in on the informer's own goroutine (manager.KindOptions.Inline).
+func IsBuiltin(p Predicate) bool {
+	switch v := p.(type) {
+	case nil, GenerationChanged, *GenerationChanged, ResourceVersionChanged, *ResourceVersionChanged,
+		LabelChanged, *LabelChanged, AnnotationChanged, *AnnotationChanged, selector:
+		return true
+	case and:
+		return allBuiltin(v)
+	case or:
+		return allBuiltin(v)
+	case not:
+		return IsBuiltin(v.p)
+	}
+	return false
+}
+
+func allBuiltin(ps []Predicate) bool {
+	for _, p := range ps {
+		if !IsBuiltin(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // And passes an event when every predicate passes it (true for none).

@@ -227,3 +227,35 @@ func TestNewFuncs(t *testing.T) {
 	check(t, named, nilObj, handler.UpdateEvent{ObjectOld: a}, verdicts{false, false, false, false})
 	check(t, NewFuncs(nil), b, handler.UpdateEvent{ObjectOld: a, ObjectNew: b}, verdicts{true, true, true, true})
 }
+
+func TestIsBuiltin(t *testing.T) {
+	sel, err := LabelSelector(metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := NewFuncs(func(handler.Object) bool { return true })
+	for _, tt := range []struct {
+		name string
+		p    Predicate
+		want bool
+	}{
+		{"nil", nil, true},
+		{"GenerationChanged", GenerationChanged{}, true},
+		{"*GenerationChanged", &GenerationChanged{}, true},
+		{"ResourceVersionChanged", ResourceVersionChanged{}, true},
+		{"LabelChanged", LabelChanged{}, true},
+		{"AnnotationChanged", AnnotationChanged{}, true},
+		{"LabelSelector", sel, true},
+		{"And of built-ins", And(GenerationChanged{}, Not(LabelChanged{})), true},
+		{"Or of built-ins", Or(sel, AnnotationChanged{}), true},
+		{"Funcs", user, false},
+		{"Funcs{}", Funcs{}, false},
+		{"And with a Funcs", And(GenerationChanged{}, user), false},
+		{"Or with a Funcs", Or(user), false},
+		{"Not of a Funcs", Not(user), false},
+	} {
+		if got := IsBuiltin(tt.p); got != tt.want {
+			t.Errorf("IsBuiltin(%s) = %t, want %t", tt.name, got, tt.want)
+		}
+	}
+}
