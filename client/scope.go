@@ -21,7 +21,13 @@ import (
 // the scope.
 //
 // kloop.dev/kloop/builder fills it from WithScope for each controller and
-// puts it in the context of the controller's reconciles and handlers.
+// puts it in the context of the controller's reconciles and handlers; a
+// controller made without the builder can do the same with
+// controller.Options.BaseContext:
+//
+//	BaseContext: func(ctx context.Context) context.Context {
+//		return client.WithReadScopes(ctx, client.ReadScopes{configMapGVK: {Namespace: "team-a"}})
+//	},
 type ReadScopes map[schema.GroupVersionKind]informer.Scope
 
 // readScopesKey is the context key of the ReadScopes.
