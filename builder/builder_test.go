@@ -421,7 +421,8 @@ func TestNamedWithoutForAndChannelSource(t *testing.T) {
 }
 
 // OnlyMetadata watches through the metadata-only informer; WithScope
-// restricts a watch to one namespace.
+// restricts a watch to one namespace, and the reconciles' metadata-only
+// reads to the same informer.
 func TestOnlyMetadataAndScope(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		mgr := newManager(t, env)
@@ -430,10 +431,14 @@ func TestOnlyMetadataAndScope(t *testing.T) {
 		create(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}})
 		var mu sync.Mutex // guards seen
 		seen := map[string]string{}
-		r := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			// A metadata-only read, from the scoped informer the watch uses.
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+			err := c.Get(ctx, req.NamespacedName, m)
 			mu.Lock()
 			defer mu.Unlock()
-			seen[req.String()] = "reconciled"
+			seen[req.String()] = outcome(err)
 			return reconcile.Result{}, nil
 		})
 		var objTypes sync.Map
@@ -454,6 +459,14 @@ func TestOnlyMetadataAndScope(t *testing.T) {
 		quiet(t, "an object out of scope was reconciled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
 		if got, _ := objTypes.Load("inside"); got != "*v1.PartialObjectMetadata" {
 			t.Fatalf("the handler saw %v, want *v1.PartialObjectMetadata", got)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got := seen[team+"/inside"]; got != "found" {
+			t.Fatalf("the reconcile's metadata-only Get: %s", got)
+		}
+		if n := mgr.Factory().NumInformers(); n != 1 {
+			t.Fatalf("the factory holds %d informers, want 1: the scoped metadata-only one the watch and the reads share", n)
 		}
 	})
 }
