@@ -246,6 +246,8 @@ type recStore struct {
 	calls   []string
 	fail    error         // returned by every call when set
 	changed chan struct{} // if not nil, signalled (without blocking) on each call
+	// onReplace, if not nil, is called at the start of each Replace.
+	onReplace func(rv string)
 }
 
 // waitFor waits until the store has recorded n calls or 10 s have passed.
@@ -289,6 +291,9 @@ func (s *recStore) Delete(o *corev1.Pod) error {
 	return s.rec("Delete " + o.Name + "@" + o.ResourceVersion)
 }
 func (s *recStore) Replace(ps []*corev1.Pod, rv string) error {
+	if s.onReplace != nil {
+		s.onReplace(rv)
+	}
 	return s.rec("Replace " + rv + " [" + objs(ps) + "]")
 }
 func (s *recStore) Bookmark(rv string) error { return s.rec("Bookmark " + rv) }

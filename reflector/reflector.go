@@ -333,6 +333,26 @@ func (r *Reflector[T]) relistAfter(err error) state[T] {
 // done reports whether ctx is cancelled.
 func (r *Reflector[T]) done(ctx context.Context) bool { return ctx.Err() != nil }
 
+// replace hands a complete list at rv to the store. LastSyncResourceVersion
+// says rv before the store has it (and goes back if the store refuses it),
+// so that whoever sees the list in the store — an informer synced on it —
+// never reads an older resourceVersion.
+func (r *Reflector[T]) replace(items []T, rv string) error {
+	r.mu.Lock()
+	prev := r.lastRV
+	r.lastRV = rv
+	r.mu.Unlock()
+	if err := r.store.Replace(items, rv); err != nil {
+		r.mu.Lock()
+		if r.lastRV == rv {
+			r.lastRV = prev
+		}
+		r.mu.Unlock()
+		return fmt.Errorf("reflector: store Replace: %w", err)
+	}
+	return nil
+}
+
 func (r *Reflector[T]) setSynced(rv string) {
 	r.mu.Lock()
 	r.lastRV = rv
@@ -395,10 +415,7 @@ func (r *Reflector[T]) list(ctx context.Context) state[T] {
 	}
 	d := r.opts.Clock.Now().Sub(start)
 	if err == nil {
-		err = r.store.Replace(items, listRV)
-		if err != nil {
-			err = fmt.Errorf("reflector: store Replace: %w", err)
-		}
+		err = r.replace(items, listRV)
 	}
 	r.opts.Metrics.ObserveList(r.opts.Name, d, len(items), err)
 	if err != nil {
@@ -531,11 +548,10 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 			}
 			rv := ev.Object.GetResourceVersion()
 			items := c.items
-			err := r.store.Replace(items, rv)
+			err := r.replace(items, rv)
 			d := r.opts.Clock.Now().Sub(start)
 			if err != nil {
 				w.Stop()
-				err = fmt.Errorf("reflector: store Replace: %w", err)
 				r.opts.Metrics.ObserveList(r.opts.Name, d, len(items), err)
 				return r.fail(err, watchListing)
 			}

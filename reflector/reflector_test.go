@@ -615,3 +615,40 @@ func TestMetricsAndStoreErrors(t *testing.T) {
 		}
 	})
 }
+
+// Whoever finds a complete list in the store — an informer that synced on
+// it — reads LastSyncResourceVersion at least at that list's version: it is
+// set before Replace, by the list and by the watch-list alike, and goes back
+// when the store refuses the list.
+func TestLastSyncResourceVersionBeforeReplace(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		opts   Options
+		script []reply
+	}{
+		{"list", Options{DisableWatchList: true}, []reply{{verb: "list", list: podList("10", "", pod("a", "1"))}}},
+		{"watch-list", Options{}, []reply{{verb: "watch", events: []Event[*corev1.Pod]{added("a", "5"), initialEnd("10")}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var seen []string
+				st := &recStore{}
+				run(t, newFakeLW(t, tt.script...), st, tt.opts, func(r *Reflector[*corev1.Pod]) {
+					st.onReplace = func(string) { seen = append(seen, r.LastSyncResourceVersion()) }
+				})
+				if !slices.Equal(seen, []string{"10"}) {
+					t.Fatalf("LastSyncResourceVersion during Replace: %q, want [10]", seen)
+				}
+			})
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			st := &recStore{fail: errors.New("store closed")}
+			_, r := run(t, newFakeLW(t, reply{verb: "list", list: podList("10", "", pod("a", "1"))}), st, Options{DisableWatchList: true}, nil)
+			if rv := r.LastSyncResourceVersion(); rv != "" {
+				t.Fatalf("LastSyncResourceVersion after a refused Replace: %q, want \"\"", rv)
+			}
+		})
+	})
+}
