@@ -661,9 +661,10 @@ func TestInlineHandler(t *testing.T) {
 	}
 	got := late.snapshot()
 	slices.Sort(got)
-	if want := []string{"add a@1 initial=true", "add b@2 initial=true"}; !slices.Equal(got, want) || !reg.HasSynced() {
-		t.Fatalf("right after AddHandler: %q, synced %t; want %q, synced", got, reg.HasSynced(), want)
+	if want := []string{"add a@1 initial=true", "add b@2 initial=true"}; !slices.Equal(got, want) {
+		t.Fatalf("right after AddHandler: %q, want %q", got, want)
 	}
+	waitSynced(t, ctx, reg) // once the informer has marked its initial list
 	if reg.Pending() != 0 {
 		t.Fatalf("inline handler has %d pending", reg.Pending())
 	}
