@@ -77,6 +77,17 @@ func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = tr
 func WithScope(s informer.Scope) Option { return func(o *watchOptions) { o.scope = s } }
 
 // kindSource is what the builder needs of a manager.Kind[T], whatever T.
+// inlineDelivery reports whether a watch's events are handled on the
+// informer's goroutine (manager.KindOptions.Inline). For and Owns enqueue
+// with kloop's own handlers: with built-in predicates only, nothing of the
+// user's runs on the informer's goroutine, so they are called there, one
+// hand-off less per event. A Watches handler, and a Funcs or other
+// predicate of the user's, is user code: buffered, so that a slow one never
+// stalls the informer.
+func inlineDelivery(what string, preds []predicate.Predicate) bool {
+	return (what == "For" || what == "Owns") && predicate.IsBuiltin(predicate.And(preds...))
+}
+
 type kindSource interface {
 	controller.Source
 	Started() bool
@@ -289,6 +300,7 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 			Name:       fmt.Sprintf("%s %s", w.what, gvks[i].GroupKind()),
 			Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
 		}
+		kopts.Inline = inlineDelivery(w.what, kopts.Predicates)
 		var src kindSource
 		if w.opts.onlyMetadata {
 			inf, err := f.Metadata(gvks[i], w.opts.scope)

@@ -18,7 +18,12 @@
 // controller of the manager, and the same cache the manager's client reads),
 // delivering the initial list at low priority, and synced once that handler
 // has seen the initial list. WithEventFilter predicates apply to every watch,
-// WithPredicates to one.
+// WithPredicates to one. For and Owns whose predicates are all kloop's own
+// (predicate.IsBuiltin) are called on the informer's goroutine right after
+// each cache update (manager.KindOptions.Inline): nothing of the user's runs
+// there, and each event saves a hand-off. Watches handlers and predicates of
+// the user's keep a buffer and a goroutine of their own, so a slow one never
+// stalls the informer.
 //
 // WithScope restricts a watch to a namespace or a label or field selector
 // (its own shared informer). The controller's reconciles and handlers then

@@ -21,7 +21,10 @@
 // has returned from every notification of the initial list. Resyncs are per
 // handler too (HandlerOptions.ResyncPeriod; 10 h ± 10 % by default, NoResync
 // turns them off): OnUpdate(obj, obj) for every cached object, queued in
-// order with the handler's other notifications. A handler that panics is
+// order with the handler's other notifications. HandlerOptions.Inline
+// instead calls a handler on the informer's own goroutine right after each
+// cache update, for handlers that only enqueue keys and never block (the
+// controller's own): one hand-off less per event. A handler that panics is
 // logged and keeps receiving later notifications. When Run's context is
 // cancelled, pending notifications are dropped and Run returns once the
 // handler calls in progress have returned.
