@@ -339,8 +339,10 @@ func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
 		// apimachinery makes integers int64.
 		return std()
 	}
-	parts, ok := splitList(page)
-	if !ok || !json.Valid(parts.rest) {
+	dec := newItemDecoder(newObj)
+	parts, ok := splitList(page, dec.add)
+	items, decoded := dec.finish()
+	if !ok || !decoded || !json.Valid(parts.rest) {
 		return std() // not a list as the fast path knows it: apimachinery's answer
 	}
 	list := &List[T]{}
@@ -360,11 +362,7 @@ func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
 		}
 		list.ResourceVersion, list.Continue = m.ResourceVersion, m.Continue
 	}
-	if len(parts.items) > 0 { // "items": [] is nil too, as apimachinery makes it
-		items, ok := decodeItemsParallel(parts.items, newObj, decodeWorkers(len(parts.items)))
-		if !ok {
-			return std()
-		}
+	if len(items) > 0 { // "items": [] is nil too, as apimachinery makes it
 		list.Items = items
 	}
 	return list, nil
@@ -408,23 +406,23 @@ func checked(b []byte) bool {
 	return !chk.risky
 }
 
-// listParts are the parts of a list response decodeTypedList decodes: the
-// bytes of its kind and metadata values (nil when absent) and of each item
-// (items is nil for a missing or null items field); rest is the list's other
-// fields as one JSON object, for a check of their grammar (small: kind,
-// apiVersion, metadata).
+// listParts are the parts of a list response decodeTypedList decodes
+// besides its items: the bytes of its kind and metadata values (nil when
+// absent); rest is the list's other fields as one JSON object, for a check
+// of their grammar (small: kind, apiVersion, metadata).
 type listParts struct {
 	kind, metadata []byte
-	items          [][]byte
 	rest           []byte
 }
 
-// splitList cuts a list response into its parts, checking the grammar of the
+// splitList cuts a list response into its parts, handing each item's bytes
+// to item as soon as it is found (in order), and checks the grammar of the
 // list object and of its items array; the values themselves are checked by
 // their decoding. ok is false for anything else — not an object, a key with
-// an escape, a repeated field, trailing bytes, malformed JSON the pass
-// notices — and the caller then lets apimachinery's decoding answer.
-func splitList(b []byte) (p listParts, ok bool) {
+// an escape, a repeated field (items twice, too), trailing bytes, malformed
+// JSON the pass notices — and the caller then lets apimachinery's decoding
+// answer.
+func splitList(b []byte, item func([]byte)) (p listParts, ok bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return p, false
@@ -457,7 +455,7 @@ func splitList(b []byte) (p listParts, ok bool) {
 		i = skipSpace(b, i+1)
 		switch string(key) {
 		case "items":
-			if i = splitItems(b, i, &p); i < 0 {
+			if i = splitItems(b, i, item); i < 0 {
 				return p, false
 			}
 		default:
@@ -493,17 +491,15 @@ func splitList(b []byte) (p listParts, ok bool) {
 	}
 }
 
-// splitItems reads the items value at b[i:] (an array, or null) into p and
-// returns the index after it, or -1.
-func splitItems(b []byte, i int, p *listParts) int {
+// splitItems hands each item of the items value at b[i:] (an array, or
+// null) to item and returns the index after the value, or -1.
+func splitItems(b []byte, i int, item func([]byte)) int {
 	if bytes.HasPrefix(b[i:], []byte("null")) {
-		p.items = nil
 		return i + 4
 	}
 	if i >= len(b) || b[i] != '[' {
 		return -1
 	}
-	p.items = [][]byte{}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1
@@ -513,7 +509,7 @@ func splitItems(b []byte, i int, p *listParts) int {
 		if end < 0 {
 			return -1
 		}
-		p.items = append(p.items, b[i:end])
+		item(b[i:end])
 		i = skipSpace(b, end)
 		if i >= len(b) {
 			return -1
@@ -608,52 +604,126 @@ func isDelimiter(c byte) bool {
 	return false
 }
 
-// minItemsPerWorker is the fewest items worth a goroutine of their own.
-var minItemsPerWorker = 64
+// itemsPerBatch is how many items a decoding goroutine takes at a time
+// (and the fewest items worth a second goroutine).
+var itemsPerBatch = 64
 
-// decodeWorkers is how many goroutines decode n items.
-func decodeWorkers(n int) int {
-	return max(1, min(runtime.GOMAXPROCS(0), n/minItemsPerWorker))
+// itemDecoder checks and decodes a list's items while the list is still
+// being cut into them: full batches go to up to GOMAXPROCS-1 goroutines
+// (started with the first full batch), and to the cutting goroutine itself
+// when they are all busy and once the cutting is done. Results keep the
+// items' order. An item that is risky (listCheck) or that json-iterator
+// refuses fails the whole decoding: the caller then decodes the list as
+// apimachinery does.
+type itemDecoder[T Object] struct {
+	newObj func() T
+	cur    [][]byte       // the batch being filled, by add's goroutine only
+	work   chan itemBatch // full batches; nil until the first one
+	wg     sync.WaitGroup
+	failed atomic.Bool
+
+	mu  sync.Mutex // guards out
+	out [][]T      // decoded batches by number; grows with each batch sent
 }
 
-// decodeItemsParallel checks and decodes raws into new objects, in
-// contiguous runs on workers goroutines (1: on the caller's). ok is false
-// when an item is risky (listCheck) or json-iterator refuses it: the caller
-// then decodes the whole list as apimachinery does.
-func decodeItemsParallel[T Object](raws [][]byte, newObj func() T, workers int) (items []T, ok bool) {
-	items = make([]T, len(raws))
-	var failed atomic.Bool
-	decode := func(lo, hi int) {
-		for i := lo; i < hi && !failed.Load(); i++ {
-			var chk listCheck
-			chk.scan(raws[i])
-			obj := newObj()
-			if chk.risky {
-				failed.Store(true)
-				return
-			}
-			if !bytes.Equal(raws[i], []byte("null")) {
-				if err := typedJSON.Unmarshal(raws[i], obj); err != nil {
-					failed.Store(true)
-					return
+type itemBatch struct {
+	n    int // the batch's number: its place in the list
+	raws [][]byte
+}
+
+func newItemDecoder[T Object](newObj func() T) *itemDecoder[T] {
+	return &itemDecoder[T]{newObj: newObj}
+}
+
+// add takes the next item's bytes.
+func (d *itemDecoder[T]) add(raw []byte) {
+	d.cur = append(d.cur, raw)
+	if len(d.cur) < itemsPerBatch {
+		return
+	}
+	if d.work == nil {
+		workers := runtime.GOMAXPROCS(0) - 1
+		d.work = make(chan itemBatch, 2*max(1, workers))
+		for range workers {
+			d.wg.Go(func() {
+				for b := range d.work {
+					d.decodeBatch(b)
 				}
-			}
-			items[i] = obj
-			raws[i] = nil // the bytes are garbage as soon as decoded
+			})
 		}
 	}
-	if workers <= 1 {
-		decode(0, len(raws))
-		return items, !failed.Load()
+	b := d.send()
+	select {
+	case d.work <- b:
+	default: // every goroutine is busy and the queue full: decode it here
+		d.decodeBatch(b)
 	}
-	var wg sync.WaitGroup
-	per := (len(raws) + workers - 1) / workers
-	for lo := per; lo < len(raws); lo += per {
-		wg.Go(func() { decode(lo, min(lo+per, len(raws))) })
+}
+
+// send numbers the current batch and starts a new one.
+func (d *itemDecoder[T]) send() itemBatch {
+	d.mu.Lock()
+	b := itemBatch{n: len(d.out), raws: d.cur}
+	d.out = append(d.out, nil)
+	d.mu.Unlock()
+	d.cur = nil
+	return b
+}
+
+// finish decodes what is left, waits for the goroutines and returns the
+// items in order (nil for none); ok is false if an item failed.
+func (d *itemDecoder[T]) finish() (items []T, ok bool) {
+	if len(d.cur) > 0 {
+		d.decodeBatch(d.send())
 	}
-	decode(0, min(per, len(raws)))
-	wg.Wait()
-	return items, !failed.Load()
+	if d.work != nil {
+		close(d.work)
+		for b := range d.work { // help with the queued batches
+			d.decodeBatch(b)
+		}
+		d.wg.Wait()
+	}
+	if d.failed.Load() {
+		return nil, false
+	}
+	n := 0
+	for _, b := range d.out {
+		n += len(b)
+	}
+	if n == 0 {
+		return nil, true
+	}
+	items = make([]T, 0, n)
+	for _, b := range d.out {
+		items = append(items, b...)
+	}
+	return items, true
+}
+
+func (d *itemDecoder[T]) decodeBatch(b itemBatch) {
+	objs := make([]T, len(b.raws))
+	for i, raw := range b.raws {
+		if d.failed.Load() {
+			return
+		}
+		var chk listCheck
+		chk.scan(raw)
+		obj := d.newObj()
+		if chk.risky {
+			d.failed.Store(true)
+			return
+		}
+		if !bytes.Equal(raw, []byte("null")) {
+			if err := typedJSON.Unmarshal(raw, obj); err != nil {
+				d.failed.Store(true)
+				return
+			}
+		}
+		objs[i] = obj
+	}
+	d.mu.Lock()
+	d.out[b.n] = objs
+	d.mu.Unlock()
 }
 
 // listCheck scans a list's bytes, in consecutive pieces, for what

@@ -17,9 +17,9 @@ func newConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
 // parallelDecoding makes every item its own run, so that even short lists
 // are decoded on several goroutines, for the length of a test.
 func parallelDecoding(tb testing.TB) {
-	old := minItemsPerWorker
-	minItemsPerWorker = 1
-	tb.Cleanup(func() { minItemsPerWorker = old })
+	old := itemsPerBatch
+	itemsPerBatch = 1
+	tb.Cleanup(func() { itemsPerBatch = old })
 }
 
 // sameAsStd decodes doc with the typed list decoder and with decodeStdList
@@ -118,10 +118,10 @@ func TestTypedListMatchesAPIMachinery(t *testing.T) {
 func TestTypedListKeepsOrder(t *testing.T) {
 	doc := `{"items":[` + cmItems(1000, func(i int) string { return fmt.Sprintf(`{"metadata":{"name":"cm-%04d"}}`, i) }) + `]}`
 	for _, per := range []int{1, 7, 64, 1000, 5000} {
-		old := minItemsPerWorker
-		minItemsPerWorker = per
+		old := itemsPerBatch
+		itemsPerBatch = per
 		got, err := decodeTypedList(strings.NewReader(doc), newConfigMap)
-		minItemsPerWorker = old
+		itemsPerBatch = old
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestTypedListKeepsOrder(t *testing.T) {
 		}
 		for i, cm := range got.Items {
 			if want := fmt.Sprintf("cm-%04d", i); cm.Name != want {
-				t.Fatalf("%d items per worker: item %d is %s", per, i, cm.Name)
+				t.Fatalf("%d items per batch: item %d is %s", per, i, cm.Name)
 			}
 		}
 	}
@@ -156,9 +156,9 @@ func FuzzTypedListMatchesAPIMachinery(f *testing.F) {
 		if !json.Valid(doc) {
 			return // an API server sends JSON
 		}
-		old := minItemsPerWorker
-		minItemsPerWorker = 1
-		defer func() { minItemsPerWorker = old }()
+		old := itemsPerBatch
+		itemsPerBatch = 1
+		defer func() { itemsPerBatch = old }()
 		if diff := sameAsStd(doc); diff != "" {
 			t.Fatalf("%s: %s", doc, diff)
 		}
