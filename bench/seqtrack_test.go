@@ -221,7 +221,7 @@ func (m *metricRatios) print(workload string) {
 			of   func(seqResult) float64
 		}{"runtime cpu/event over " + writersOnly, func(r seqResult) float64 { return float64(r.cpu - base.cpu) }})
 	}
-	for _, variant := range []string{"kloop", "kloop-nointern"} {
+	for _, variant := range []string{"kloop", "kloop-buffered", "kloop-nointern"} {
 		k, ok := m.res[variant]
 		if !ok {
 			continue
