@@ -327,22 +327,47 @@ var typedJSON = jsoniter.Config{CaseSensitive: true}.Froze()
 // is made of). Each goroutine decodes a contiguous run of items, so the
 // list keeps the server's order.
 func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
-	page, err := readPage(r)
-	if err != nil {
-		return nil, fmt.Errorf("decoding list: %w", err)
-	}
+	// The page is kept in the chunks it was read in (one buffer grown by
+	// doubling would touch three times as much fresh memory, and joining
+	// them would copy it all once more); items are slices of them.
+	var chunks [][]byte
 	std := func() (*List[T], error) {
-		return decodeStdList(bytes.NewReader(page), newObj, false, schema.GroupVersion{})
+		rs := make([]io.Reader, len(chunks))
+		for i, c := range chunks {
+			rs[i] = bytes.NewReader(c)
+		}
+		return decodeStdList(io.MultiReader(rs...), newObj, false, schema.GroupVersion{})
 	}
-	if t := reflect.TypeOf(newObj()); t.Kind() != reflect.Pointer || holdsInterface(t.Elem(), map[reflect.Type]bool{}) {
-		// json-iterator makes numbers in interface values float64 where
-		// apimachinery makes integers int64.
+	// json-iterator makes numbers in interface values float64 where
+	// apimachinery makes integers int64: such types take the standard path.
+	t := reflect.TypeOf(newObj())
+	fast := t.Kind() == reflect.Pointer && !holdsInterface(t.Elem(), map[reflect.Type]bool{})
+	dec := newItemDecoder(newObj)
+	split := listSplitter{item: dec.add}
+	for size := firstChunk; ; size = min(2*size, maxChunk) {
+		c := make([]byte, size)
+		n, err := io.ReadFull(r, c)
+		if n > 0 {
+			chunks = append(chunks, c[:n])
+			if fast {
+				split.feed(c[:n], false)
+			}
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			dec.finish()
+			return nil, fmt.Errorf("decoding list: %w", err)
+		}
+	}
+	if !fast {
 		return std()
 	}
-	dec := newItemDecoder(newObj)
-	parts, ok := splitList(page, dec.add)
+	split.feed(nil, true)
 	items, decoded := dec.finish()
-	if !ok || !decoded || !json.Valid(parts.rest) {
+	parts := split.parts
+	if !split.done() || !decoded || !json.Valid(parts.rest) {
 		return std() // not a list as the fast path knows it: apimachinery's answer
 	}
 	list := &List[T]{}
@@ -368,161 +393,12 @@ func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
 	return list, nil
 }
 
-// readPage reads a whole response into one buffer: sized by the first
-// chunks read (a buffer grown by doubling from small would touch three
-// times as much fresh memory), joined once.
-func readPage(r io.Reader) ([]byte, error) {
-	var chunks [][]byte
-	total := 0
-	for size := 32 << 10; ; size = min(2*size, 1<<20) {
-		c := make([]byte, size)
-		n, err := io.ReadFull(r, c)
-		if n > 0 {
-			chunks = append(chunks, c[:n])
-			total += n
-		}
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(chunks) == 1 {
-		return chunks[0], nil
-	}
-	page := make([]byte, 0, total)
-	for _, c := range chunks {
-		page = append(page, c...)
-	}
-	return page, nil
-}
-
 // checked reports whether json-iterator reads b as apimachinery does (see
 // listCheck).
 func checked(b []byte) bool {
 	var chk listCheck
 	chk.scan(b)
 	return !chk.risky
-}
-
-// listParts are the parts of a list response decodeTypedList decodes
-// besides its items: the bytes of its kind and metadata values (nil when
-// absent); rest is the list's other fields as one JSON object, for a check
-// of their grammar (small: kind, apiVersion, metadata).
-type listParts struct {
-	kind, metadata []byte
-	rest           []byte
-}
-
-// splitList cuts a list response into its parts, handing each item's bytes
-// to item as soon as it is found (in order), and checks the grammar of the
-// list object and of its items array; the values themselves are checked by
-// their decoding. ok is false for anything else — not an object, a key with
-// an escape, a repeated field (items twice, too), trailing bytes, malformed
-// JSON the pass notices — and the caller then lets apimachinery's decoding
-// answer.
-func splitList(b []byte, item func([]byte)) (p listParts, ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return p, false
-	}
-	p.rest = []byte{'{'}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		p.rest = append(p.rest, '}')
-		return p, skipSpace(b, i+1) == len(b)
-	}
-	seen := map[string]bool{}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return p, false
-		}
-		keyStart := i
-		end := skipJSONString(b, i)
-		if end < 0 {
-			return p, false
-		}
-		key := b[i+1 : end-1]
-		if bytes.IndexByte(key, '\\') >= 0 || seen[string(key)] {
-			return p, false
-		}
-		seen[string(key)] = true
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return p, false
-		}
-		i = skipSpace(b, i+1)
-		switch string(key) {
-		case "items":
-			if i = splitItems(b, i, item); i < 0 {
-				return p, false
-			}
-		default:
-			end := skipJSON(b, i)
-			if end < 0 {
-				return p, false
-			}
-			switch string(key) {
-			case "kind":
-				p.kind = b[i:end]
-			case "metadata":
-				p.metadata = b[i:end]
-			}
-			if len(p.rest) > 1 {
-				p.rest = append(p.rest, ',')
-			}
-			p.rest = append(p.rest, b[keyStart:end]...)
-			i = end
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return p, false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			p.rest = append(p.rest, '}')
-			return p, skipSpace(b, i+1) == len(b)
-		default:
-			return p, false
-		}
-	}
-}
-
-// splitItems hands each item of the items value at b[i:] (an array, or
-// null) to item and returns the index after the value, or -1.
-func splitItems(b []byte, i int, item func([]byte)) int {
-	if bytes.HasPrefix(b[i:], []byte("null")) {
-		return i + 4
-	}
-	if i >= len(b) || b[i] != '[' {
-		return -1
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1
-	}
-	for {
-		end := skipJSON(b, i)
-		if end < 0 {
-			return -1
-		}
-		item(b[i:end])
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return -1
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return -1
-		}
-	}
 }
 
 func skipSpace(b []byte, i int) int {
@@ -603,6 +479,10 @@ func isDelimiter(c byte) bool {
 	}
 	return false
 }
+
+// Sizes of the chunks a list page is read in: the first, doubling up to the
+// largest.
+var firstChunk, maxChunk = 32 << 10, 1 << 20
 
 // itemsPerBatch is how many items a decoding goroutine takes at a time
 // (and the fewest items worth a second goroutine).

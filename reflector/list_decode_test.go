@@ -46,7 +46,25 @@ func cmItems(n int, item func(i int) string) string {
 	return strings.Join(items, ",")
 }
 
+// smallChunks makes the page be read in chunks of n bytes (doubling up to
+// 4n), so that tokens and items are cut by chunk boundaries everywhere, and
+// the carried token be completed from windows of n bytes.
+func smallChunks(n int) func() {
+	f, m, w := firstChunk, maxChunk, carryWindow
+	firstChunk, maxChunk, carryWindow = n, 4*n, n
+	return func() { firstChunk, maxChunk, carryWindow = f, m, w }
+}
+
 func TestTypedListMatchesAPIMachinery(t *testing.T) {
+	for _, chunk := range []int{1, 2, 3, 7, 100, 32 << 10} {
+		t.Run(fmt.Sprintf("chunks=%d", chunk), func(t *testing.T) {
+			defer smallChunks(chunk)()
+			testTypedListMatchesAPIMachinery(t)
+		})
+	}
+}
+
+func testTypedListMatchesAPIMachinery(t *testing.T) {
 	parallelDecoding(t)
 	plain := func(i int) string {
 		return fmt.Sprintf(`{"metadata":{"name":"cm-%d","namespace":"ns","resourceVersion":"%d"},"data":{"k":"v %d"}}`, i, 100+i, i)
@@ -159,8 +177,70 @@ func FuzzTypedListMatchesAPIMachinery(f *testing.F) {
 		old := itemsPerBatch
 		itemsPerBatch = 1
 		defer func() { itemsPerBatch = old }()
+		defer smallChunks(1 + len(doc)%13)()
 		if diff := sameAsStd(doc); diff != "" {
 			t.Fatalf("%s: %s", doc, diff)
 		}
 	})
+}
+
+// The splitter, fed a list in chunks of every size, hands out exactly the
+// items' bytes (as encoding/json finds them) and the list's other fields,
+// and takes the fast path for every well-formed list.
+func TestListSplitterChunks(t *testing.T) {
+	docs := []string{
+		`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a"}},{"data":{"k":"]}\"{["}},null,{}]}`,
+		" \n{ \"items\" : [ 1 , -2.5e3 , true , \"s\\\"]\" , [ ] ] , \"metadata\" : { } }\n",
+		`{"items":null,"kind":"X"}`,
+		`{"metadata":{"continue":"c"}}`,
+		`{}`,
+		`{"items":[]}`,
+	}
+	for _, doc := range docs {
+		var want struct {
+			Kind     json.RawMessage   `json:"kind"`
+			Metadata json.RawMessage   `json:"metadata"`
+			Items    []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		for chunk := 1; chunk <= len(doc); chunk++ {
+			var got [][]byte
+			s := listSplitter{item: func(b []byte) { got = append(got, b) }}
+			old := carryWindow
+			carryWindow = 1 + chunk/2
+			for i := 0; i < len(doc); i += chunk {
+				s.feed([]byte(doc[i:min(i+chunk, len(doc))]), false)
+			}
+			s.feed(nil, true)
+			carryWindow = old
+			if !s.done() {
+				t.Fatalf("%s in chunks of %d: not done (state %d)", doc, chunk, s.state)
+			}
+			if len(got) != len(want.Items) {
+				t.Fatalf("%s in chunks of %d: %d items, want %d", doc, chunk, len(got), len(want.Items))
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], want.Items[i]) {
+					t.Fatalf("%s in chunks of %d: item %d is %q, want %q", doc, chunk, i, got[i], want.Items[i])
+				}
+			}
+			if !bytes.Equal(s.parts.kind, want.Kind) || !bytes.Equal(s.parts.metadata, want.Metadata) || !json.Valid(s.parts.rest) {
+				t.Fatalf("%s in chunks of %d: kind %q metadata %q rest %q", doc, chunk, s.parts.kind, s.parts.metadata, s.parts.rest)
+			}
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"items":[1 2]}`, `{"items":[1]`, `{"a":1}}`, `{"a" 1}`, `{"a":1,}`, `{"items":5}`, `{"items":[1],"items":[]}`, `{"a":1} x`, `{"items":[{]}`} {
+		for chunk := 1; chunk <= max(1, len(bad)); chunk++ {
+			s := listSplitter{item: func([]byte) {}}
+			for i := 0; i < len(bad); i += chunk {
+				s.feed([]byte(bad[i:min(i+chunk, len(bad))]), false)
+			}
+			s.feed(nil, true)
+			if s.done() {
+				t.Fatalf("%q in chunks of %d: accepted", bad, chunk)
+			}
+		}
+	}
 }
