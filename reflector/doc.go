@@ -110,10 +110,11 @@
 // IsResourceExpired and IsTooManyRequests work), with Retry-After in
 // Details.RetryAfterSeconds.
 //
-// A page of typed objects is read whole, cut into its items in one quick
-// pass, and its items decoded with json-iterator (keys case-sensitive) on
-// up to GOMAXPROCS goroutines, in order: a list is nearly all decoding, and
-// an informer's initial list is its time to synced. Whatever json-iterator
+// A page of typed objects is cut into its items as it is read (chunk by
+// chunk, never joined into one buffer), and its items are decoded with
+// json-iterator (keys case-sensitive) on up to GOMAXPROCS goroutines while
+// the reading goes on, in order: a list is nearly all decoding, and an
+// informer's initial list is its time to synced. Whatever json-iterator
 // could read differently from apimachinery (a \u escape, invalid UTF-8, a
 // long integer, a type holding interface values, anything malformed) makes
 // the page go through apimachinery's own decoding (sigs.k8s.io/json), so
