@@ -406,24 +406,6 @@ func (ix *Indexer[T]) Get(namespace, name string) (T, bool) {
 	return obj, e != nil
 }
 
-// TryGet is Get without waiting: when the cache is being written (or a
-// writer waits), it gives up at once and reports busy. For callers to whom
-// the object is only a hint — the informer's interning of an update looks
-// for the cached version to share its strings and maps with, and would
-// rather do without than stall the watch behind a cache write.
-func (ix *Indexer[T]) TryGet(namespace, name string) (obj T, found, busy bool) {
-	if !ix.mu.TryRLock() {
-		return obj, false, true
-	}
-	var buf [keyBufSize]byte
-	e := ix.st.items[string(appendKey(buf[:0], namespace, name))]
-	if e != nil {
-		obj = e.obj
-	}
-	ix.mu.RUnlock()
-	return obj, e != nil, false
-}
-
 // GetByKey returns the object stored under key ("namespace/name" or
 // "name"). The object is shared: do not mutate it.
 func (ix *Indexer[T]) GetByKey(key string) (T, bool) {

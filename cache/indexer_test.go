@@ -510,31 +510,3 @@ func TestSameSet(t *testing.T) {
 		}
 	}
 }
-
-// TryGet finds what Get finds, and gives up at once, reporting busy, while
-// the cache is being written.
-func TestTryGet(t *testing.T) {
-	ix, err := New(Options[*corev1.Pod]{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := pod("a", "x", "1")
-	if err := ix.Add(a); err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range []struct {
-		ns, name string
-		want     *corev1.Pod
-	}{{"a", "x", a}, {"b", "x", nil}} {
-		got, found, busy := ix.TryGet(tt.ns, tt.name)
-		if busy || found != (tt.want != nil) || got != tt.want {
-			t.Errorf("TryGet(%s, %s) = %v, %t, busy %t; want %v", tt.ns, tt.name, got, found, busy, tt.want)
-		}
-	}
-	ix.mu.Lock() // a write in progress
-	got, found, busy := ix.TryGet("a", "x")
-	ix.mu.Unlock()
-	if !busy || found || got != nil {
-		t.Fatalf("TryGet during a write = %v, %t, busy %t; want busy", got, found, busy)
-	}
-}

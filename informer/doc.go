@@ -55,10 +55,8 @@
 // one before is dropped, so an entry no object brings during a whole
 // generation is released. Typed objects are walked by a plan compiled once
 // per Go type, and an update is walked together with the version the cache
-// holds (looked up without waiting: while the informer is writing its
-// cache, the update is interned against the tables alone rather than stall
-// the watch): what did not change takes the cached copies, so only new
-// strings are looked up; memory the cached version owns (an object sent again, a
+// holds: what did not change takes the cached copies, so only new strings
+// are looked up; memory the cached version owns (an object sent again, a
 // shared slice or map) is never written, since handlers read it
 // concurrently. Shared maps are read-only like everything cached (DeepCopy
 // gives a caller maps of its own); the mutation detector reports a write

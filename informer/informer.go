@@ -324,12 +324,7 @@ func newShared(lw reflector.ListerWatcher[Object], o sharedOptions) (*shared, er
 	}
 	var transform func(Object) (Object, error)
 	if o.lean != nil {
-		// The cached version is only a hint for interning: never wait
-		// for the cache's write lock on the watch's goroutine.
-		o.lean.cached = func(namespace, name string) (Object, bool) {
-			obj, found, _ := ix.TryGet(namespace, name)
-			return obj, found
-		}
+		o.lean.cached = ix.Get
 		transform = o.lean.transform
 	}
 	q, err := fifo.New(fifo.Options[Object]{KnownObjects: ix, Transform: transform, Logger: o.logger})
