@@ -506,13 +506,17 @@ func clientGoInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *
 	return func(cm *corev1.ConfigMap) { fw.Modify(cm) }, func() { close(stop); q.ShutDown(); wg.Wait() }
 }
 
-// feed sends events in order, stamping each with its send time. With rate > 0
-// it sends at that rate: every millisecond the events due by then, stamped
-// with the batch's time (an event that waits to enter the pipeline counts its
-// wait); else as fast as the pipeline takes them.
-func feed(t *seqTracker, events []*corev1.ConfigMap, send func(*corev1.ConfigMap), rate float64) {
+// feed sends n events in order, made by event(i) just before they are sent
+// — as a watch hands over objects its decoder has just written, warm in the
+// cache, and without a heap of pre-built events for the garbage collector
+// to mark — stamping each with its send time. With rate > 0 it sends at
+// that rate: every millisecond the events due by then, made first, then
+// stamped with the batch's time (an event that waits to enter the pipeline
+// counts its wait); else as fast as the pipeline takes them.
+func feed(t *seqTracker, n int, event func(i int) *corev1.ConfigMap, send func(*corev1.ConfigMap), rate float64) {
 	if rate <= 0 {
-		for i, e := range events {
+		for i := range n {
+			e := event(i)
 			t.send(i, t.now())
 			send(e)
 		}
@@ -521,13 +525,19 @@ func feed(t *seqTracker, events []*corev1.ConfigMap, send func(*corev1.ConfigMap
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
-	for i := 0; i < len(events); {
+	var batch []*corev1.ConfigMap
+	for i := 0; i < n; {
 		<-tick.C
-		due := min(len(events), int(time.Since(start).Seconds()*rate))
+		due := min(n, int(time.Since(start).Seconds()*rate))
+		batch = batch[:0]
+		for j := i; j < due; j++ {
+			batch = append(batch, event(j))
+		}
 		now := t.now()
-		for ; i < due; i++ {
+		for _, e := range batch {
 			t.send(i, now)
-			send(events[i])
+			send(e)
+			i++
 		}
 	}
 }
@@ -542,10 +552,6 @@ func runInproc(tb testing.TB, c inprocContender, workers, n int, rate float64) s
 	for j := range initial {
 		initial[j] = inprocCM(j, -1, 1)
 	}
-	events := make([]*corev1.ConfigMap, n)
-	for i := range events {
-		events[i] = inprocCM(i%inprocKeys, i, i+2)
-	}
 	send, stop := c.start(tb, initial, workers, t)
 	defer stop()
 	if !waitFor(e2eTimeout, func() bool { return t.initialN.Load() == inprocKeys }) {
@@ -554,7 +560,7 @@ func runInproc(tb testing.TB, c inprocContender, workers, n int, rate float64) s
 	cpu0 := cpuTime()
 	resetTimer(tb)
 	start := t.now()
-	feed(t, events, send, rate)
+	feed(t, n, func(i int) *corev1.ConfigMap { return inprocCM(i%inprocKeys, i, i+2) }, send, rate)
 	if !waitFor(e2eTimeout, func() bool { return t.finished.Load() == inprocKeys }) {
 		tb.Fatalf("%s: %d of %d objects reached their last event", c.name, t.finished.Load(), inprocKeys)
 	}
