@@ -35,9 +35,11 @@
 //
 // # Lean by default
 //
-// Before an object is queued and cached, the informer drops
-// metadata.managedFields (Options.KeepManagedFields opts out) and interns
-// strings (Options.DisableInterning opts out): in metadata the namespace,
+// Before an object is queued, the informer drops metadata.managedFields
+// (Options.KeepManagedFields opts out) and runs Options.Transform, on the
+// watch's goroutine; as it caches the object, on its own goroutine (the
+// cache's only writer, which reads the cached version without contention),
+// it interns strings (Options.DisableInterning opts out): in metadata the namespace,
 // label keys and values, annotation keys and short values, finalizers and
 // owner references' apiVersion, kind, name and uid; elsewhere every string of at
 // most 64 bytes (images, node names, env values, condition types, IPs of a
@@ -45,7 +47,7 @@
 // annotations and resource lists (requests, limits, capacity) of typed
 // objects become one shared map: the Pods of one ReplicaSet hold one of
 // each. The same pass drops the spare capacity a JSON decoder leaves in
-// slices. Options.Transform runs after that.
+// slices.
 //
 // Canonical strings and maps live in tables of the informer (Go's unique
 // package would drop a copy at every garbage collection once its Handle is

@@ -62,7 +62,8 @@ type Options[T Object] struct {
 	// often then hold their own copies of spec and status strings.
 	InternUpdates bool
 	// Transform is applied to every object received from the server, after
-	// the managedFields strip and interning, before it is queued and cached.
+	// the managedFields strip, before it is queued (on the watch's
+	// goroutine); what it returns is interned as it is cached.
 	// It may modify obj in place and return it (nobody else holds it yet).
 	// It must not fail on a valid object: an error (or a nil result) is
 	// logged and the object is cached as it was before Transform, because
@@ -285,6 +286,9 @@ type shared struct {
 	indexer *cache.Indexer[Object]
 	fifo    *fifo.FIFO[Object]
 	refl    *reflector.Reflector[Object]
+	// lean interns each object before it is cached (nil: nothing to do);
+	// called by the pop loop only.
+	lean *lean
 
 	// mu guards listeners, state and runCtx, and serializes "apply a unit of
 	// deltas to the cache and queue its notifications" with handler
@@ -322,12 +326,7 @@ func newShared(lw reflector.ListerWatcher[Object], o sharedOptions) (*shared, er
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)
 	}
-	var transform func(Object) (Object, error)
-	if o.lean != nil {
-		o.lean.cached = ix.Get
-		transform = o.lean.transform
-	}
-	q, err := fifo.New(fifo.Options[Object]{KnownObjects: ix, Transform: transform, Logger: o.logger})
+	q, err := fifo.New(fifo.Options[Object]{KnownObjects: ix, Transform: o.lean.fifoTransform(), Logger: o.logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)
 	}
@@ -335,7 +334,7 @@ func newShared(lw reflector.ListerWatcher[Object], o sharedOptions) (*shared, er
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)
 	}
-	return &shared{name: o.name, logger: o.logger.With("informer", o.name), resync: o.resync, indexer: ix, fifo: q, refl: r}, nil
+	return &shared{name: o.name, logger: o.logger.With("informer", o.name), resync: o.resync, indexer: ix, fifo: q, refl: r, lean: o.lean}, nil
 }
 
 func (s *shared) run(ctx context.Context) error {
@@ -520,6 +519,12 @@ func (s *shared) process(batch []fifo.Delta[Object]) error {
 func (s *shared) apply(d *fifo.Delta[Object], initial bool, notes []notification) []notification {
 	switch d.Type {
 	case fifo.Added, fifo.Updated, fifo.Replaced, fifo.Sync:
+		if s.lean.interns() {
+			// The pop loop is the cache's only writer: what Get returns
+			// is what Swap replaces.
+			prev, _ := s.indexer.GetByKey(d.Key)
+			s.lean.intern(d.Object, prev)
+		}
 		old, replaced, err := s.indexer.Swap(d.Object)
 		if err != nil {
 			s.logger.Error("informer: caching object", "key", d.Key, "err", err)
@@ -570,7 +575,9 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 		d := &batch[i]
 		switch {
 		case d.Type == fifo.Replaced:
-			if old, ok := s.indexer.GetByKey(d.Key); ok {
+			old, ok := s.indexer.GetByKey(d.Key)
+			s.lean.intern(d.Object, old) // before the Replace publishes it
+			if ok {
 				notes = append(notes, notification{typ: noteUpdate, old: old, obj: d.Object})
 			} else {
 				notes = append(notes, notification{typ: noteAdd, initial: initial, obj: d.Object})

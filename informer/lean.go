@@ -75,8 +75,12 @@ func internMeta(obj metav1.Object, intern func(string) string) {
 	}
 }
 
-// lean is the transform the FIFO applies: managedFields stripped (unless
-// keep), strings interned (unless noIntern), then the user's transform.
+// lean makes cached objects lean: the FIFO's transform strips managedFields
+// (unless keep) and runs the user's transform, on the watch's goroutine;
+// intern interns the strings of each object the informer is about to cache
+// (unless noIntern), on the informer's own goroutine, which writes the cache
+// and so reads the cached version of the object without contending with
+// anyone for the cache's lock.
 type lean struct {
 	keep, noIntern bool
 	// internUpdates walks updated objects whole; otherwise an object the
@@ -86,13 +90,9 @@ type lean struct {
 	user          func(Object) (Object, error)
 	logger        *slog.Logger
 	in            interner
-	// cached returns the version of an object the informer's cache holds
-	// (set once by the informer before it starts, nil before): interning
-	// takes the strings that did not change from it.
-	cached func(namespace, name string) (Object, bool)
 }
 
-// newLean returns the informer's transform, nil if it has nothing to do.
+// newLean returns the informer's lean, nil if it has nothing to do.
 //
 // A failing user transform must not stall the informer (the FIFO refuses a
 // whole relist when one object fails), so its error is logged and the object
@@ -104,25 +104,17 @@ func newLean(keep, noIntern, internUpdates bool, user func(Object) (Object, erro
 	return &lean{keep: keep, noIntern: noIntern, internUpdates: internUpdates, user: user, logger: logger}
 }
 
+// fifoTransform returns the FIFO's transform, nil if there is none.
+func (l *lean) fifoTransform() func(Object) (Object, error) {
+	if l == nil || (l.keep && l.user == nil) {
+		return nil
+	}
+	return l.transform
+}
+
 func (l *lean) transform(obj Object) (Object, error) {
 	if !l.keep {
 		obj.SetManagedFields(nil)
-	}
-	if !l.noIntern {
-		var prev Object
-		if l.cached != nil {
-			if p, ok := l.cached(obj.GetNamespace(), obj.GetName()); ok {
-				prev = p
-			}
-		}
-		// A relist brings back unchanged objects (same resourceVersion):
-		// walked whole against the cached version they take all of its
-		// canonical strings, so a relist costs no memory.
-		if prev != nil && !l.internUpdates && prev.GetResourceVersion() != obj.GetResourceVersion() {
-			l.in.internMetadata(obj, prev)
-		} else {
-			l.in.internObject(obj, prev)
-		}
 	}
 	if l.user != nil {
 		out, err := l.user(obj)
@@ -135,6 +127,26 @@ func (l *lean) transform(obj Object) (Object, error) {
 		l.logger.Error("informer: transform failed; caching the object untransformed", "namespace", obj.GetNamespace(), "name", obj.GetName(), "err", err)
 	}
 	return obj, nil
+}
+
+// interns reports whether intern does anything.
+func (l *lean) interns() bool { return l != nil && !l.noIntern }
+
+// intern interns obj, about to replace prev in the cache (nil: not cached).
+// Nobody else holds obj yet; prev's memory is never written. An update
+// (another resourceVersion) has only its metadata interned unless
+// internUpdates; a new object, and a relisted unchanged one (same
+// resourceVersion), are walked whole — against prev, whose canonical
+// strings they then take, so a relist costs no memory.
+func (l *lean) intern(obj, prev Object) {
+	if !l.interns() || obj == nil || obj == prev {
+		return
+	}
+	if prev != nil && !l.internUpdates && prev.GetResourceVersion() != obj.GetResourceVersion() {
+		l.in.internMetadata(obj, prev)
+	} else {
+		l.in.internObject(obj, prev)
+	}
 }
 
 // internStringMapFunc interns the keys and short values of m in place.

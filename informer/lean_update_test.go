@@ -33,12 +33,7 @@ func TestLeanUpdates(t *testing.T) {
 			if _, err := l.transform(prev); err != nil {
 				t.Fatal(err)
 			}
-			l.cached = func(ns, name string) (Object, bool) {
-				if ns == prev.Namespace && name == prev.Name {
-					return prev, true
-				}
-				return nil, false
-			}
+			l.intern(prev, nil)
 			next, _ := decodedPods(t)
 			if !tt.sameVersion {
 				next.ResourceVersion += "1"
@@ -50,6 +45,7 @@ func TestLeanUpdates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			l.intern(out, prev)
 			got := out.(*corev1.Pod)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatal("transform changed the object's content")

@@ -24,6 +24,10 @@ type Object interface {
 // server produced the changes. It never mutates an object after handing it
 // over. An error returned by the store is logged and does not stop the
 // reflector.
+//
+// An object handed to Add, Update, Delete or Replace is the store's from
+// then on (it may change it in place, on any goroutine): the reflector does
+// not read it again unless the call returns an error.
 type Store[T Object] interface {
 	// Add reports an object created (watch event ADDED).
 	Add(obj T) error

@@ -637,6 +637,10 @@ func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
 			r.log.Warn("watch event without object", "type", string(ev.Type))
 			continue
 		}
+		// Once the store has the object it is the store's (an informer
+		// interns it in place on another goroutine): read what the
+		// reflector needs of it first.
+		rv := ev.Object.GetResourceVersion()
 		var serr error
 		switch ev.Type {
 		case watch.Added:
@@ -646,16 +650,17 @@ func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
 		case watch.Deleted:
 			serr = r.store.Delete(ev.Object)
 		case watch.Bookmark:
-			serr = r.store.Bookmark(ev.Object.GetResourceVersion())
+			serr = r.store.Bookmark(rv)
 		default:
 			r.log.Warn("unknown watch event type", "type", string(ev.Type))
 			continue
 		}
 		if serr != nil {
+			// A rejected object stays the reflector's.
 			r.log.Error("store rejected a watch event", "type", string(ev.Type),
 				"namespace", ev.Object.GetNamespace(), "name", ev.Object.GetName(), "err", serr)
 		}
-		r.setRV(ev.Object.GetResourceVersion())
+		r.setRV(rv)
 	}
 }
 
