@@ -270,7 +270,7 @@ func (i *Informer[T]) Queued() int { return i.s.fifo.Len() }
 type sharedOptions struct {
 	name            string
 	logger          *slog.Logger
-	lean            *lean // nil: no transform
+	lean            *lean // nil: nothing to strip, transform or intern
 	indexers        map[string]cache.IndexFunc[Object]
 	resync          time.Duration
 	detectMutations bool

@@ -314,18 +314,18 @@ var typedJSON = jsoniter.Config{CaseSensitive: true}.Froze()
 
 // decodeTypedList decodes a list of typed objects with json-iterator
 // (about 2.4 times faster than encoding/json or sigs.k8s.io/json on Pods),
-// from the whole response (a page) in memory. A list json-iterator could
+// from the whole response (a page), kept in memory. A list json-iterator could
 // read differently from apimachinery — see listCheck; or items of a type
 // holding interface values — or that it refuses, is decoded by decodeStdList
 // instead, so results and errors are apimachinery's
 // (FuzzTypedDecodeMatchesAPIMachinery, FuzzTypedCRDecodeMatchesAPIMachinery).
 //
-// The page is cut into its parts in one quick sequential pass (splitList:
-// the list's own fields, and each item's bytes); the items are then checked
-// and decoded on up to GOMAXPROCS goroutines (decoding is nearly all of a
-// list's cost, and an informer's initial list is what its time to synced
-// is made of). Each goroutine decodes a contiguous run of items, so the
-// list keeps the server's order.
+// The page is cut into its parts while it is read, chunk by chunk
+// (listSplitter: the list's own fields, and each item's bytes); the items
+// are checked and decoded meanwhile on up to GOMAXPROCS goroutines, in
+// batches (itemDecoder: decoding is nearly all of a list's cost, and an
+// informer's initial list is what its time to synced is made of). The
+// batches are put back in order, so the list keeps the server's order.
 func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
 	// The page is kept in the chunks it was read in (one buffer grown by
 	// doubling would touch three times as much fresh memory, and joining
