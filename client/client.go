@@ -256,16 +256,19 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if !c.cached(gvk) {
 		return apiReader{c}.Get(ctx, key, obj)
 	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		key.Namespace = "" // as the server (and url) ignore it
+	}
 	inf, err := c.informerFor(ctx, obj, readScope(ctx, gvk))
 	if err != nil {
 		return err
 	}
 	cached, ok := inf.Get(key.Namespace, key.Name)
 	if !ok {
-		m, err := c.mapping(gvk)
-		if err != nil {
-			return err
-		}
 		return apierrors.NewNotFound(m.Resource.GroupResource(), key.Name)
 	}
 	if err := copyInto(obj, cached.DeepCopyObject()); err != nil {
@@ -348,6 +351,13 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	}
 	if o.Continue != "" {
 		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue); use Uncached()")
+	}
+	m, err := c.mapping(gvk)
+	if err != nil {
+		return err
+	}
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		o.Namespace = "" // as the server (and url) ignore it
 	}
 	scope := readScope(ctx, gvk)
 	if err := checkListScope(gvk, scope, o); err != nil {
@@ -577,14 +587,14 @@ func (c *Client) url(m *meta.RESTMapping, namespace, name, sub string) (*url.URL
 	if gv.Group == "" {
 		p = path.Join("/api", gv.Version)
 	}
+	// A cluster-scoped resource ignores the namespace, as controller-runtime
+	// does (and kube-apiserver clears metadata.namespace of such objects).
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
 	case namespaced && namespace != "":
 		p = path.Join(p, "namespaces", url.PathEscape(namespace))
 	case namespaced && name != "":
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("client: %s is namespaced: the object needs a namespace", m.Resource.GroupResource()))
-	case !namespaced && namespace != "":
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("client: %s is cluster-scoped: namespace must be empty, not %q", m.Resource.GroupResource(), namespace))
 	}
 	p = path.Join(p, m.Resource.Resource)
 	if name != "" {

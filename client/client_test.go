@@ -370,12 +370,11 @@ func TestErrors(t *testing.T) {
 		c := e.c
 		ns := e.Namespace
 		for name, err := range map[string]error{
-			"pod without namespace":      c.Create(ctx, newPod("", "x", nil)),
-			"namespace with a namespace": c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "x"}}),
-			"update without name":        c.Update(ctx, newPod(ns, "", nil)),
-			"unstructured without kind":  c.Get(ctx, ObjectKey{Name: "x"}, &unstructured.Unstructured{}),
-			"nil patch":                  c.Patch(ctx, newPod(ns, "x", nil), nil),
-			"invalid object":             c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "Not_Valid"}}),
+			"pod without namespace":     c.Create(ctx, newPod("", "x", nil)),
+			"update without name":       c.Update(ctx, newPod(ns, "", nil)),
+			"unstructured without kind": c.Get(ctx, ObjectKey{Name: "x"}, &unstructured.Unstructured{}),
+			"nil patch":                 c.Patch(ctx, newPod(ns, "x", nil), nil),
+			"invalid object":            c.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "Not_Valid"}}),
 		} {
 			if err == nil {
 				t.Errorf("%s: no error", name)

@@ -30,6 +30,10 @@
 // apierrors.IsNotFound, IsConflict and IsAlreadyExists work; [IgnoreNotFound]
 // and [IgnoreAlreadyExists] turn the expected ones into nil.
 //
+// A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
+// or an object's metadata) is ignored, as by controller-runtime and
+// kube-apiserver, cached or not.
+//
 // Typed objects (k8s.io/api structs, CRD structs registered in the Scheme),
 // *unstructured.Unstructured and *metav1.PartialObjectMetadata (with their
 // apiVersion and kind set) are all accepted; kinds map to resources through
