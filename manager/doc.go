@@ -64,8 +64,9 @@
 // # Shutdown
 //
 // When Start's context is cancelled, the manager stops the leader-only
-// runnables first (controllers let the reconciles in flight finish), then
-// releases the Lease, then stops the other runnables, the informers and last
+// runnables first (controllers let the reconciles in flight finish; the
+// leader keeps renewing its Lease meanwhile, so that no standby takes over
+// while they drain), then releases the Lease, then stops the other runnables, the informers and last
 // the servers, which answer probes and scrapes during the shutdown. The whole
 // shutdown is bounded by GracefulShutdownTimeout (default 30 s); runnables
 // still running then are abandoned and Start's error wraps

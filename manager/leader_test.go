@@ -288,3 +288,133 @@ func testStandbyIsReady(t *testing.T, env *apiservertest.Env) {
 		t.Fatal("the standby leads")
 	}
 }
+
+// drainer is a leader-only runnable that, once its context is cancelled,
+// keeps working for drain (a reconcile finishing) before it returns.
+type drainer struct {
+	drain   time.Duration
+	release chan struct{} // when non-nil, it returns only once this is closed
+	running atomic.Bool
+	started chan struct{}
+}
+
+func (d *drainer) NeedLeaderElection() bool { return true }
+
+func (d *drainer) Start(ctx context.Context) error {
+	d.running.Store(true)
+	close(d.started)
+	<-ctx.Done()
+	if d.release != nil {
+		<-d.release
+	} else {
+		time.Sleep(d.drain)
+	}
+	d.running.Store(false)
+	return nil
+}
+
+// While the leader's leader-only runnables drain after a cancel (here for
+// longer than the lease duration), the leader keeps renewing its Lease: a
+// standby must not take over while the old leader's work still runs. It
+// takes over once the drain is done and the Lease released.
+func TestLeaseHeldWhileLeaderRunnablesDrain(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testLeaseHeldWhileLeaderRunnablesDrain)
+}
+
+func testLeaseHeldWhileLeaderRunnablesDrain(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, env.Config()
+	a, b := newReplica(t, cfg, ns, "replica-a", false), newReplica(t, cfg, ns, "replica-b", false)
+	slow := &drainer{drain: testLease + 1500*time.Millisecond, started: make(chan struct{})}
+	if err := a.mgr.Add(slow); err != nil {
+		t.Fatal(err)
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	doneA := run(t, ctxA, a.mgr)
+	if !elected(a, 10*time.Second) {
+		t.Fatal("the only candidate was not elected")
+	}
+	<-slow.started
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	doneB := run(t, ctxB, b.mgr)
+
+	cancelA()
+	var overlap atomic.Bool
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		select {
+		case <-b.mgr.Elected():
+			overlap.Store(slow.running.Load())
+		case <-doneA:
+		}
+	}()
+	<-watching
+	if overlap.Load() {
+		t.Fatal("the standby was elected while the old leader's leader-only runnable was still draining")
+	}
+	if !elected(b, testLease) {
+		t.Fatal("the standby did not take over after the old leader stopped")
+	}
+	if slow.running.Load() {
+		t.Fatal("the old leader's runnable still runs after its Start returned")
+	}
+	cancelB()
+	if err := <-doneB; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// A leader that loses its Lease while a leader-only runnable ignores its
+// context still stops: Start returns within GracefulShutdownTimeout, with
+// ErrLeadershipLost and ErrShutdownTimeout.
+func TestLeadershipLostShutdownIsBounded(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testLeadershipLostShutdownIsBounded)
+}
+
+func testLeadershipLostShutdownIsBounded(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, env.Config()
+	mgr, err := manager.New(cfg, manager.Options{
+		LeaderElection:          true,
+		LeaderElectionID:        electionID,
+		LeaderElectionNamespace: ns,
+		LeaderElectionIdentity:  "replica-a",
+		LeaseDuration:           testLease,
+		RenewDeadline:           testRenew,
+		RetryPeriod:             testRetry,
+		GracefulShutdownTimeout: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := &drainer{release: make(chan struct{}), started: make(chan struct{})}
+	defer close(stuck.release)
+	if err := mgr.Add(stuck); err != nil {
+		t.Fatal(err)
+	}
+	done := run(t, context.Background(), mgr)
+	<-stuck.started
+
+	c := mgr.Client().Uncached()
+	eventually(t, "the Lease to be taken over", func() bool {
+		lease := &coordinationv1.Lease{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
+			t.Fatal(err)
+		}
+		lease.Spec.HolderIdentity = new("thief")
+		err := mgr.Client().Update(context.Background(), lease)
+		if err != nil && !apierrors.IsConflict(err) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	select {
+	case err := <-done:
+		if !errors.Is(err, manager.ErrLeadershipLost) || !errors.Is(err, manager.ErrShutdownTimeout) {
+			t.Fatalf("Start: %v, want ErrLeadershipLost and ErrShutdownTimeout", err)
+		}
+	case <-time.After(testRenew + 10*time.Second):
+		t.Fatal("Start did not return after the lease was lost (a leader-only runnable ignores its context)")
+	}
+}

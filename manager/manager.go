@@ -331,8 +331,15 @@ func (m *Manager) Start(ctx context.Context) error {
 	defer stopOthers()
 	m.others.start(othersCtx)
 
+	// leaderCtx stops the leader-only runnables; electorCtx stops the
+	// elector, which renews the Lease until then. The shutdown cancels
+	// electorCtx only after the leader-only runnables have returned (as
+	// controller-runtime does): a standby must not take over while they
+	// still drain, however long that takes within GracefulShutdownTimeout.
 	leaderCtx, stopLeader := context.WithCancel(base)
 	defer stopLeader()
+	electorCtx, stopElector := context.WithCancel(base)
+	defer stopElector()
 	electorDone := make(chan struct{})
 	if m.elector == nil {
 		m.elect.Do(func() { close(m.electedCh) })
@@ -341,13 +348,24 @@ func (m *Manager) Start(ctx context.Context) error {
 	} else {
 		go func() {
 			defer close(electorDone)
-			err := m.elector.Run(leaderCtx, func(lctx context.Context) {
+			err := m.elector.Run(electorCtx, func(lctx context.Context) {
 				m.log.Info("leading: starting leader-only runnables", "lease", m.opts.LeaderElectionID, "identity", m.elector.Identity())
 				m.elect.Do(func() { close(m.electedCh) })
-				m.leaders.start(lctx)
-				<-lctx.Done()
+				// The runnables stop when leadership is lost (lctx, cause
+				// ErrLeadershipLost) or when the shutdown stops them
+				// (leaderCtx).
+				rctx, cancel := context.WithCancelCause(lctx)
+				defer cancel(nil)
+				unhook := context.AfterFunc(leaderCtx, func() { cancel(context.Canceled) })
+				defer unhook()
+				m.leaders.start(rctx)
+				<-rctx.Done()
 				m.leaders.stop()
-				<-m.leaders.wait()
+				// Return without waiting for the runnables: on a loss, Run
+				// then returns at once and the shutdown (which waits for
+				// them, within GracefulShutdownTimeout) begins; on a
+				// shutdown, Start waits for them before it stops the
+				// elector, which renews the Lease meanwhile.
 			})
 			if err != nil {
 				m.fail(fmt.Errorf("manager: leader election: %w", err))
@@ -376,10 +394,12 @@ func (m *Manager) Start(ctx context.Context) error {
 			timedOut = append(timedOut, what)
 		}
 	}
-	// 1. Leader-only runnables; the elector releases the Lease after them.
+	// 1. Leader-only runnables, while the elector still renews the Lease;
+	// then the elector, which releases the Lease.
 	m.leaders.stop()
 	stopLeader()
 	wait("leader-only runnables", m.leaders.wait())
+	stopElector()
 	wait("leader election", electorDone)
 	// 2. The other runnables.
 	m.others.stop()
