@@ -334,9 +334,10 @@ func (c *Client) itemOf(list ObjectList) (Object, schema.GroupVersionKind, error
 
 // List fills list with the matching objects, sorted by namespace and name:
 // deep copies of cached objects when the kind is cached, else the server's
-// answer. With ReadScopes in ctx, a cached kind lists only its scope, and a
-// namespace outside the scope is an error wrapping ErrOutOfScope: see
-// WithReadScopes.
+// answer. A cached List does not paginate: one cut by Limit has a Continue
+// token that a cached List refuses. With ReadScopes in ctx, a cached kind
+// lists only its scope, and a namespace outside the scope is an error
+// wrapping ErrOutOfScope: see WithReadScopes.
 func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) error {
 	item, gvk, err := c.itemOf(list)
 	if err != nil {
@@ -350,7 +351,7 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 		opt(&o)
 	}
 	if o.Continue != "" {
-		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue); use Uncached()")
+		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue): list without Limit, or use Uncached()")
 	}
 	m, err := c.mapping(gvk)
 	if err != nil {
@@ -377,8 +378,10 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 		}
 		return strings.Compare(a.GetName(), b.GetName())
 	})
+	more := ""
 	if o.Limit > 0 && int64(len(objs)) > o.Limit {
 		objs = objs[:o.Limit]
+		more = cacheContinue
 	}
 	out := make([]runtime.Object, len(objs))
 	for i, obj := range objs {
@@ -390,9 +393,14 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 		return fmt.Errorf("client: filling %T: %w", list, err)
 	}
 	list.SetResourceVersion(inf.LastSyncResourceVersion())
-	list.SetContinue("")
+	list.SetContinue(more)
 	return nil
 }
+
+// cacheContinue is the Continue of a cached List cut by Limit: it tells a
+// pagination loop that the list is incomplete, and a cached List refuses it
+// (as any Continue), so the loop fails instead of missing objects.
+const cacheContinue = "kloop-cache-does-not-paginate"
 
 // selectCached returns the cached objects matching o (shared: not copied).
 func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]informer.Object, error) {

@@ -18,9 +18,12 @@ type ListOptions struct {
 	// named "field:<field>" can be selected on, with = or ==.
 	FieldSelector fields.Selector
 	// Limit returns at most this many objects (0: all). Uncached lists
-	// return a Continue token on the list's metadata for the next page.
+	// return a Continue token on the list's metadata for the next page. A
+	// cached List cut by Limit returns a Continue token too, but the cache
+	// refuses it: it does not paginate.
 	Limit int64
-	// Continue is the token of the next page (uncached lists only).
+	// Continue is the token of the next page (uncached lists only: a
+	// cached List with a Continue is a BadRequest).
 	Continue string
 }
 
