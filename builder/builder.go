@@ -22,6 +22,7 @@ import (
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/workqueue"
 )
 
 // Option qualifies one For, Owns or Watches.
@@ -275,6 +276,20 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	if opts.QueueMetrics == nil {
 		opts.QueueMetrics = b.mgr.QueueMetrics()
 	}
+	// The controller and its queue register their statistics under the
+	// controller's name as they are made, and a registration replaces one
+	// of the same name: held until the manager has accepted the controller,
+	// so that a Build that fails (the name is taken, a watch cannot be made)
+	// never takes over the series of the controller that has the name.
+	ctrlMetrics, queueMetrics := opts.Metrics, opts.QueueMetrics
+	var heldCtrl held[controller.Stats]
+	var heldQueue held[workqueue.Stats]
+	if ctrlMetrics != nil {
+		opts.Metrics = &heldCtrl
+	}
+	if queueMetrics != nil {
+		opts.QueueMetrics = &heldQueue
+	}
 	c, err := controller.New(name, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("builder: %w", err)
@@ -334,6 +349,12 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	if err := b.mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("builder: %w", err)
 	}
+	if heldCtrl.read != nil {
+		ctrlMetrics.Register(heldCtrl.name, heldCtrl.read)
+	}
+	if heldQueue.read != nil {
+		queueMetrics.Register(heldQueue.name, heldQueue.read)
+	}
 	ready := func(*http.Request) error {
 		var waiting []string
 		for _, k := range kinds {
@@ -351,6 +372,16 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	}
 	return c, nil
 }
+
+// held keeps the one registration a controller or a work queue makes (as
+// controller.MetricsProvider and workqueue.MetricsProvider) until Build
+// passes it on.
+type held[S any] struct {
+	name string
+	read func(*S)
+}
+
+func (h *held[S]) Register(name string, read func(*S)) { h.name, h.read = name, read }
 
 // readScopes returns the scope of the reads of each kind that all of the
 // controller's watches of it share (in whatever form), for the kinds whose

@@ -1,0 +1,97 @@
+package builder_test
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/builder"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/manager"
+)
+
+// sample returns the value of the metric name whose labels include want, or
+// -1 when the registry has no such series.
+func sample(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue metrics
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// A Complete that fails (the name is taken, or a watch cannot be made) must
+// leave the metrics of the controller that holds the name alone: its
+// reconciles stay counted under its name.
+func TestFailedCompleteKeepsMetrics(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		tests := []struct {
+			name   string
+			cm     string
+			second func(mgr *manager.Manager, name string) error
+		}{
+			{"name taken", "cm-taken", func(mgr *manager.Manager, name string) error {
+				return builder.ControllerManagedBy(mgr).Named(name).For(&corev1.Secret{}).Complete(&counter{})
+			}},
+			{"watch fails after the controller is made", "cm-badscope", func(mgr *manager.Manager, name string) error {
+				return builder.ControllerManagedBy(mgr).Named(name).For(&corev1.Secret{},
+					builder.WithScope(informer.Scope{LabelSelector: "a in (("})).Complete(&counter{})
+			}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				reg := prometheus.NewRegistry()
+				mgr, err := manager.New(env.Config(), manager.Options{Registerer: reg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				const name = "keeper"
+				r := &counter{ns: env.Namespace}
+				if err := builder.ControllerManagedBy(mgr).Named(name).For(&corev1.ConfigMap{}).Complete(r); err != nil {
+					t.Fatal(err)
+				}
+				if err := tt.second(mgr, name); err == nil {
+					t.Fatal("second Complete succeeded")
+				}
+				start(t, mgr)
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: tt.cm}}
+				create(t, mgr.Client(), cm)
+				eventually(t, "a reconcile of "+tt.cm, func() bool { return r.get(tt.cm) > 0 })
+				total := map[string]string{"controller": name, "result": "success"}
+				eventually(t, "reconcile_total counting the reconcile", func() bool {
+					return sample(t, reg, "controller_runtime_reconcile_total", total) >= 1
+				})
+				if got := sample(t, reg, "workqueue_adds_total", map[string]string{"name": name}); got < 1 {
+					t.Errorf("workqueue_adds_total{name=%q} = %v, want >= 1", name, got)
+				}
+			})
+		}
+	})
+}
