@@ -719,16 +719,34 @@ func (c *Client) writeQuery(opts []WriteOption) (WriteOptions, url.Values) {
 	return o, q
 }
 
+// wholeObject refuses a write that sends obj whole (Create, Update, Status
+// update) when obj is metadata-only: the server would store an object
+// without its spec, data or status.
+func wholeObject(obj Object, verb string) error {
+	if _, ok := obj.(*metav1.PartialObjectMetadata); ok {
+		return apierrors.NewBadRequest(fmt.Sprintf("client: cannot %s a metadata-only object (*metav1.PartialObjectMetadata): the server would drop everything but its metadata; use Patch", verb))
+	}
+	return nil
+}
+
 // Create creates obj on the server and fills it with the server's answer.
 // A name taken is an error for which apierrors.IsAlreadyExists is true.
+// obj cannot be metadata-only.
 func (c *Client) Create(ctx context.Context, obj Object, opts ...WriteOption) error {
+	if err := wholeObject(obj, "create"); err != nil {
+		return err
+	}
 	_, q := c.writeQuery(opts)
 	return c.write(ctx, http.MethodPost, obj, "", true, "application/json", nil, q)
 }
 
 // Update replaces obj on the server (optimistic concurrency on its
 // resourceVersion: a stale one is a Conflict) and fills it with the answer.
+// obj cannot be metadata-only: Patch a metadata-only object instead.
 func (c *Client) Update(ctx context.Context, obj Object, opts ...WriteOption) error {
+	if err := wholeObject(obj, "update"); err != nil {
+		return err
+	}
 	_, q := c.writeQuery(opts)
 	return c.write(ctx, http.MethodPut, obj, "", false, "application/json", nil, q)
 }
@@ -801,7 +819,11 @@ func (c *Client) Status() *StatusWriter { return &StatusWriter{c: c} }
 type StatusWriter struct{ c *Client }
 
 // Update replaces obj's status on the server and fills obj with the answer.
+// obj cannot be metadata-only.
 func (s *StatusWriter) Update(ctx context.Context, obj Object, opts ...WriteOption) error {
+	if err := wholeObject(obj, "update the status of"); err != nil {
+		return err
+	}
 	_, q := s.c.writeQuery(opts)
 	return s.c.write(ctx, http.MethodPut, obj, "status", false, "application/json", nil, q)
 }

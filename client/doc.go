@@ -37,5 +37,8 @@
 // Typed objects (k8s.io/api structs, CRD structs registered in the Scheme),
 // *unstructured.Unstructured and *metav1.PartialObjectMetadata (with their
 // apiVersion and kind set) are all accepted; kinds map to resources through
-// the factory's Mapper (discovery by default).
+// the factory's Mapper (discovery by default). A metadata-only object is
+// read, patched and deleted, never created or updated (Create, Update and
+// Status().Update refuse it: the server would drop everything but its
+// metadata).
 package client
