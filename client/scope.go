@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kloop.dev/kloop/informer"
@@ -72,9 +73,19 @@ func readScope(ctx context.Context, gvk schema.GroupVersionKind) informer.Scope 
 }
 
 // checkListScope returns an error wrapping ErrOutOfScope when o asks for a
-// namespace (InNamespace or a metadata.namespace field) outside scope's.
+// namespace (InNamespace or a metadata.namespace field) outside scope's (its
+// Namespace, or a metadata.namespace=X in its FieldSelector).
 func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOptions) error {
-	if scope.Namespace == "" {
+	scopeNS := scope.Namespace
+	if scopeNS == "" && scope.FieldSelector != "" {
+		// A scope of one namespace by field selector excludes the others
+		// just as well. (An invalid selector has no informer: the read fails
+		// there.)
+		if sel, err := fields.ParseSelector(scope.FieldSelector); err == nil {
+			scopeNS, _ = sel.RequiresExactMatch("metadata.namespace")
+		}
+	}
+	if scopeNS == "" {
 		return nil
 	}
 	asked := []string{o.Namespace}
@@ -86,9 +97,9 @@ func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOpt
 		}
 	}
 	for _, ns := range asked {
-		if ns != "" && ns != scope.Namespace {
+		if ns != "" && ns != scopeNS {
 			msg := fmt.Sprintf("cannot list %s in namespace %q: this controller's cache holds namespace %q only (builder.WithScope); use Uncached() to read other namespaces",
-				gvk.Kind, ns, scope.Namespace)
+				gvk.Kind, ns, scopeNS)
 			return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
 		}
 	}

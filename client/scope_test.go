@@ -27,6 +27,7 @@ var (
 func TestReadScopesContext(t *testing.T) {
 	teamA := informer.Scope{Namespace: "a"}
 	labeled := informer.Scope{LabelSelector: "app=web"}
+	byField := informer.Scope{FieldSelector: "metadata.namespace=a"}
 	one := ReadScopes{configMapGVK: teamA}
 	other := ReadScopes{secretGVK: labeled}
 	tests := []struct {
@@ -77,6 +78,12 @@ func TestReadScopesContext(t *testing.T) {
 		{"another namespace by field", teamA, ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.namespace", "b")}, true},
 		{"another namespace by field, with the scope's", teamA, ListOptions{Namespace: "a", FieldSelector: fields.OneTermEqualSelector("metadata.namespace", "b")}, true},
 		{"not another namespace", teamA, ListOptions{FieldSelector: fields.OneTermNotEqualSelector("metadata.namespace", "b")}, false},
+		{"the namespace of a field scope", byField, ListOptions{Namespace: "a"}, false},
+		{"another namespace than a field scope's", byField, ListOptions{Namespace: "b"}, true},
+		{"another namespace than a field scope's, by field", byField, ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.namespace", "b")}, true},
+		{"another namespace than a field scope's (==)", informer.Scope{FieldSelector: "metadata.namespace==a"}, ListOptions{Namespace: "b"}, true},
+		{"another namespace than a field scope's (with another field)", informer.Scope{FieldSelector: "spec.x=y,metadata.namespace=a"}, ListOptions{Namespace: "b"}, true},
+		{"a field scope excluding a namespace", informer.Scope{FieldSelector: "metadata.namespace!=a"}, ListOptions{Namespace: "b"}, false},
 	}
 	for _, tt := range lists {
 		t.Run("list/"+tt.name, func(t *testing.T) {
