@@ -60,6 +60,20 @@ func BenchmarkWatchDecode(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/event")
 	})
+	b.Run("kloop-std", func(b *testing.B) { // the fast path off: sigs.k8s.io/json's streaming decoder
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			d := newEventDecoder(bytes.NewReader(data), newPod, false)
+			d.dec, d.fast = newDecoder(d.fast.r, false), nil
+			for range benchEvents {
+				if _, err := d.next(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/event")
+	})
 	b.Run("apimachinery", func(b *testing.B) {
 		scheme := runtime.NewScheme()
 		if err := corev1.AddToScheme(scheme); err != nil {

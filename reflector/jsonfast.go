@@ -1,0 +1,122 @@
+package reflector
+
+import (
+	"bytes"
+	"strings"
+	"time"
+	"unsafe"
+
+	jsoniter "github.com/json-iterator/go"
+	"github.com/modern-go/reflect2"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// typedJSON is json-iterator configured to match keys case-sensitively, as
+// apimachinery does, with decoders of its own for the two value types every
+// object is full of (metav1.Time, resource.Quantity): json-iterator would
+// copy their bytes and call their UnmarshalJSON, which decodes them once
+// more. They read the value in place and give what UnmarshalJSON gives; what
+// they are unsure of is an error, and an error sends the object to
+// apimachinery's decoding (FuzzTypedDecodeMatchesAPIMachinery). The config
+// only caches per-type decoders (as encoding/json does internally); nothing
+// about it changes after this initialization.
+var typedJSON = func() jsoniter.API {
+	api := jsoniter.Config{CaseSensitive: true}.Froze()
+	api.RegisterExtension(&valueTypes{})
+	return api
+}()
+
+type valueTypes struct{ jsoniter.DummyExtension }
+
+var (
+	timeType     = reflect2.TypeOf(metav1.Time{})
+	quantityType = reflect2.TypeOf(resource.Quantity{})
+)
+
+func (*valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
+	switch typ {
+	case timeType:
+		return timeDecoder{}
+	case quantityType:
+		return quantityDecoder{}
+	}
+	return nil
+}
+
+// plainSlice reads a string's bytes as they are in the input when it has no
+// escape; ok is false (and an error reported) otherwise.
+func plainSlice(iter *jsoniter.Iterator, what string) (b []byte, ok bool) {
+	b = iter.ReadStringAsSlice() // up to the first quote, unescaped: see below
+	if iter.Error != nil {
+		return nil, false
+	}
+	if bytes.IndexByte(b, '\\') >= 0 {
+		iter.ReportError(what, "escaped string")
+		return nil, false
+	}
+	return b, true
+}
+
+// timeDecoder decodes a metav1.Time as its UnmarshalJSON does: null is the
+// zero time, a string is an RFC 3339 time made local.
+type timeDecoder struct{}
+
+func (timeDecoder) Decode(ptr unsafe.Pointer, iter *jsoniter.Iterator) {
+	t := (*metav1.Time)(ptr)
+	switch iter.WhatIsNext() {
+	case jsoniter.NilValue:
+		iter.ReadNil()
+		t.Time = time.Time{}
+	case jsoniter.StringValue:
+		b, ok := plainSlice(iter, "metav1.Time")
+		if !ok {
+			return
+		}
+		// The bytes are only read during the call (an error's text is
+		// copied by ReportError).
+		pt, err := time.Parse(time.RFC3339, unsafe.String(unsafe.SliceData(b), len(b)))
+		if err != nil {
+			iter.ReportError("metav1.Time", err.Error())
+			return
+		}
+		t.Time = pt.Local()
+	default:
+		iter.ReportError("metav1.Time", "not a string")
+	}
+}
+
+// quantityDecoder decodes a resource.Quantity as its UnmarshalJSON does: a
+// string's bytes (not unescaped) or a number's text, space trimmed, parsed.
+type quantityDecoder struct{}
+
+func (quantityDecoder) Decode(ptr unsafe.Pointer, iter *jsoniter.Iterator) {
+	q := (*resource.Quantity)(ptr)
+	var s string
+	switch iter.WhatIsNext() {
+	case jsoniter.NilValue:
+		iter.ReadNil()
+		if err := q.UnmarshalJSON([]byte("null")); err != nil {
+			iter.ReportError("resource.Quantity", err.Error())
+		}
+		return
+	case jsoniter.StringValue:
+		b, ok := plainSlice(iter, "resource.Quantity")
+		if !ok {
+			return
+		}
+		s = string(b)
+	case jsoniter.NumberValue:
+		s = string(iter.ReadNumber())
+	default:
+		iter.ReportError("resource.Quantity", "not a string or a number")
+		return
+	}
+	parsed, err := resource.ParseQuantity(strings.TrimSpace(s))
+	if err != nil {
+		iter.ReportError("resource.Quantity", err.Error())
+		return
+	}
+	*q = parsed
+}
