@@ -352,8 +352,10 @@ func (c *Controller) work(ctx context.Context) {
 		if shutdown {
 			return
 		}
-		if c.stopping.Load() {
-			c.queue.Done(req) // shutting down: leave it for the next start
+		if c.stopping.Load() || ctx.Err() != nil {
+			// Shutting down (ctx is cancelled at once, stopping only once
+			// the sources have stopped): leave it for the next start.
+			c.queue.Done(req)
 			continue
 		}
 		c.stats.active.Add(1)
