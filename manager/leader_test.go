@@ -396,6 +396,21 @@ func testLeadershipLostShutdownIsBounded(t *testing.T, env *apiservertest.Env) {
 	done := run(t, context.Background(), mgr)
 	<-stuck.started
 
+	stealLease(t, mgr, ns)
+	select {
+	case err := <-done:
+		if !errors.Is(err, manager.ErrLeadershipLost) || !errors.Is(err, manager.ErrShutdownTimeout) {
+			t.Fatalf("Start: %v, want ErrLeadershipLost and ErrShutdownTimeout", err)
+		}
+	case <-time.After(testRenew + 10*time.Second):
+		t.Fatal("Start did not return after the lease was lost (a leader-only runnable ignores its context)")
+	}
+}
+
+// stealLease writes another holder into the election's Lease (retrying when
+// a renewal of the leader came between the read and the write).
+func stealLease(t *testing.T, mgr *manager.Manager, ns string) {
+	t.Helper()
 	c := mgr.Client().Uncached()
 	eventually(t, "the Lease to be taken over", func() bool {
 		lease := &coordinationv1.Lease{}
@@ -409,12 +424,45 @@ func testLeadershipLostShutdownIsBounded(t *testing.T, env *apiservertest.Env) {
 		}
 		return err == nil
 	})
+}
+
+// A runnable that returns its context's error once that context is
+// cancelled has not failed: when leadership is lost, Start's error is the
+// loss, not "context canceled" from the leader-only runnables it stopped.
+func TestCancelledRunnableIsNotAFailure(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testCancelledRunnableIsNotAFailure)
+}
+
+func testCancelledRunnableIsNotAFailure(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, env.Config()
+	a := newReplica(t, cfg, ns, "replica-a", false)
+	started := make(chan struct{})
+	for range 8 {
+		if err := a.mgr.Add(leaderOnlyFunc(func(ctx context.Context) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := run(t, context.Background(), a.mgr)
+	for range 8 {
+		<-started
+	}
+	stealLease(t, a.mgr, ns)
 	select {
 	case err := <-done:
-		if !errors.Is(err, manager.ErrLeadershipLost) || !errors.Is(err, manager.ErrShutdownTimeout) {
-			t.Fatalf("Start: %v, want ErrLeadershipLost and ErrShutdownTimeout", err)
+		if !errors.Is(err, manager.ErrLeadershipLost) || errors.Is(err, context.Canceled) {
+			t.Fatalf("Start: %v, want ErrLeadershipLost only", err)
 		}
-	case <-time.After(testRenew + 10*time.Second):
-		t.Fatal("Start did not return after the lease was lost (a leader-only runnable ignores its context)")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager kept running after its lease was taken")
 	}
 }
+
+// leaderOnlyFunc is a RunnableFunc that needs leadership.
+type leaderOnlyFunc func(ctx context.Context) error
+
+func (f leaderOnlyFunc) Start(ctx context.Context) error { return f(ctx) }
+func (leaderOnlyFunc) NeedLeaderElection() bool          { return true }

@@ -10,9 +10,10 @@ import (
 )
 
 // Runnable is anything the manager runs: Start blocks until ctx is
-// cancelled and then returns nil, or returns an error early when it fails
-// (the manager then stops everything and Start returns that error). A
-// Runnable that returns nil early has simply finished.
+// cancelled and then returns nil (or ctx's error, which is taken as nil), or
+// returns an error early when it fails (the manager then stops everything
+// and Start returns that error). A Runnable that returns nil early has
+// simply finished.
 type Runnable interface {
 	Start(ctx context.Context) error
 }
@@ -95,6 +96,11 @@ func (g *group) launchLocked(r Runnable) {
 	go func() {
 		defer g.wg.Done()
 		if err := r.Start(ctx); err != nil {
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				// It reports its own cancellation (by a shutdown or a lost
+				// election): it has stopped, it has not failed.
+				return
+			}
 			g.fail(fmt.Errorf("manager: %s runnable %s: %w", g.name, describe(r), err))
 		}
 	}()
