@@ -405,8 +405,12 @@ const cacheContinue = "kloop-cache-does-not-paginate"
 // selectCached returns the cached objects matching o (shared: not copied).
 func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]informer.Object, error) {
 	var objs []informer.Object
+	// name and ns hold when set (an empty value selects an empty field: no
+	// object has an empty name; cluster-scoped objects have no namespace).
 	var name string
+	var nameSet bool
 	ns := o.Namespace
+	nsSet := ns != ""
 	var indexed []struct{ field, value string }
 	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
 		for _, r := range o.FieldSelector.Requirements() {
@@ -415,12 +419,15 @@ func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]inf
 			}
 			switch r.Field {
 			case "metadata.name":
-				name = r.Value
+				if nameSet && name != r.Value {
+					return nil, nil // two names: nothing matches both
+				}
+				name, nameSet = r.Value, true
 			case "metadata.namespace":
-				if ns != "" && ns != r.Value {
+				if nsSet && ns != r.Value {
 					return nil, nil
 				}
-				ns = r.Value
+				ns, nsSet = r.Value, true
 			default:
 				if !inf.HasIndex("field:" + r.Field) {
 					return nil, apierrors.NewBadRequest(fmt.Sprintf("client: field %q is not indexed in the cache (add an index named %q, or use Uncached())", r.Field, "field:"+r.Field))
@@ -435,18 +442,18 @@ func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]inf
 		if objs, err = inf.ByIndex("field:"+indexed[0].field, indexed[0].value); err != nil {
 			return nil, err
 		}
-	case name != "" && ns != "":
+	case nameSet && nsSet:
 		if obj, ok := inf.Get(ns, name); ok {
 			objs = []informer.Object{obj}
 		}
-	case ns != "":
+	case nsSet:
 		objs = inf.ListNamespace(ns)
 	default:
 		objs = inf.List()
 	}
 	out := objs[:0]
 	for _, obj := range objs {
-		if ns != "" && obj.GetNamespace() != ns || name != "" && obj.GetName() != name {
+		if nsSet && obj.GetNamespace() != ns || nameSet && obj.GetName() != name {
 			continue
 		}
 		if o.LabelSelector != nil && !o.LabelSelector.Empty() && !o.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
