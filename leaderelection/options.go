@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -44,7 +45,8 @@ type Options struct {
 	// LeaseDuration is how long candidates that are not leading wait, after
 	// they last observed a change of the Lease, before they take it over. It
 	// is written to the Lease in whole seconds (leaseDurationSeconds), so it
-	// must be a whole number of seconds. Default: 15 s.
+	// must be a whole number of seconds, at most math.MaxInt32 seconds.
+	// Default: 15 s.
 	LeaseDuration time.Duration
 	// RenewDeadline is how long the leader keeps leading without a
 	// successful renewal; it then gives leadership up. Measured from the
@@ -135,6 +137,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.LeaseDuration < time.Second:
 		errs = append(errs, fmt.Errorf("LeaseDuration %v must be at least 1s", o.LeaseDuration))
+	case o.LeaseDuration > math.MaxInt32*time.Second:
+		errs = append(errs, fmt.Errorf("LeaseDuration %v must be at most %ds (the Lease stores leaseDurationSeconds as an int32)", o.LeaseDuration, math.MaxInt32))
 	case o.LeaseDuration%time.Second != 0:
 		errs = append(errs, fmt.Errorf("LeaseDuration %v must be a whole number of seconds (the Lease stores leaseDurationSeconds)", o.LeaseDuration))
 	}

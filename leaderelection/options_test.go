@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"bytes"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -57,6 +58,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"jitter bound exact", Options{Name: "x", RenewDeadline: 2400 * time.Millisecond}, "must be greater than RetryPeriod"},
 		{"jitter bound just met", Options{Name: "x", RenewDeadline: 2401 * time.Millisecond}, ""},
 		{"fractional lease", Options{Name: "x", LeaseDuration: 15500 * time.Millisecond}, "whole number of seconds"},
+		{"lease beyond leaseDurationSeconds (int32)", Options{Name: "x", LeaseDuration: (math.MaxInt32 + 1) * time.Second}, "at most 2147483647s"},
+		{"longest lease", Options{Name: "x", LeaseDuration: math.MaxInt32 * time.Second}, ""},
 		{"sub-second lease", Options{Name: "x", LeaseDuration: 500 * time.Millisecond, RenewDeadline: 400 * time.Millisecond, RetryPeriod: 100 * time.Millisecond}, "at least 1s"},
 		{"negative renew deadline", Options{Name: "x", RenewDeadline: -time.Second}, "RenewDeadline -1s must be greater than zero"},
 		{"negative retry", Options{Name: "x", RetryPeriod: -time.Second}, "RetryPeriod -1s must be greater than zero"},
