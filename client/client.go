@@ -334,8 +334,9 @@ func (c *Client) itemOf(list ObjectList) (Object, schema.GroupVersionKind, error
 
 // List fills list with the matching objects, sorted by namespace and name:
 // deep copies of cached objects when the kind is cached, else the server's
-// answer. A cached List does not paginate: one cut by Limit has a Continue
-// token that a cached List refuses. With ReadScopes in ctx, a cached kind
+// answer. A cached List has no resourceVersion (as controller-runtime's)
+// and does not paginate: one cut by Limit has a Continue token that a
+// cached List refuses. With ReadScopes in ctx, a cached kind
 // lists only its scope, and a namespace outside the scope is an error
 // wrapping ErrOutOfScope: see WithReadScopes.
 func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) error {
@@ -392,7 +393,10 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if err := meta.SetList(list, out); err != nil {
 		return fmt.Errorf("client: filling %T: %w", list, err)
 	}
-	list.SetResourceVersion(inf.LastSyncResourceVersion())
+	// No resourceVersion: the reflector's is ahead of the cache while the
+	// informer applies what the watch brought, and a list at version X must
+	// hold every change up to X (to watch from it, list Uncached()).
+	list.SetResourceVersion("")
 	list.SetContinue(more)
 	return nil
 }
