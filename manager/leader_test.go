@@ -466,3 +466,49 @@ type leaderOnlyFunc func(ctx context.Context) error
 
 func (f leaderOnlyFunc) Start(ctx context.Context) error { return f(ctx) }
 func (leaderOnlyFunc) NeedLeaderElection() bool          { return true }
+
+// failLeaseWrites fails the PUTs to Leases once fail is set.
+type failLeaseWrites struct {
+	next http.RoundTripper
+	fail *atomic.Bool
+}
+
+func (f failLeaseWrites) RoundTrip(req *http.Request) (*http.Response, error) {
+	if f.fail.Load() && req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/leases/") {
+		return nil, errors.New("injected: lease write refused")
+	}
+	return f.next.RoundTrip(req)
+}
+
+// Start returns nil after a cancellation even when the Lease could not be
+// released (it then expires after the lease duration), as documented and
+// as controller-runtime does: the failure is logged, it is no failure of the
+// manager.
+func TestReleaseFailureAfterCancel(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testReleaseFailureAfterCancel)
+}
+
+func testReleaseFailureAfterCancel(t *testing.T, env *apiservertest.Env) {
+	ns, cfg := env.Namespace, env.Config()
+	var fail atomic.Bool
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return failLeaseWrites{next: rt, fail: &fail} }
+	a := newReplica(t, cfg, ns, "replica-a", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := run(t, ctx, a.mgr)
+	if !elected(a, 10*time.Second) {
+		t.Fatal("the only candidate was not elected")
+	}
+	fail.Store(true)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Start after a cancellation: %v, want nil", err)
+	}
+	lease := &coordinationv1.Lease{}
+	if err := a.mgr.Client().Uncached().Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
+		t.Fatal(err)
+	}
+	if h := lease.Spec.HolderIdentity; h == nil || *h != "replica-a" {
+		t.Fatalf("the Lease's holder is %v: the release was not refused", h)
+	}
+}

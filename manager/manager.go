@@ -367,7 +367,13 @@ func (m *Manager) Start(ctx context.Context) error {
 				// shutdown, Start waits for them before it stops the
 				// elector, which renews the Lease meanwhile.
 			})
-			if err != nil {
+			switch {
+			case err == nil:
+			case electorCtx.Err() != nil && !errors.Is(err, ErrLeadershipLost):
+				// The release at shutdown failed (the elector logged it):
+				// the Lease expires after LeaseDuration. Not a failure of
+				// the manager, which was asked to stop.
+			default:
 				m.fail(fmt.Errorf("manager: leader election: %w", err))
 			}
 		}()
