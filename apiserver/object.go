@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -146,4 +147,44 @@ func parseRV(s string) (int64, error) {
 		return 0, field.Invalid(field.NewPath("resourceVersion"), s, err.Error())
 	}
 	return int64(v), nil
+}
+
+// jsonEqual is reflect.DeepEqual for JSON trees (maps, slices, strings,
+// int64, float64, bool, nil as decodeMap makes them), several times faster;
+// any other type is compared by reflect.DeepEqual. As DeepEqual, a nil map
+// or slice differs from an empty one.
+func jsonEqual(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !jsonEqual(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !jsonEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64, float64, bool:
+		return a == b
+	case nil:
+		return b == nil
+	}
+	return reflect.DeepEqual(a, b)
 }

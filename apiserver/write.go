@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -689,7 +688,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if _, ok := om["generation"]; ok && specChanged(k, obj, old) {
 		m["generation"] = integer(old, "metadata", "generation") + 1
 	}
-	if reflect.DeepEqual(obj, old) {
+	if jsonEqual(obj, old) {
 		return obj, false, false, nil
 	}
 	del := u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0
@@ -706,7 +705,7 @@ func specChanged(k *kind, obj, old map[string]any) bool {
 		if key == "metadata" || (k.status && key == "status") {
 			continue
 		}
-		if ov, ok := old[key]; !ok || !reflect.DeepEqual(v, ov) {
+		if ov, ok := old[key]; !ok || !jsonEqual(v, ov) {
 			return true
 		}
 	}
