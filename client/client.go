@@ -208,8 +208,8 @@ func (c *Client) Uncached() Reader { return apiReader{c} }
 // gvkFor returns obj's kind: the apiVersion and kind it carries for
 // unstructured and metadata-only objects, the Scheme's for typed ones.
 func (c *Client) gvkFor(obj runtime.Object) (schema.GroupVersionKind, error) {
-	if obj == nil {
-		return schema.GroupVersionKind{}, errors.New("client: nil object")
+	if isNil(obj) {
+		return schema.GroupVersionKind{}, fmt.Errorf("client: nil object (%T)", obj)
 	}
 	switch obj.(type) {
 	case *unstructured.Unstructured, *unstructured.UnstructuredList,
@@ -276,6 +276,15 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return nil
+}
+
+// isNil reports whether obj is nil or a nil pointer (such as a nil *corev1.Pod).
+func isNil(obj runtime.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // informerFor returns the synced informer of obj's kind and form within
@@ -770,6 +779,9 @@ func (c *Client) Patch(ctx context.Context, obj Object, patch Patch, opts ...Wri
 func (c *Client) patch(ctx context.Context, obj Object, sub string, patch Patch, opts []WriteOption) error {
 	if patch == nil {
 		return errors.New("client: nil Patch")
+	}
+	if isNil(obj) { // before patch.Data sees it
+		return fmt.Errorf("client: nil object (%T)", obj)
 	}
 	o, q := c.writeQuery(opts)
 	if o.Force {

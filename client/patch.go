@@ -30,6 +30,9 @@ type mergeFrom struct{ original Object }
 func (mergeFrom) Type() types.PatchType { return types.MergePatchType }
 
 func (m mergeFrom) Data(obj Object) ([]byte, error) {
+	if isNil(m.original) { // "null" would make the whole object the patch
+		return nil, fmt.Errorf("client: merge patch from a nil object (%T)", m.original)
+	}
 	a, err := json.Marshal(m.original)
 	if err != nil {
 		return nil, fmt.Errorf("client: merge patch: %w", err)
