@@ -791,6 +791,9 @@ func (c *Client) patch(ctx context.Context, obj Object, sub string, patch Patch,
 	if err != nil {
 		return err
 	}
+	if len(data) == 0 { // write would send obj itself
+		return apierrors.NewBadRequest(fmt.Sprintf("client: empty %s patch", patch.Type()))
+	}
 	return c.write(ctx, http.MethodPatch, obj, sub, false, string(patch.Type()), data, q)
 }
 
