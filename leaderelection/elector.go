@@ -150,7 +150,9 @@ func (e *Elector) readStatus(s *Status) {
 //     holder, leaseDurationSeconds 1) and Run returns nil, or an error if the
 //     release failed (the lease then expires after LeaseDuration); without
 //     ReleaseOnCancel Run returns nil. If ctx is cancelled before the lease
-//     was acquired, onStarted is not called and Run returns nil.
+//     was acquired, onStarted is not called and Run returns nil (with
+//     ReleaseOnCancel, after releasing the lease if a write cut off by the
+//     cancellation did acquire it).
 //   - leadership was lost: Run returns an error wrapping ErrLeadershipLost
 //     and does not touch the Lease.
 //
@@ -174,8 +176,16 @@ func (e *Elector) Run(ctx context.Context, onStarted func(ctx context.Context)) 
 	}()
 
 	e.log.Info("attempting to acquire leader lease")
-	acquiredAt, ok := e.acquire(ctx)
+	acquiredAt, ok, cut := e.acquire(ctx)
 	if !ok {
+		if cut && *e.opts.ReleaseOnCancel {
+			// The cancellation cut off a write that may have acquired the
+			// lease: release it if it did (release reads the Lease first
+			// and clears it only if this elector holds it).
+			if err := e.release(context.WithoutCancel(ctx)); err != nil {
+				e.log.Warn("failed to release a lease possibly acquired as Run was cancelled", "err", err)
+			}
+		}
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -227,8 +237,9 @@ func (e *Elector) stop(ctx context.Context) error {
 
 // acquire tries to acquire the lease every RetryPeriod (jittered) until it
 // succeeds or ctx is cancelled. It returns the start of the successful
-// attempt.
-func (e *Elector) acquire(ctx context.Context) (time.Time, bool) {
+// attempt and true; on cancellation, its third result reports that the last
+// attempt was a write cut off by it, which the API server may have applied.
+func (e *Elector) acquire(ctx context.Context) (time.Time, bool, bool) {
 	for {
 		start := e.opts.Clock.Now()
 		attemptCtx, cancel := context.WithTimeout(ctx, e.opts.RenewDeadline)
@@ -240,7 +251,10 @@ func (e *Elector) acquire(ctx context.Context) (time.Time, bool) {
 			e.lastRenew = start
 			e.acquisitions++
 			e.mu.Unlock()
-			return start, true
+			return start, true, false
+		}
+		if ctx.Err() != nil {
+			return time.Time{}, false, errors.Is(err, errCutWrite)
 		}
 		switch {
 		case err == nil || ctx.Err() != nil:
@@ -251,7 +265,7 @@ func (e *Elector) acquire(ctx context.Context) (time.Time, bool) {
 		}
 		jittered := e.opts.RetryPeriod + time.Duration(rand.Float64()*JitterFactor*float64(e.opts.RetryPeriod))
 		if !e.sleep(ctx, jittered) {
-			return time.Time{}, false
+			return time.Time{}, false, false
 		}
 	}
 }
@@ -317,6 +331,10 @@ func (t *takenError) Error() string {
 	return fmt.Sprintf("the lease is held by %q", t.holder)
 }
 
+// errCutWrite marks the error of a write to the Lease whose request was
+// cut off by its context: the API server may have applied it.
+var errCutWrite = errors.New("the write was cut off; the API server may have applied it")
+
 // errHeld is returned by tryAcquireOrRenew when another candidate holds a
 // valid lease.
 var errHeld = errors.New("the lease is held by another candidate and has not expired")
@@ -360,7 +378,7 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context, leading bool) (bool, er
 	if apierrors.IsNotFound(err) {
 		lease, err = e.client.create(ctx, want.spec())
 		if err != nil {
-			return false, fmt.Errorf("creating lease: %w", err)
+			return false, writeError(ctx, "creating lease", err)
 		}
 		e.observe(lease, true)
 		return true, nil
@@ -387,10 +405,19 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context, leading bool) (bool, er
 	}
 	lease, err = e.client.update(ctx, lease, want.spec())
 	if err != nil {
-		return false, fmt.Errorf("updating lease: %w", err)
+		return false, writeError(ctx, "updating lease", err)
 	}
 	e.observe(lease, true)
 	return true, nil
+}
+
+// writeError wraps the error of a write; it marks it with errCutWrite when
+// ctx ended during the write.
+func writeError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w: %w", what, errCutWrite, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // observe records lease as the last seen Lease and returns its record. The

@@ -499,3 +499,70 @@ func TestRunCancelledContext(t *testing.T) {
 		}
 	})
 }
+
+// lostResponse applies a Lease write and then loses its response: the
+// request waits until its context is done, as when Run is cancelled while
+// the write is in flight.
+type lostResponse struct {
+	next    http.RoundTripper
+	written chan struct{} // closed once a write has been applied
+	once    bool
+}
+
+func (l *lostResponse) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet || l.once {
+		return l.next.RoundTrip(req)
+	}
+	l.once = true
+	resp, err := l.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	_ = resp.Body.Close()
+	close(l.written)
+	<-req.Context().Done()
+	return nil, req.Context().Err()
+}
+
+// When Run is cancelled while its write that acquires the lease is in
+// flight, the write may have been applied: with ReleaseOnCancel Run
+// releases the lease if it turns out to hold it, so that another candidate
+// need not wait for it to expire. Without ReleaseOnCancel it is left alone.
+func TestCancelDuringAcquiringWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		release    bool
+		wantHolder string
+	}{
+		{"released", true, ""},
+		{"kept", false, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newServer(t)
+				cfg, _ := inProcess(srv)
+				lc, err := newLeaseClient(cfg, "default", "kloop-election")
+				if err != nil {
+					t.Fatal(err)
+				}
+				lr := &lostResponse{next: cfg.Transport, written: make(chan struct{})}
+				cfg.Transport = lr
+				e := newElector(t, cfg, "a", Options{ReleaseOnCancel: new(tc.release)})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- e.Run(ctx, func(context.Context) { t.Error("onStarted called") }) }()
+				<-lr.written
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("Run = %v, want nil", err)
+				}
+				if _, r := getLease(t, lc); r.holder != tc.wantHolder {
+					t.Errorf("holder after the cancelled acquisition = %q, want %q", r.holder, tc.wantHolder)
+				}
+				if e.IsLeader() {
+					t.Error("IsLeader after Run returned")
+				}
+			})
+		})
+	}
+}
