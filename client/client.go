@@ -509,6 +509,9 @@ func (r apiReader) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if err != nil {
 		return err
 	}
+	if key.Name == "" { // the URL would be the collection's
+		return apierrors.NewBadRequest("client: resource name may not be empty")
+	}
 	m, err := c.mapping(gvk)
 	if err != nil {
 		return err
