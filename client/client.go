@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path"
 	"reflect"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -611,33 +611,46 @@ func decodeInto(body []byte, obj runtime.Object, gvk schema.GroupVersionKind) er
 }
 
 // url returns the URL of a collection (name "") or an object, with an
-// optional subresource.
+// optional subresource. Namespace and name are escaped once (the server
+// decodes them back); ones that cannot be a path segment ("", ".", "..",
+// a '/' or '%') are a BadRequest, as in client-go.
 func (c *Client) url(m *meta.RESTMapping, namespace, name, sub string) (*url.URL, error) {
 	gv := m.Resource.GroupVersion()
-	p := path.Join("/apis", gv.Group, gv.Version)
+	segs := []string{"apis", gv.Group, gv.Version}
 	if gv.Group == "" {
-		p = path.Join("/api", gv.Version)
+		segs = []string{"api", gv.Version}
 	}
 	// A cluster-scoped resource ignores the namespace, as controller-runtime
 	// does (and kube-apiserver clears metadata.namespace of such objects).
 	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
 	case namespaced && namespace != "":
-		p = path.Join(p, "namespaces", url.PathEscape(namespace))
+		if msgs := pathvalidation.IsValidPathSegmentName(namespace); len(msgs) != 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("client: invalid namespace %q: %s", namespace, strings.Join(msgs, "; ")))
+		}
+		segs = append(segs, "namespaces", namespace)
 	case namespaced && name != "":
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("client: %s is namespaced: the object needs a namespace", m.Resource.GroupResource()))
 	}
-	p = path.Join(p, m.Resource.Resource)
+	segs = append(segs, m.Resource.Resource)
 	if name != "" {
-		p = path.Join(p, url.PathEscape(name))
+		if msgs := pathvalidation.IsValidPathSegmentName(name); len(msgs) != 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("client: invalid name %q: %s", name, strings.Join(msgs, "; ")))
+		}
+		segs = append(segs, name)
 	} else if sub != "" {
 		return nil, apierrors.NewBadRequest("client: object name is required")
 	}
 	if sub != "" {
-		p = path.Join(p, sub)
+		segs = append(segs, sub)
 	}
 	u := *c.base
-	u.Path = path.Join(u.Path, p)
+	p, rp := strings.TrimSuffix(u.Path, "/"), strings.TrimSuffix(u.EscapedPath(), "/")
+	for _, s := range segs {
+		p += "/" + s
+		rp += "/" + url.PathEscape(s)
+	}
+	u.Path, u.RawPath = p, rp
 	return &u, nil
 }
 
