@@ -96,14 +96,25 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: client: %w", err)
 	}
+	// A New that fails unregisters what it registered, so that the
+	// registry passed in serves a New with corrected options.
+	var registered []prometheus.Collector
+	failed := func(err error) (*Manager, error) {
+		for _, c := range registered {
+			opts.Registerer.Unregister(c)
+		}
+		return nil, err
+	}
 	queueM, err := metrics.NewWorkqueue(opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("manager: work queue metrics: %w", err)
 	}
+	registered = append(registered, queueM)
 	ctrlM, err := metrics.NewController(opts.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("manager: controller metrics: %w", err)
+		return failed(fmt.Errorf("manager: controller metrics: %w", err))
 	}
+	registered = append(registered, ctrlM)
 	m := &Manager{
 		cfg:       rest.CopyConfig(cfg),
 		opts:      opts,
@@ -123,8 +134,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if opts.LeaderElection {
 		lm, err := metrics.NewLeaderElection(opts.Registerer)
 		if err != nil {
-			return nil, fmt.Errorf("manager: leader election metrics: %w", err)
+			return failed(fmt.Errorf("manager: leader election metrics: %w", err))
 		}
+		registered = append(registered, lm)
 		m.elector, err = leaderelection.New(cfg, leaderelection.Options{
 			Namespace:       opts.LeaderElectionNamespace,
 			Name:            opts.LeaderElectionID,
@@ -137,7 +149,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 			Metrics:         lm,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
+			return failed(fmt.Errorf("manager: %w", err))
 		}
 	}
 	// Names are valid and unique: these cannot fail.

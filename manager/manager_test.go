@@ -611,3 +611,28 @@ func TestDefaultShutdownTimeout(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// A New that fails leaves nothing registered on the registry passed in: the
+// same registry serves a New with corrected options.
+func TestFailedNewRegistersNothing(t *testing.T) {
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	for _, tt := range []struct {
+		name string
+		bad  manager.Options
+	}{
+		{"lease not whole seconds", manager.Options{LeaderElection: true, LeaderElectionID: "x", LeaseDuration: 1500 * time.Millisecond}},
+		{"invalid lease name", manager.Options{LeaderElection: true, LeaderElectionID: "Not_A_Name"}},
+		{"renew deadline above lease", manager.Options{LeaderElection: true, LeaderElectionID: "x", RenewDeadline: time.Minute}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			tt.bad.Registerer = reg
+			if _, err := manager.New(cfg, tt.bad); err == nil {
+				t.Fatal("New accepted invalid options")
+			}
+			if _, err := manager.New(cfg, manager.Options{Registerer: reg, LeaderElection: true, LeaderElectionID: "x"}); err != nil {
+				t.Fatalf("New on the registry of a failed New: %v", err)
+			}
+		})
+	}
+}
