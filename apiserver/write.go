@@ -203,7 +203,7 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 		if err != nil {
 			return nil, fmt.Errorf("encoding %s: %w", k.kind, err)
 		}
-		return &storage.Object{
+		o := &storage.Object{
 			Namespace:  str(m, "namespace"),
 			Name:       str(m, "name"),
 			UID:        str(m, "uid"),
@@ -211,8 +211,22 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 			APIVersion: str(obj, "apiVersion"),
 			Labels:     labelsOf(obj),
 			Fields:     k.fieldsOf(obj),
-		}, nil
+		}
+		// obj is the stored form decoded: the next update reads it instead
+		// of decoding Data (see storedMap). Nothing writes obj after this.
+		o.SetDecoded(obj)
+		return o, nil
 	}
+}
+
+// storedMap returns the stored object o as a JSON map: the form it was
+// encoded from when the store still holds it (shared: read it, never modify
+// it), else Data decoded.
+func storedMap(o *storage.Object) (map[string]any, error) {
+	if m, ok := o.Decoded().(map[string]any); ok {
+		return m, nil
+	}
+	return decodeMap(o.Data)
 }
 
 // writeOpts are the options of a create, update or patch request.
@@ -533,7 +547,7 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 		if err != nil {
 			return nil, false, err
 		}
-		old, err := decodeMap(cur.Data)
+		old, err := storedMap(cur) // only read: see prepareUpdate
 		if err != nil {
 			return nil, false, fmt.Errorf("decoding stored object: %w", err)
 		}
@@ -579,7 +593,9 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 // prepareUpdate applies the update rules to obj (the requested new state,
 // stored form) given the current state old. It reports whether anything
 // changed and whether the object is now deleted (finalizers emptied while
-// deleting).
+// deleting). old may be the store's shared decoded form of the current
+// object: it is only read, and what obj takes from it is deep-copied, so
+// that nothing done to obj later reaches old.
 func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any, cur *storage.Object, wo *writeOpts) (map[string]any, bool, bool, error) {
 	u, oldU := &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: old}
 	gr := k.groupResource()
@@ -656,7 +672,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	}
 	for _, f := range []string{"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"} {
 		if v, ok := om[f]; ok {
-			m[f] = v
+			m[f] = runtime.DeepCopyJSONValue(v)
 		} else {
 			delete(m, f)
 		}

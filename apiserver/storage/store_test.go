@@ -509,3 +509,54 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 		}
 	}
 }
+
+// encDecoded is enc that also attaches a decoded form.
+func encDecoded(ns, name, v string) EncodeFunc {
+	return func(rev int64) (*Object, error) {
+		o, err := enc(ns, name, v, nil)(rev)
+		if err == nil {
+			o.SetDecoded(map[string]any{"v": v})
+		}
+		return o, err
+	}
+}
+
+func TestDecodedKeptOnlyByCurrentObjects(t *testing.T) {
+	s := newStore(t, Options{})
+	a, err := s.Create("pods", "ns", "a", encDecoded("ns", "a", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.Decoded().(map[string]any); got["v"] != "1" {
+		t.Fatalf("Decoded of the created object = %v", a.Decoded())
+	}
+	cur, err := s.Get("pods", "ns", "a")
+	if err != nil || cur.Decoded() == nil {
+		t.Fatalf("Get: %v, decoded %v: the current object keeps its decoded form", err, cur.Decoded())
+	}
+	b, err := s.Update("pods", "ns", "a", func(*Object) (EncodeFunc, error) { return encDecoded("ns", "a", "2"), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Decoded() != nil {
+		t.Fatalf("the replaced state still holds its decoded form %v", a.Decoded())
+	}
+	if got, _ := b.Decoded().(map[string]any); got["v"] != "2" {
+		t.Fatalf("Decoded of the new state = %v", b.Decoded())
+	}
+	// A no-op update keeps it; a deletion drops it.
+	if same, err := s.Update("pods", "ns", "a", func(*Object) (EncodeFunc, error) { return nil, nil }); err != nil || same != b || b.Decoded() == nil {
+		t.Fatalf("no-op update: %v, same object %v, decoded %v", err, same == b, b.Decoded())
+	}
+	if _, err := s.Delete("pods", "ns", "a", func(*Object) (EncodeFunc, error) { return enc("ns", "a", "2", nil), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if b.Decoded() != nil {
+		t.Fatalf("the deleted object still holds its decoded form %v", b.Decoded())
+	}
+	// Objects written without one have none.
+	c, err := s.Create("pods", "ns", "c", enc("ns", "c", "1", nil))
+	if err != nil || c.Decoded() != nil {
+		t.Fatalf("create: %v, decoded %v", err, c.Decoded())
+	}
+}
