@@ -345,9 +345,9 @@ func (c *Client) itemOf(list ObjectList) (Object, schema.GroupVersionKind, error
 // deep copies of cached objects when the kind is cached, else the server's
 // answer. A cached List has no resourceVersion (as controller-runtime's)
 // and does not paginate: one cut by Limit has a Continue token that a
-// cached List refuses. With ReadScopes in ctx, a cached kind
-// lists only its scope, and a namespace outside the scope is an error
-// wrapping ErrOutOfScope: see WithReadScopes.
+// cached List refuses. With ReadScopes in ctx, a cached kind lists only its
+// scope, and a namespace outside the scope is an error wrapping
+// ErrOutOfScope: see WithReadScopes.
 func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) error {
 	item, gvk, err := c.itemOf(list)
 	if err != nil {
@@ -612,8 +612,8 @@ func decodeInto(body []byte, obj runtime.Object, gvk schema.GroupVersionKind) er
 
 // url returns the URL of a collection (name "") or an object, with an
 // optional subresource. Namespace and name are escaped once (the server
-// decodes them back); ones that cannot be a path segment ("", ".", "..",
-// a '/' or '%') are a BadRequest, as in client-go.
+// decodes them back); ones that cannot be a path segment (".", "..", or
+// with a '/' or '%') are a BadRequest, as in client-go.
 func (c *Client) url(m *meta.RESTMapping, namespace, name, sub string) (*url.URL, error) {
 	gv := m.Resource.GroupVersion()
 	segs := []string{"apis", gv.Group, gv.Version}
