@@ -415,8 +415,22 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 // (as any Continue), so the loop fails instead of missing objects.
 const cacheContinue = "kloop-cache-does-not-paginate"
 
+// selectsNothing reports whether o has a selector that matches no object:
+// labels.Nothing() (what metav1.LabelSelectorAsSelector makes of a nil
+// selector) or fields.Nothing(). Their String() is "", which the server
+// reads as "everything", so such a List is answered without it.
+func selectsNothing(o ListOptions) bool {
+	if o.LabelSelector != nil && labels.MatchesNothing(o.LabelSelector) {
+		return true
+	}
+	return o.FieldSelector != nil && !o.FieldSelector.Empty() && len(o.FieldSelector.Requirements()) == 0
+}
+
 // selectCached returns the cached objects matching o (shared: not copied).
 func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]informer.Object, error) {
+	if selectsNothing(o) {
+		return nil, nil
+	}
 	var objs []informer.Object
 	// name and ns hold when set (an empty value selects an empty field: no
 	// object has an empty name; cluster-scoped objects have no namespace).
@@ -548,6 +562,15 @@ func (r apiReader) List(ctx context.Context, list ObjectList, opts ...ListOption
 	u, err := c.url(m, o.Namespace, "", "")
 	if err != nil {
 		return err
+	}
+	if selectsNothing(o) {
+		if err := meta.SetList(list, nil); err != nil {
+			return fmt.Errorf("client: filling %T: %w", list, err)
+		}
+		list.GetObjectKind().SetGroupVersionKind(listGVK)
+		list.SetResourceVersion("")
+		list.SetContinue("")
+		return nil
 	}
 	q := url.Values{}
 	if o.LabelSelector != nil && !o.LabelSelector.Empty() {

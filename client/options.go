@@ -11,7 +11,9 @@ import (
 type ListOptions struct {
 	// Namespace lists one namespace; "" lists all.
 	Namespace string
-	// LabelSelector keeps matching objects; nil keeps all.
+	// LabelSelector keeps matching objects; nil keeps all. labels.Nothing()
+	// (metav1.LabelSelectorAsSelector of a nil selector) keeps none, cached
+	// or not, as fields.Nothing() does.
 	LabelSelector labels.Selector
 	// FieldSelector keeps matching objects; nil keeps all. From the cache,
 	// only metadata.name, metadata.namespace and fields with a cache index
