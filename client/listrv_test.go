@@ -35,11 +35,6 @@ func TestCachedListResourceVersion(t *testing.T) {
 		// An inline handler that holds the informer's goroutine on "held".
 		held, release := make(chan struct{}), make(chan struct{})
 		released := false
-		defer func() {
-			if !released {
-				close(release)
-			}
-		}()
 		reg, err := inf.AddHandler(informer.HandlerFuncs[*corev1.ConfigMap]{AddFunc: func(o *corev1.ConfigMap, _ bool) {
 			if o.Namespace == ns && o.Name == "held" {
 				close(held)
@@ -50,6 +45,11 @@ func TestCachedListResourceVersion(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = inf.RemoveHandler(reg) }()
+		defer func() { // before RemoveHandler: it waits for the informer
+			if !released {
+				close(release)
+			}
+		}()
 		if err := c.Create(ctx, cm("held")); err != nil {
 			t.Fatal(err)
 		}
