@@ -107,6 +107,13 @@ func checkResponse(t *testing.T, s *Server, req *http.Request) {
 	if rec.Code >= 500 {
 		t.Fatalf("%s %s: %d %s", req.Method, req.URL, rec.Code, rec.Body)
 	}
+	if rec.Code == http.StatusNotFound && rec.Body.String() == "404 page not found\n" {
+		// Outside the served group versions kube-apiserver answers with its
+		// HTTP mux's plain-text 404, and so does the server (notFound).
+		if gv, ok := groupVersionOf(req.URL.Path); !ok || !s.reg.servesGroupVersion(gv) {
+			return
+		}
+	}
 	if rec.Code >= 400 && req.Method != "HEAD" {
 		var st metav1.Status
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Kind != "Status" || int(st.Code) != rec.Code {

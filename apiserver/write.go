@@ -37,6 +37,11 @@ import (
 // applies defaults as kube-apiserver's decoding does. Its errors are
 // kube-apiserver's (see decodeFailure).
 func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
+	if k.newTyped != nil {
+		if obj, ok, err := s.decodeTypedPlain(k, body); ok {
+			return obj, err
+		}
+	}
 	var tm struct {
 		APIVersion string `json:"apiVersion,omitempty"`
 		Kind       string `json:"kind,omitempty"`
@@ -147,6 +152,37 @@ func (s *Server) decodeTyped(k *kind, body []byte, av, kd string, wo *writeOpts)
 		return nil, fmt.Errorf("re-encoding %s: %w", k.kind, err)
 	}
 	return obj, nil
+}
+
+// decodeTypedPlain is decodeTyped for the usual body, in one decoding: it
+// decodes the body into k's Go type first and, when that finds nothing to
+// say (no unknown or duplicate field), takes apiVersion and kind from it —
+// what kube-apiserver's case-insensitive reading of them finds too, as no
+// other key can match them. ok is false otherwise (nothing was decided:
+// decodeBody goes the long way, for kube-apiserver's errors and warnings).
+func (s *Server) decodeTypedPlain(k *kind, body []byte) (obj map[string]any, ok bool, err error) {
+	typed := k.newTyped()
+	strict, err := sigsjson.UnmarshalStrict(body, typed, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil || len(strict) > 0 {
+		return nil, false, nil
+	}
+	ro, isObj := typed.(runtime.Object)
+	if !isObj {
+		return nil, false, nil
+	}
+	gvk := ro.GetObjectKind().GroupVersionKind()
+	av, kd := gvk.GroupVersion().String(), gvk.Kind
+	if gvk.Empty() {
+		av = ""
+	}
+	if av == "" || kd == "" || gvk != k.gvr.GroupVersion().WithKind(k.kind) {
+		return nil, false, nil // defaults or another kind: decodeTyped's errors
+	}
+	defaultTyped(typed)
+	if obj, err = toMap(typed); err != nil {
+		return nil, true, fmt.Errorf("re-encoding %s: %w", k.kind, err)
+	}
+	return obj, true, nil
 }
 
 // builtinScheme knows every built-in kind of kube-apiserver, to tell a
