@@ -158,3 +158,41 @@ func TestConcurrentWritesShareNoState(t *testing.T) {
 		t.Fatalf("pod: labels %v, status message %q: want the four writers' labels and a message", pod.Labels, pod.Status.Message)
 	}
 }
+
+// FuzzEncodeStored: an object encoded with a gap for its resourceVersion,
+// the revision filled in, is byte for byte what json.Marshal makes of it.
+func FuzzEncodeStored(f *testing.F) {
+	for _, s := range []string{
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","labels":{"resourceVersion":"x"}},"data":{"<&>":"\u2028"}}`,
+		`{"metadata":{}}`,
+		`{"metadata":{"uid":"u","selfLink":"s","annotations":{"a":"1"}},"spec":{"metadata":{"resourceVersion":"9"}},"aaa":[1,2.5,null,true]}`,
+		`{"metadata":{"resourceVersion":"7","zzz":{"k":1e300}},"Metadata":1}`,
+	} {
+		f.Add(s, int64(12345))
+	}
+	f.Fuzz(func(t *testing.T, data string, rev int64) {
+		obj, err := decodeMap([]byte(data))
+		if err != nil {
+			return
+		}
+		m, ok := obj["metadata"].(map[string]any)
+		if !ok {
+			return
+		}
+		rv := formatRV(rev)
+		m["resourceVersion"] = rv
+		want, wantErr := json.Marshal(obj)
+		delete(m, "resourceVersion")
+		pre, off, err := encodeStored(obj)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%s: encodeStored error %v, json.Marshal error %v", data, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		got := string(pre[:off]) + `"resourceVersion":"` + rv + `"` + string(pre[off:])
+		if got != string(want) {
+			t.Fatalf("%s:\n got %s\nwant %s", data, got, want)
+		}
+	})
+}

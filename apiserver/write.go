@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -231,14 +232,22 @@ func (s *Server) toStorage(k *kind, obj map[string]any) (map[string]any, error) 
 }
 
 // encoder returns the EncodeFunc storing obj (stored form) at a revision.
+// obj is encoded now, outside the store's lock, with a gap where its
+// resourceVersion goes (encodeStored): under the lock, the EncodeFunc only
+// fills it in. Nothing may change obj after this call.
 func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
+	m := meta(obj)
+	delete(m, "resourceVersion") // the EncodeFunc sets it
+	pre, off, encErr := encodeStored(obj)
 	return func(rev int64) (*storage.Object, error) {
-		m := meta(obj)
-		m["resourceVersion"] = formatRV(rev)
-		data, err := json.Marshal(obj)
-		if err != nil {
-			return nil, fmt.Errorf("encoding %s: %w", k.kind, err)
+		if encErr != nil {
+			return nil, fmt.Errorf("encoding %s: %w", k.kind, encErr)
 		}
+		rv := formatRV(rev)
+		m["resourceVersion"] = rv
+		const key = `"resourceVersion":"`
+		data := make([]byte, 0, len(pre)+len(key)+len(rv)+1)
+		data = append(append(append(append(append(data, pre[:off]...), key...), rv...), '"'), pre[off:]...)
 		o := &storage.Object{
 			Namespace:  str(m, "namespace"),
 			Name:       str(m, "name"),
@@ -253,6 +262,59 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 		o.SetDecoded(obj)
 		return o, nil
 	}
+}
+
+// encodeStored encodes obj exactly as json.Marshal does once its
+// metadata.resourceVersion is set (keys sorted, each value by json.Marshal),
+// but without it: off is where `"resourceVersion":"<rv>"` goes (separators
+// are in place). obj's metadata must be a map without resourceVersion.
+func encodeStored(obj map[string]any) (pre []byte, off int, err error) {
+	m, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return nil, 0, fmt.Errorf("metadata is %T, not an object", obj["metadata"])
+	}
+	appendJSON := func(b []byte, v any) ([]byte, error) {
+		j, err := json.Marshal(v)
+		return append(b, j...), err
+	}
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	for i, key := range slices.Sorted(maps.Keys(obj)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendJSON(b, key); err != nil {
+			return nil, 0, err
+		}
+		b = append(b, ':')
+		if key != "metadata" {
+			if b, err = appendJSON(b, obj[key]); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		b = append(b, '{')
+		mkeys := append(slices.Collect(maps.Keys(m)), "resourceVersion")
+		slices.Sort(mkeys)
+		for j, mk := range mkeys {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			if mk == "resourceVersion" {
+				off = len(b)
+				continue
+			}
+			if b, err = appendJSON(b, mk); err != nil {
+				return nil, 0, err
+			}
+			b = append(b, ':')
+			if b, err = appendJSON(b, m[mk]); err != nil {
+				return nil, 0, err
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), off, nil
 }
 
 // storedMap returns the stored object o as a JSON map: the form it was
