@@ -114,10 +114,11 @@
 // chunk, never joined into one buffer), and its items are decoded with
 // json-iterator (keys case-sensitive) on up to GOMAXPROCS goroutines while
 // the reading goes on, in order: a list is nearly all decoding, and an
-// informer's initial list is its time to synced. Whatever json-iterator
-// could read differently from apimachinery (a \u escape, invalid UTF-8, a
-// long integer, a type holding interface values, anything malformed) makes
-// the page go through apimachinery's own decoding (sigs.k8s.io/json), so
+// informer's initial list is its time to synced. An item json-iterator
+// could read differently from apimachinery (a \u escape — kube-apiserver
+// writes <, > and & that way —, invalid UTF-8, a long integer) is decoded by
+// apimachinery's own decoder (sigs.k8s.io/json); a type holding interface
+// values, or anything malformed, makes the whole page go through it, so
 // results and errors are the same (fuzzed on objects and whole pages).
 // metav1.Time and resource.Quantity values are read in place by decoders of
 // their own, not copied out and decoded twice through their UnmarshalJSON.
@@ -125,9 +126,10 @@
 // A typed watch stream is cut into events as it arrives (a bracket- and
 // string-aware scan of a reused read buffer), each event's envelope is read
 // by hand and its object decoded by json-iterator the same way, about twice
-// as fast as the streaming decoder on small objects. From the first event
-// it is unsure of (an ERROR event, an escape in the envelope, a null or
-// risky object, anything malformed or cut) the rest of the stream goes to
-// the standard streaming decoder, so events and errors are apimachinery's
-// (FuzzTypedWatchMatchesStd).
+// as fast as the streaming decoder on small objects (a risky object is
+// decoded by apimachinery's decoder, as a list item is). From the first
+// event it is unsure of (an ERROR event, an escape in the envelope, a null
+// object, one that does not decode, anything malformed or cut) the rest of
+// the stream goes to the standard streaming decoder, so events and errors
+// are apimachinery's (FuzzTypedWatchMatchesStd).
 package reflector

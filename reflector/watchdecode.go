@@ -9,18 +9,20 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/watch"
+	kjson "sigs.k8s.io/json"
 )
 
 // The fast path of a typed watch stream. The stream is cut into events by a
 // bracket- and string-aware scan of the bytes as they arrive (frame), each
 // event's envelope — {"type":"…","object":{…}} — is read by hand, and the
 // object is decoded by json-iterator, as the items of a typed list are
-// (decodeTypedList). Whatever this path does not know for certain it reads
-// as apimachinery does — an escape in a key or in the type, a repeated or
-// missing object, an ERROR or unknown event, a null object, an object
-// json-iterator could read differently (listCheck), a malformed or cut
-// event — is not decoded here: the stream, from that event on, goes to the
-// standard streaming decoder, so events and errors stay apimachinery's
+// (decodeTypedList); an object json-iterator could read differently
+// (listCheck) is decoded by apimachinery's decoder instead (decodeItem).
+// Whatever else this path does not know for certain — an escape in a key or
+// in the type, a repeated or missing object, an ERROR or unknown event, a
+// null object, an object that does not decode, a malformed or cut event —
+// is not decoded here: the stream, from that event on, goes to the standard
+// streaming decoder, so events and errors stay apimachinery's
 // (FuzzTypedWatchMatchesStd).
 
 const (
@@ -80,16 +82,26 @@ func (d *eventDecoder[T]) nextFast() (ev Event[T], ok bool, err error) {
 	if !good || !isObjectEvent(watch.EventType(typ)) || bytes.Equal(obj, []byte("null")) {
 		return ev, false, nil
 	}
+	if o, ok := decodeItem(obj, d.newObj); ok {
+		f.consume(len(raw))
+		return Event[T]{Type: watch.EventType(typ), Object: o}, true, nil
+	}
+	return ev, false, nil // malformed, or a value of the wrong type: the streaming decoder's error
+}
+
+// decodeItem decodes one object of a typed list or watch (raw, a complete
+// JSON value, not null): with json-iterator, or, when json-iterator could
+// read it differently (listCheck: a \u escape — kube-apiserver's encoder
+// writes <, > and & that way —, invalid UTF-8, a long integer), with
+// apimachinery's decoder. ok is false when the object does not decode
+// (the caller lets the standard path report it).
+func decodeItem[T Object](raw []byte, newObj func() T) (T, bool) {
+	o := newObj()
 	var chk listCheck
-	if chk.scan(obj); chk.risky {
-		return ev, false, nil
+	if chk.scan(raw); chk.risky {
+		return o, kjson.UnmarshalCaseSensitivePreserveInts(raw, o) == nil
 	}
-	o := d.newObj()
-	if err := typedJSON.Unmarshal(obj, o); err != nil {
-		return ev, false, nil // malformed, or a value of the wrong type: apimachinery's error
-	}
-	f.consume(len(raw))
-	return Event[T]{Type: watch.EventType(typ), Object: o}, true, nil
+	return o, typedJSON.Unmarshal(raw, o) == nil
 }
 
 // errNotFast: the bytes at the start of the buffer are not an event the

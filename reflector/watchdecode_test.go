@@ -135,7 +135,11 @@ func TestTypedWatchFastPath(t *testing.T) {
 // it, and that objects do not share the reused read buffer.
 func TestTypedWatchFastPathTakesPlainEvents(t *testing.T) {
 	big := strings.Repeat("x", 3*watchBufKeep)
-	stream := string(watchEvents(50)) + `{"type":"ADDED","object":{"metadata":{"name":"big","annotations":{"a":"` + big + `"}}}}` + "\n" + string(watchEvents(50))
+	// A large event, and one with a \u escape (kube-apiserver writes <, >
+	// and & so): decoded by apimachinery's decoder, without leaving the
+	// fast path.
+	stream := string(watchEvents(50)) + `{"type":"ADDED","object":{"metadata":{"name":"big","annotations":{"a":"` + big + `"}}}}` + "\n" +
+		`{"type":"MODIFIED","object":{"metadata":{"name":"amp","annotations":{"url":"https://x/?a=1\u0026b=\u003c2\u003e"}}}}` + "\n" + string(watchEvents(50))
 	d := newEventDecoder(&chunkReader{b: []byte(stream), n: 1000}, newPod, false)
 	var got []*corev1.Pod
 	for {
@@ -155,8 +159,11 @@ func TestTypedWatchFastPathTakesPlainEvents(t *testing.T) {
 		got = append(got, ev.Object)
 	}
 	want := decodeAll(stdEventDecoder(strings.NewReader(stream), newPod))
-	if len(got) != 101 || len(want.events) != 101 {
-		t.Fatalf("decoded %d events, standard %d, want 101", len(got), len(want.events))
+	if len(got) != 102 || len(want.events) != 102 {
+		t.Fatalf("decoded %d events, standard %d, want 102", len(got), len(want.events))
+	}
+	if got[51].Annotations["url"] != "https://x/?a=1&b=<2>" {
+		t.Fatalf("escaped annotation decoded as %q", got[51].Annotations["url"])
 	}
 	for i := range got {
 		if !reflect.DeepEqual(got[i], want.events[i].Object) {
