@@ -343,6 +343,9 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 		FieldSelector: key.fields,
 		New:           newObj,
 		HTTPClient:    f.client,
+		// The cache strips them (before any Transform): skip them while
+		// decoding instead.
+		DropManagedFields: !f.opts.KeepManagedFields,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)

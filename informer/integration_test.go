@@ -924,3 +924,38 @@ func TestIntegrationClusterScoped(t *testing.T) {
 		})
 	})
 }
+
+// TestIntegrationManagedFields: the factory's informers cache objects
+// without managedFields (skipped while decoding, list and watch) unless
+// KeepManagedFields; the real server sets them, the embedded one does not
+// (server-side apply is not built yet).
+func TestIntegrationManagedFields(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
+				ctx := timeout(t)
+				env := newEnv(t, ae)
+				ns := env.Namespace
+				name := fmt.Sprint("listed-", keep)
+				env.createPod(t, ctx, ns, name, map[string]string{"keep": fmt.Sprint(keep)})
+				f := env.factory(t, FactoryOptions{KeepManagedFields: keep})
+				pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns, LabelSelector: fmt.Sprint("keep=", keep)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				startFactory(t, f)
+				if err := f.WaitForCacheSync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				watched := env.createPod(t, ctx, ns, fmt.Sprint("watched-", keep), map[string]string{"keep": fmt.Sprint(keep)})
+				waitUntil(t, ctx, "the watched pod", func() bool { _, ok := pods.Get(ns, watched.Name); return ok })
+				want := keep && ae.Target == apiservertest.RealServer
+				for _, p := range pods.List() {
+					if got := p.ManagedFields != nil; got != want {
+						t.Errorf("%s: managedFields cached %v, want %v", p.Name, got, want)
+					}
+				}
+			})
+		}
+	})
+}

@@ -56,10 +56,25 @@ func newDecoder(r io.Reader, isUnstructured bool) decoder {
 // decodeList decodes a list response:
 // {"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"..","continue":".."},"items":[...]}.
 func decodeList[T Object](r io.Reader, newObj func() T, isUnstructured bool, gv schema.GroupVersion) (*List[T], error) {
+	return decodeListDropping(r, newObj, isUnstructured, gv, false)
+}
+
+// decodeListDropping is decodeList; dropMF: the items come without
+// metadata.managedFields (see RESTOptions.DropManagedFields).
+func decodeListDropping[T Object](r io.Reader, newObj func() T, isUnstructured bool, gv schema.GroupVersion, dropMF bool) (*List[T], error) {
+	var list *List[T]
+	var err error
 	if !isUnstructured {
-		return decodeTypedList(r, newObj)
+		list, err = decodeTypedList(r, newObj, dropMF)
+	} else {
+		list, err = decodeStdList(r, newObj, isUnstructured, gv)
 	}
-	return decodeStdList(r, newObj, isUnstructured, gv)
+	if err == nil && dropMF {
+		for _, it := range list.Items {
+			it.SetManagedFields(nil) // those decodeItem did not skip
+		}
+	}
+	return list, err
 }
 
 // decodeStdList is decodeList with encoding/json (unstructured objects) or
@@ -177,6 +192,9 @@ type eventDecoder[T Object] struct {
 	dec            decoder
 	newObj         func() T
 	isUnstructured bool
+	// dropMF: objects come without metadata.managedFields (see
+	// RESTOptions.DropManagedFields).
+	dropMF bool
 }
 
 func newEventDecoder[T Object](r io.Reader, newObj func() T, isUnstructured bool) *eventDecoder[T] {
@@ -191,6 +209,14 @@ func newEventDecoder[T Object](r io.Reader, newObj func() T, isUnstructured bool
 
 // next returns the next event, io.EOF at the clean end of the stream.
 func (d *eventDecoder[T]) next() (Event[T], error) {
+	ev, err := d.decodeNext()
+	if err == nil && d.dropMF && !isNil(ev.Object) {
+		ev.Object.SetManagedFields(nil) // those decodeItem did not skip
+	}
+	return ev, err
+}
+
+func (d *eventDecoder[T]) decodeNext() (Event[T], error) {
 	if d.fast != nil {
 		if ev, ok, err := d.nextFast(); ok {
 			return ev, err
@@ -338,7 +364,7 @@ func skipValue(dec decoder) error {
 // batches (itemDecoder: decoding is nearly all of a list's cost, and an
 // informer's initial list is what its time to synced is made of). The
 // batches are put back in order, so the list keeps the server's order.
-func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
+func decodeTypedList[T Object](r io.Reader, newObj func() T, dropMF bool) (*List[T], error) {
 	// The page is kept in the chunks it was read in (one buffer grown by
 	// doubling would touch three times as much fresh memory, and joining
 	// them would copy it all once more); items are slices of them.
@@ -355,6 +381,7 @@ func decodeTypedList[T Object](r io.Reader, newObj func() T) (*List[T], error) {
 	t := reflect.TypeOf(newObj())
 	fast := t.Kind() == reflect.Pointer && !holdsInterface(t.Elem(), map[reflect.Type]bool{})
 	dec := newItemDecoder(newObj)
+	dec.dropMF = dropMF
 	split := listSplitter{item: dec.add}
 	for size := firstChunk; ; size = min(2*size, maxChunk) {
 		c := make([]byte, size)
@@ -510,6 +537,7 @@ var itemsPerBatch = 64
 // its error.
 type itemDecoder[T Object] struct {
 	newObj func() T
+	dropMF bool           // skip metadata.managedFields (decodeItem)
 	cur    [][]byte       // the batch being filled, by add's goroutine only
 	work   chan itemBatch // full batches; nil until the first one
 	wg     sync.WaitGroup
@@ -602,7 +630,7 @@ func (d *itemDecoder[T]) decodeBatch(b itemBatch) {
 		obj := d.newObj()
 		if !bytes.Equal(raw, []byte("null")) {
 			var ok bool
-			if obj, ok = decodeItem(raw, d.newObj); !ok {
+			if obj, ok = decodeItem(raw, d.newObj, d.dropMF); !ok {
 				d.failed.Store(true) // the page takes the standard path, for its error
 				return
 			}
@@ -615,7 +643,8 @@ func (d *itemDecoder[T]) decodeBatch(b itemBatch) {
 }
 
 // listCheck scans a list's bytes, in consecutive pieces, for what
-// json-iterator could read differently from apimachinery: a \u escape,
+// json-iterator could read differently from apimachinery: a control
+// character in a string (which apimachinery refuses), a \u escape,
 // bytes that are not valid UTF-8 (encoding/json replaces invalid sequences
 // by U+FFFD; a sequence cut between two pieces counts too, which only costs
 // speed), and numbers (outside strings) with a run of 10 digits or more:
@@ -649,6 +678,10 @@ func (c *listCheck) scan(b []byte) {
 				c.escape = true
 			} else if ch == '"' {
 				c.inString = false
+			} else if ch < 0x20 {
+				// Not JSON; json-iterator lets it through.
+				c.risky = true
+				return
 			}
 		case ch == '"':
 			c.inString, c.run = true, 0

@@ -28,22 +28,46 @@ var typedJSON = func() jsoniter.API {
 	return api
 }()
 
-type valueTypes struct{ jsoniter.DummyExtension }
+// typedJSONDropMF is typedJSON that skips metadata.managedFields (see
+// RESTOptions.DropManagedFields): the value is checked as JSON, not
+// decoded, and the field stays nil.
+var typedJSONDropMF = func() jsoniter.API {
+	api := jsoniter.Config{CaseSensitive: true}.Froze()
+	api.RegisterExtension(&valueTypes{dropManagedFields: true})
+	return api
+}()
+
+type valueTypes struct {
+	jsoniter.DummyExtension
+	dropManagedFields bool
+}
 
 var (
 	timeType     = reflect2.TypeOf(metav1.Time{})
 	quantityType = reflect2.TypeOf(resource.Quantity{})
 )
 
-func (*valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
+func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 	switch typ {
 	case timeType:
 		return timeDecoder{}
 	case quantityType:
 		return quantityDecoder{}
+	case managedFieldsType:
+		if v.dropManagedFields {
+			return skipDecoder{}
+		}
 	}
 	return nil
 }
+
+var managedFieldsType = reflect2.TypeOf([]metav1.ManagedFieldsEntry(nil))
+
+// skipDecoder skips a value (json-iterator's Skip checks its grammar),
+// leaving the field as it is (nil in a new object).
+type skipDecoder struct{}
+
+func (skipDecoder) Decode(_ unsafe.Pointer, iter *jsoniter.Iterator) { iter.Skip() }
 
 // plainSlice reads a string's bytes as they are in the input when it has no
 // escape; ok is false (and an error reported) otherwise.

@@ -25,7 +25,7 @@ func parallelDecoding(tb testing.TB) {
 // sameAsStd decodes doc with the typed list decoder and with decodeStdList
 // (apimachinery's decoding) and reports how they differ, or "".
 func sameAsStd(doc []byte) string {
-	got, err := decodeTypedList(bytes.NewReader(doc), newConfigMap)
+	got, err := decodeTypedList(bytes.NewReader(doc), newConfigMap, false)
 	want, wantErr := decodeStdList(bytes.NewReader(doc), newConfigMap, false, schema.GroupVersion{})
 	switch {
 	case (err == nil) != (wantErr == nil):
@@ -114,7 +114,7 @@ func testTypedListMatchesAPIMachinery(t *testing.T) {
 			if diff := sameAsStd([]byte(tt.doc)); diff != "" {
 				t.Fatal(diff)
 			}
-			got, err := decodeTypedList(strings.NewReader(tt.doc), newConfigMap)
+			got, err := decodeTypedList(strings.NewReader(tt.doc), newConfigMap, false)
 			if tt.wantN < 0 {
 				if err == nil {
 					t.Fatalf("no error, want one")
@@ -138,7 +138,7 @@ func TestTypedListKeepsOrder(t *testing.T) {
 	for _, per := range []int{1, 7, 64, 1000, 5000} {
 		old := itemsPerBatch
 		itemsPerBatch = per
-		got, err := decodeTypedList(strings.NewReader(doc), newConfigMap)
+		got, err := decodeTypedList(strings.NewReader(doc), newConfigMap, false)
 		itemsPerBatch = old
 		if err != nil {
 			t.Fatal(err)

@@ -41,6 +41,13 @@ type RESTOptions[T Object] struct {
 	// value of the struct T points to (T must then be a pointer to a
 	// struct, as *corev1.Pod or *unstructured.Unstructured are).
 	New func() T
+	// DropManagedFields: objects come without metadata.managedFields,
+	// which typed objects then skip while decoding (checked as JSON, not
+	// decoded: about a tenth of a realistic Pod's decoding and a sixth of
+	// its allocated bytes) — for a consumer that would drop them anyway,
+	// as an informer does by default (the informer factory sets it then).
+	// Default false: objects come as the server sends them.
+	DropManagedFields bool
 	// HTTPClient sends the requests. Default: rest.HTTPClientFor(cfg), i.e.
 	// client-go's transport with the config's TLS and authentication. Its
 	// Timeout (rest.Config.Timeout) applies to lists, not to watches, which
@@ -66,6 +73,7 @@ type RESTListerWatcher[T Object] struct {
 	// unstructured: T is *unstructured.Unstructured; list items lacking
 	// kind and apiVersion get them from the list.
 	unstructured bool
+	dropMF       bool // RESTOptions.DropManagedFields
 	// accept is the Accept header of lists and of watches.
 	acceptList, acceptWatch string
 }
@@ -156,6 +164,7 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		label:       opts.LabelSelector,
 		field:       opts.FieldSelector,
 		newObj:      newObj,
+		dropMF:      opts.DropManagedFields,
 		acceptList:  "application/json",
 		acceptWatch: "application/json",
 	}
@@ -241,7 +250,7 @@ func (l *RESTListerWatcher[T]) List(ctx context.Context, opts metav1.ListOptions
 		return nil, err
 	}
 	defer resp.Body.Close()
-	list, err := decodeList(resp.Body, l.newObj, l.unstructured, l.gv)
+	list, err := decodeListDropping(resp.Body, l.newObj, l.unstructured, l.gv, l.dropMF)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", l.gr, err)
 	}
@@ -254,7 +263,9 @@ func (l *RESTListerWatcher[T]) Watch(ctx context.Context, opts metav1.ListOption
 	if err != nil {
 		return nil, err
 	}
-	return &restWatch[T]{body: resp.Body, dec: newEventDecoder(resp.Body, l.newObj, l.unstructured), gr: l.gr}, nil
+	dec := newEventDecoder(resp.Body, l.newObj, l.unstructured)
+	dec.dropMF = l.dropMF
+	return &restWatch[T]{body: resp.Body, dec: dec, gr: l.gr}, nil
 }
 
 // restWatch is a watch over an HTTP response body.

@@ -444,3 +444,103 @@ func TestRESTWatchCutMidEvent(t *testing.T) {
 		t.Errorf("cut stream: %v, want io.ErrUnexpectedEOF", err)
 	}
 }
+
+// TestRESTDropManagedFields: with DropManagedFields, listed and watched
+// objects come without managedFields, typed (skipped while decoding) or
+// unstructured (removed), on the fast and the standard paths; without it
+// they keep them.
+func TestRESTDropManagedFields(t *testing.T) {
+	pod := realisticPod(1) // with managedFields
+	escaped := `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"e","resourceVersion":"3","annotations":{"u":"a\u0026b"},"managedFields":[{"manager":"m","operation":"Update"}]}}`
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			for _, o := range []string{pod, escaped} {
+				io.WriteString(w, `{"type":"MODIFIED","object":`+o+"}\n")
+			}
+			// An ERROR event sends the rest of the stream to the standard path.
+			io.WriteString(w, watchStream[5]+"\n"+`{"type":"ADDED","object":`+pod+"}\n")
+			return
+		}
+		io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[`+pod+","+escaped+`]}`)
+	})
+	check := func(t *testing.T, objs []metav1.Object, drop bool) {
+		t.Helper()
+		for _, o := range objs {
+			if has := o.GetManagedFields() != nil; has == drop {
+				t.Errorf("%s: managedFields present %v with DropManagedFields %v", o.GetName(), has, drop)
+			}
+		}
+	}
+	run := func(t *testing.T, drop bool, list func() ([]metav1.Object, error), watchAll func() ([]metav1.Object, error)) {
+		objs, err := list()
+		if err != nil || len(objs) != 2 {
+			t.Fatalf("list: %d objects, %v", len(objs), err)
+		}
+		check(t, objs, drop)
+		objs, err = watchAll()
+		if err != nil || len(objs) != 3 {
+			t.Fatalf("watch: %d objects, %v", len(objs), err)
+		}
+		check(t, objs, drop)
+	}
+	for _, drop := range []bool{true, false} {
+		t.Run(fmt.Sprint("typed/drop=", drop), func(t *testing.T) {
+			lw, err := NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: srv.URL}, podsGVR, "", RESTOptions[*corev1.Pod]{DropManagedFields: drop})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, drop, func() ([]metav1.Object, error) {
+				l, err := lw.List(t.Context(), metav1.ListOptions{})
+				if err != nil {
+					return nil, err
+				}
+				var out []metav1.Object
+				for _, it := range l.Items {
+					out = append(out, it)
+				}
+				return out, nil
+			}, func() ([]metav1.Object, error) { return watchObjects(t, lw) })
+		})
+		t.Run(fmt.Sprint("unstructured/drop=", drop), func(t *testing.T) {
+			lw, err := NewRESTListerWatcher[*unstructured.Unstructured](&rest.Config{Host: srv.URL}, podsGVR, "", RESTOptions[*unstructured.Unstructured]{DropManagedFields: drop})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run(t, drop, func() ([]metav1.Object, error) {
+				l, err := lw.List(t.Context(), metav1.ListOptions{})
+				if err != nil {
+					return nil, err
+				}
+				var out []metav1.Object
+				for _, it := range l.Items {
+					out = append(out, it)
+				}
+				return out, nil
+			}, func() ([]metav1.Object, error) { return watchObjects(t, lw) })
+		})
+	}
+}
+
+// watchObjects watches lw to the end of the stream and returns the objects
+// of its object events.
+func watchObjects[T Object](t *testing.T, lw *RESTListerWatcher[T]) ([]metav1.Object, error) {
+	wt, err := lw.Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer wt.Stop()
+	var out []metav1.Object
+	for {
+		ev, err := wt.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		if ev.Type != watch.Error {
+			out = append(out, ev.Object)
+		}
+	}
+}

@@ -82,7 +82,7 @@ func (d *eventDecoder[T]) nextFast() (ev Event[T], ok bool, err error) {
 	if !good || !isObjectEvent(watch.EventType(typ)) || bytes.Equal(obj, []byte("null")) {
 		return ev, false, nil
 	}
-	if o, ok := decodeItem(obj, d.newObj); ok {
+	if o, ok := decodeItem(obj, d.newObj, d.dropMF); ok {
 		f.consume(len(raw))
 		return Event[T]{Type: watch.EventType(typ), Object: o}, true, nil
 	}
@@ -95,11 +95,25 @@ func (d *eventDecoder[T]) nextFast() (ev Event[T], ok bool, err error) {
 // writes <, > and & that way —, invalid UTF-8, a long integer), with
 // apimachinery's decoder. ok is false when the object does not decode
 // (the caller lets the standard path report it).
-func decodeItem[T Object](raw []byte, newObj func() T) (T, bool) {
-	o := newObj()
+//
+// dropMF: metadata.managedFields is skipped (typedJSONDropMF); on
+// apimachinery's path it is decoded, and the caller clears it.
+//
+// A panic of a value's own UnmarshalJSON (IntOrString's indexes its input)
+// is a failure too: the standard path then reports the object's error.
+func decodeItem[T Object](raw []byte, newObj func() T, dropMF bool) (o T, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	o = newObj()
 	var chk listCheck
 	if chk.scan(raw); chk.risky {
 		return o, kjson.UnmarshalCaseSensitivePreserveInts(raw, o) == nil
+	}
+	if dropMF {
+		return o, typedJSONDropMF.Unmarshal(raw, o) == nil
 	}
 	return o, typedJSON.Unmarshal(raw, o) == nil
 }

@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	kjson "sigs.k8s.io/json"
 )
 
 // chunkReader hands out its bytes n at a time, as a network stream does.
@@ -170,4 +172,34 @@ func TestTypedWatchFastPathTakesPlainEvents(t *testing.T) {
 			t.Fatalf("event %d differs from the standard decoding", i)
 		}
 	}
+}
+
+// FuzzDropManagedFields: an object decoded with its managedFields skipped
+// equals the object decoded whole with its managedFields then cleared.
+func FuzzDropManagedFields(f *testing.F) {
+	f.Add(`{"metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","time":"2026-01-01T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}],"labels":{"a":"b"}},"spec":{"nodeName":"n"}}`)
+	f.Add(`{"metadata":{"managedFields":[{"manager":"m"}]},"metadata":{"name":"b"}}`)
+	f.Add(`{"metadata":{"managedFields":"not a list"}}`)
+	f.Add(realisticPod(1))
+	f.Fuzz(func(t *testing.T, data string) {
+		if i := skipSpace([]byte(data), 0); i >= len(data) || skipJSON([]byte(data), i) != len(data) {
+			return // decodeItem's callers pass one whole value, brackets matched
+		}
+		want := &corev1.Pod{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(data), want); err != nil {
+			if _, ok := decodeItem([]byte(data), newPod, true); ok && !json.Valid([]byte(data)) {
+				t.Fatalf("%s: not JSON (%v), decoded with managedFields dropped", data, err)
+			}
+			return
+		}
+		want.ManagedFields = nil
+		got, ok := decodeItem([]byte(data), newPod, true)
+		if !ok {
+			t.Fatalf("%s: apimachinery decodes it, decodeItem with managedFields dropped does not", data)
+		}
+		got.ManagedFields = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s:\n got %+v\nwant %+v", data, got, want)
+		}
+	})
 }
