@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -682,14 +683,41 @@ const maxBody = 256 << 20
 
 // do sends a request and returns the response body of a 2xx answer; any
 // other answer is a *apierrors.StatusError.
+//
+// As client-go's REST client, an answer 429 (Too Many Requests: API
+// Priority and Fairness) or 5xx that carries a Retry-After header is retried
+// after that many seconds, up to maxRetries times; the last answer's error
+// is returned when they run out, ctx's when it ends first.
 func (c *Client) do(ctx context.Context, method string, u *url.URL, accept, contentType string, body []byte, m *meta.RESTMapping) ([]byte, error) {
+	for retries := 0; ; retries++ {
+		data, wait, err := c.doOnce(ctx, method, u, accept, contentType, body, m)
+		if wait < 0 || retries == maxRetries {
+			return data, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("client: %s %s: %w (waiting to retry after: %w)", method, u.Path, context.Cause(ctx), err)
+		case <-t.C:
+		}
+	}
+}
+
+// maxRetries is how many times a request is retried on Retry-After, as in
+// client-go.
+const maxRetries = 10
+
+// doOnce sends a request once. wait is how long to wait before retrying it
+// (Retry-After), negative when it is not to be retried.
+func (c *Client) doOnce(ctx context.Context, method string, u *url.URL, accept, contentType string, body []byte, m *meta.RESTMapping) (data []byte, wait time.Duration, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: %w", method, u.Path, err)
+		return nil, -1, fmt.Errorf("client: %s %s: %w", method, u.Path, err)
 	}
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", c.userAgent)
@@ -698,17 +726,30 @@ func (c *Client) do(ctx context.Context, method string, u *url.URL, accept, cont
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: %w", method, u.Path, err)
+		return nil, -1, fmt.Errorf("client: %s %s: %w", method, u.Path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	data, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, fmt.Errorf("client: %s %s: reading the answer: %w", method, u.Path, err)
+		return nil, -1, fmt.Errorf("client: %s %s: reading the answer: %w", method, u.Path, err)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return data, nil
+		return data, -1, nil
 	}
-	return nil, statusError(resp, data, method, m)
+	return nil, retryAfter(resp), statusError(resp, data, method, m)
+}
+
+// retryAfter is how long to wait before retrying an answer: its Retry-After
+// seconds for a 429 or a 5xx, negative for other answers or without one.
+func retryAfter(resp *http.Response) time.Duration {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
+		return -1
+	}
+	s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
+	if err != nil || s < 0 {
+		return -1
+	}
+	return time.Duration(min(s, 24*60*60)) * time.Second
 }
 
 // statusError turns an error answer into a *apierrors.StatusError: the

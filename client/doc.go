@@ -28,7 +28,11 @@
 // the API server over the *rest.Config's transport, and fill the object with
 // the server's answer. Errors from the server are *apierrors.StatusError, so
 // apierrors.IsNotFound, IsConflict and IsAlreadyExists work; [IgnoreNotFound]
-// and [IgnoreAlreadyExists] turn the expected ones into nil.
+// and [IgnoreAlreadyExists] turn the expected ones into nil. As client-go's
+// REST client does, a request answered 429 (API Priority and Fairness) or
+// 5xx with a Retry-After header is sent again after that many seconds, up
+// to 10 times, while its context lasts. (rest.Config's QPS and Burst are not
+// applied: the client does not rate-limit itself.)
 //
 // A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
 // or an object's metadata) is ignored, as by controller-runtime and

@@ -1,0 +1,112 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+)
+
+// throttle answers the first n requests it sees with code and a Retry-After
+// header (retryAfter, "" for none), as API Priority and Fairness does, and
+// passes the others on.
+type throttle struct {
+	next       http.RoundTripper
+	code       int
+	retryAfter string
+	mu         sync.Mutex // guards n, seen
+	n, seen    int
+}
+
+func (t *throttle) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.seen++
+	refuse := t.n > 0
+	if refuse {
+		t.n--
+	}
+	t.mu.Unlock()
+	if !refuse {
+		return t.next.RoundTrip(req)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	if t.retryAfter != "" {
+		h.Set("Retry-After", t.retryAfter)
+	}
+	body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too many requests, please try again later","reason":"TooManyRequests","code":429}`
+	return &http.Response{StatusCode: t.code, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// TestRetryAfter: a write or read answered 429 (or 5xx) with Retry-After is
+// retried, as client-go's REST client does (API Priority and Fairness);
+// without Retry-After, or after maxRetries, the error is returned; a context
+// that ends while waiting ends the call.
+func TestRetryAfter(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		for _, tc := range []struct {
+			name       string
+			code, n    int
+			retryAfter string
+			wantErr    func(error) bool
+			wantSeen   int
+		}{
+			{"429 retried", http.StatusTooManyRequests, 3, "0", nil, 4},
+			{"503 retried", http.StatusServiceUnavailable, 2, "0", nil, 3},
+			{"429 without Retry-After", http.StatusTooManyRequests, 1, "", apierrors.IsTooManyRequests, 1},
+			{"retries run out", http.StatusTooManyRequests, maxRetries + 1, "0", apierrors.IsTooManyRequests, maxRetries + 1},
+		} {
+			name := strings.NewReplacer(" ", "-", "4", "x").Replace(strings.ToLower(tc.name))
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := timeout(t)
+				e := newEnv(t, ae, Options{})
+				th := &throttle{next: e.http.Transport, code: tc.code, n: tc.n, retryAfter: tc.retryAfter}
+				c, err := New(e.cfg, Options{Factory: e.factory, HTTPClient: &http.Client{Transport: th}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: name}, Data: map[string]string{"a": "b"}}
+				err = c.Create(ctx, cm)
+				switch {
+				case tc.wantErr == nil && err != nil:
+					t.Fatalf("create: %v", err)
+				case tc.wantErr != nil && !tc.wantErr(err):
+					t.Fatalf("create: %v, want a TooManyRequests error", err)
+				}
+				if th.seen != tc.wantSeen {
+					t.Fatalf("%d requests sent, want %d", th.seen, tc.wantSeen)
+				}
+				if tc.wantErr == nil && cm.ResourceVersion == "" {
+					t.Fatal("the created object was not updated from the answer")
+				}
+			})
+		}
+		t.Run("context ends while waiting", func(t *testing.T) {
+			e := newEnv(t, ae, Options{})
+			th := &throttle{next: e.http.Transport, code: http.StatusTooManyRequests, n: 1, retryAfter: "3600"}
+			c, err := New(e.cfg, Options{Factory: e.factory, HTTPClient: &http.Client{Transport: th}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err = c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "cm2"}})
+			if !errors.Is(err, context.DeadlineExceeded) || !apierrors.IsTooManyRequests(err) {
+				t.Fatalf("create: %v, want the context's error wrapping the 429", err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Fatalf("returned after %v", d)
+			}
+		})
+	})
+}
