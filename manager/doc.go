@@ -28,10 +28,11 @@
 // on the replica that holds the coordination.k8s.io/v1 Lease
 // LeaderElectionNamespace/LeaderElectionID (kloop.dev/kloop/leaderelection;
 // defaults 15 s lease, 10 s renew deadline, 2 s retry period). A
-// *controller.Controller needs leadership; any other Runnable does not unless
-// it implements LeaderElectionRunnable. Informers and runnables that need no
-// leadership run on every replica, so a standby has a warm cache when it takes
-// over. On cancel, the leader stops its leader-only runnables and then
+// Runnable needs leadership unless it implements LeaderElectionRunnable and
+// answers false, as in controller-runtime (a *controller.Controller answers
+// from its Options.NeedLeaderElection, true by default). Informers and
+// runnables that need no leadership run on every replica, so a standby has a
+// warm cache when it takes over. On cancel, the leader stops its leader-only runnables and then
 // releases the Lease, so that a standby takes over at its next retry instead
 // of after the lease duration. When leadership is lost, the leader-only
 // runnables are cancelled (cause ErrLeadershipLost), everything shuts down,

@@ -34,7 +34,9 @@ func Example() {
 		panic(err)
 	}
 	leading := make(chan struct{})
-	err = mgr.Add(leaderOnly(func(ctx context.Context) error {
+	// A Runnable needs leadership unless it says otherwise: this one runs
+	// only on the leader.
+	err = mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		close(leading)
 		<-ctx.Done() // leadership ended or the manager stops
 		return nil
@@ -74,9 +76,3 @@ func Example() {
 	// manager stopped: <nil>
 	// server stopped: <nil>
 }
-
-// leaderOnly is a Runnable that runs only on the leader.
-type leaderOnly func(ctx context.Context) error
-
-func (f leaderOnly) Start(ctx context.Context) error { return f(ctx) }
-func (leaderOnly) NeedLeaderElection() bool          { return true }

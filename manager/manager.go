@@ -192,8 +192,8 @@ func (m *Manager) QueueMetrics() *metrics.Workqueue { return m.queueM }
 // controller.Options.Metrics (the builder does).
 func (m *Manager) ControllerMetrics() *metrics.Controller { return m.ctrlM }
 
-// Add adds a runnable. Leader-only runnables (controllers, unless they say
-// otherwise through LeaderElectionRunnable) start once this replica leads,
+// Add adds a runnable. Leader-only runnables (all, unless they say otherwise
+// through LeaderElectionRunnable, as in controller-runtime) start once this replica leads,
 // the others at Start; a runnable added after Start begins at once (or when
 // leadership is acquired). Two controllers may not share a name.
 func (m *Manager) Add(r Runnable) error {
@@ -287,8 +287,8 @@ func (m *Manager) fail(err error) {
 //  1. it binds the metrics, probe and pprof servers (an error returns at once);
 //  2. it starts the shared informers and the runnables that need no
 //     leadership, on every replica;
-//  3. it starts the leader-only runnables (controllers) at once, or once this
-//     replica acquires the Lease.
+//  3. it starts the leader-only runnables (controllers, and runnables that do
+//     not say otherwise) at once, or once this replica acquires the Lease.
 //
 // Then it shuts down in the reverse order, within GracefulShutdownTimeout:
 // leader-only runnables first (the reconciles in flight finish, then the

@@ -348,7 +348,7 @@ func testGracefulShutdownDrainsReconciles(t *testing.T, env *apiservertest.Env) 
 	if err := builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: ns})).Complete(r); err != nil {
 		t.Fatal(err)
 	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	if err := mgr.Add(everyReplicaFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		note("every-replica runnable stopped")
 		return nil
@@ -636,3 +636,9 @@ func TestFailedNewRegistersNothing(t *testing.T) {
 		})
 	}
 }
+
+// everyReplicaFunc is a Runnable that needs no leadership.
+type everyReplicaFunc func(ctx context.Context) error
+
+func (f everyReplicaFunc) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplicaFunc) NeedLeaderElection() bool          { return false }

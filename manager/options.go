@@ -66,8 +66,9 @@ type Options struct {
 	// Default "" or "0": no pprof server.
 	PprofBindAddress string
 
-	// LeaderElection makes the runnables that need leadership (controllers,
-	// by default) run only on the replica that holds the Lease
+	// LeaderElection makes the runnables that need leadership (controllers
+	// and every runnable that does not say otherwise: see
+	// LeaderElectionRunnable) run only on the replica that holds the Lease
 	// LeaderElectionNamespace/LeaderElectionID. Default false: they run on
 	// every replica.
 	LeaderElection bool

@@ -26,17 +26,18 @@ func (f RunnableFunc) Start(ctx context.Context) error { return f(ctx) }
 
 // LeaderElectionRunnable is implemented by a Runnable that says whether it
 // needs leadership; *controller.Controller implements it (true unless its
-// Options.NeedLeaderElection is false). A Runnable without it runs on every
-// replica.
+// Options.NeedLeaderElection is false). As in controller-runtime, a Runnable
+// without it needs leadership: one that must run on every replica (a cache
+// warmer, a server) implements it and answers false.
 type LeaderElectionRunnable interface {
 	NeedLeaderElection() bool
 }
 
-// needsLeader reports whether r runs only on the leader. A
-// *controller.Controller answers itself (by default it needs leadership).
+// needsLeader reports whether r runs only on the leader: unless it says
+// otherwise, it does (a runnable that writes must not run on standbys).
 func needsLeader(r Runnable) bool {
 	le, ok := r.(LeaderElectionRunnable)
-	return ok && le.NeedLeaderElection()
+	return !ok || le.NeedLeaderElection()
 }
 
 // errGroupStopped is returned by add once the group has stopped.

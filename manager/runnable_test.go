@@ -9,7 +9,7 @@ import (
 )
 
 // A controller with NeedLeaderElection false runs on a standby replica too;
-// one that keeps the default does not.
+// one that keeps the default does not; nor does a runnable that does not say.
 func TestControllerNeedLeaderElectionOption(t *testing.T) {
 	every, err := controller.New("every-replica", reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
@@ -26,7 +26,17 @@ func TestControllerNeedLeaderElectionOption(t *testing.T) {
 	if needsLeader(every) || !needsLeader(leaderOnly) {
 		t.Fatalf("needsLeader: every-replica %v, leader-only %v", needsLeader(every), needsLeader(leaderOnly))
 	}
-	if needsLeader(RunnableFunc(func(context.Context) error { return nil })) {
-		t.Fatal("a plain runnable needs leadership")
+	// As in controller-runtime, a runnable that does not say needs leadership.
+	if !needsLeader(RunnableFunc(func(context.Context) error { return nil })) {
+		t.Fatal("a plain runnable runs on every replica: it must need leadership")
+	}
+	if needsLeader(everyReplica(func(context.Context) error { return nil })) {
+		t.Fatal("a runnable whose NeedLeaderElection is false needs leadership")
 	}
 }
+
+// everyReplica is a Runnable that needs no leadership.
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
