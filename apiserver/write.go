@@ -257,9 +257,6 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 			Labels:     labelsOf(obj),
 			Fields:     k.fieldsOf(obj),
 		}
-		// obj is the stored form decoded: the next update reads it instead
-		// of decoding Data (see storedMap). Nothing writes obj after this.
-		o.SetDecoded(obj)
 		return o, nil
 	}
 }
@@ -315,16 +312,6 @@ func encodeStored(obj map[string]any) (pre []byte, off int, err error) {
 		b = append(b, '}')
 	}
 	return append(b, '}'), off, nil
-}
-
-// storedMap returns the stored object o as a JSON map: the form it was
-// encoded from when the store still holds it (shared: read it, never modify
-// it), else Data decoded.
-func storedMap(o *storage.Object) (map[string]any, error) {
-	if m, ok := o.Decoded().(map[string]any); ok {
-		return m, nil
-	}
-	return decodeMap(o.Data)
 }
 
 // writeOpts are the options of a create, update or patch request.
@@ -645,7 +632,7 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 		if err != nil {
 			return nil, false, err
 		}
-		old, err := storedMap(cur) // only read: see prepareUpdate
+		old, err := decodeMap(cur.Data)
 		if err != nil {
 			return nil, false, fmt.Errorf("decoding stored object: %w", err)
 		}
@@ -691,9 +678,7 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 // prepareUpdate applies the update rules to obj (the requested new state,
 // stored form) given the current state old. It reports whether anything
 // changed and whether the object is now deleted (finalizers emptied while
-// deleting). old may be the store's shared decoded form of the current
-// object: it is only read, and what obj takes from it is deep-copied, so
-// that nothing done to obj later reaches old.
+// deleting). old is only read, and what obj takes from it is deep-copied.
 func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any, cur *storage.Object, wo *writeOpts) (map[string]any, bool, bool, error) {
 	u, oldU := &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: old}
 	gr := k.groupResource()

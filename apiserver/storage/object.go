@@ -3,7 +3,6 @@ package storage
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -31,45 +30,6 @@ type Object struct {
 	// Fields holds the selectable fields (metadata.name, metadata.namespace
 	// and the ones the kind supports), for field selectors.
 	Fields map[string]string
-
-	// decoded holds what Data encodes, as the writer had it (see
-	// SetDecoded); nil when there is none. A copy of the Object shares it.
-	decoded *decodedSlot
-}
-
-// decodedSlot is an Object's decoded form: set once by its writer before the
-// store commits the object, cleared (never set again) by the store when a
-// newer state replaces the object, read by anyone.
-type decodedSlot struct{ v atomic.Pointer[any] }
-
-// SetDecoded attaches v, the form Data was encoded from, to an object an
-// EncodeFunc is about to return, so that the next write of the object need
-// not decode Data again (see Decoded). Nothing may modify v afterwards. The
-// store drops it when a newer state replaces the object or deletes it, so
-// only current objects hold one.
-func (o *Object) SetDecoded(v any) {
-	s := &decodedSlot{}
-	s.v.Store(&v)
-	o.decoded = s
-}
-
-// Decoded returns what SetDecoded attached, or nil (none, or a newer state
-// replaced the object). The value is shared: read it, never modify it.
-func (o *Object) Decoded() any {
-	if o.decoded == nil {
-		return nil
-	}
-	if p := o.decoded.v.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// dropDecoded releases the decoded form of an object a newer state replaced.
-func (o *Object) dropDecoded() {
-	if o.decoded != nil {
-		o.decoded.v.Store(nil)
-	}
 }
 
 // Key returns the object's key inside its resource: "namespace/name".

@@ -207,7 +207,6 @@ func (s *Store) write(res, namespace, name string, fn WriteFunc) (*Object, bool,
 			r.mu.Unlock()
 			return nil, false, err
 		}
-		cur.dropDecoded()
 		if del {
 			delete(r.objects, key)
 			r.keys.Store(nil)
