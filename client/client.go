@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
@@ -102,6 +104,32 @@ type Client struct {
 	fieldOwner string
 	logger     *slog.Logger
 	uncached   map[schema.GroupVersionKind]bool
+	// throttle waits for the client-side rate limit before each request
+	// (rest.Config's RateLimiter, or QPS and Burst); nil: none.
+	throttle func(ctx context.Context) error
+}
+
+// defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
+// without one.
+const defaultBurst = 10
+
+// throttleFor returns the client-side rate limit of cfg, as client-go's REST
+// client applies it: cfg.RateLimiter if set, else a token bucket of cfg.QPS
+// (burst cfg.Burst, default 10) when QPS > 0. QPS 0 means no limit here, as
+// with controller-runtime's config since v0.21 (API Priority and Fairness
+// protects the server); client-go itself would use 5 qps.
+func throttleFor(cfg *rest.Config) func(ctx context.Context) error {
+	if cfg.RateLimiter != nil {
+		return cfg.RateLimiter.Wait
+	}
+	if cfg.QPS > 0 {
+		burst := cfg.Burst
+		if burst <= 0 {
+			burst = defaultBurst
+		}
+		return rate.NewLimiter(rate.Limit(cfg.QPS), burst).Wait
+	}
+	return nil
 }
 
 func (o *Options) defaults(cfg *rest.Config) error {
@@ -188,6 +216,7 @@ func New(cfg *rest.Config, opts Options) (*Client, error) {
 		fieldOwner: opts.FieldOwner,
 		logger:     opts.Logger,
 		uncached:   map[schema.GroupVersionKind]bool{},
+		throttle:   throttleFor(cfg),
 	}
 	for _, o := range opts.Uncached {
 		gvk, err := c.gvkFor(o)
@@ -690,6 +719,11 @@ const maxBody = 256 << 20
 // is returned when they run out, ctx's when it ends first.
 func (c *Client) do(ctx context.Context, method string, u *url.URL, accept, contentType string, body []byte, m *meta.RESTMapping) ([]byte, error) {
 	for retries := 0; ; retries++ {
+		if c.throttle != nil {
+			if err := c.throttle(ctx); err != nil {
+				return nil, fmt.Errorf("client: %s %s: client-side rate limit: %w", method, u.Path, err)
+			}
+		}
 		data, wait, err := c.doOnce(ctx, method, u, accept, contentType, body, m)
 		if wait < 0 || retries == maxRetries {
 			return data, err

@@ -31,8 +31,10 @@
 // and [IgnoreAlreadyExists] turn the expected ones into nil. As client-go's
 // REST client does, a request answered 429 (API Priority and Fairness) or
 // 5xx with a Retry-After header is sent again after that many seconds, up
-// to 10 times, while its context lasts. (rest.Config's QPS and Burst are not
-// applied: the client does not rate-limit itself.)
+// to 10 times, while its context lasts. rest.Config's RateLimiter, or QPS
+// (> 0) and Burst (default 10), limit the client's requests as in client-go;
+// QPS 0 means no client-side limit, as with controller-runtime's config since
+// v0.21 (API Priority and Fairness protects the server).
 //
 // A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
 // or an object's metadata) is ignored, as by controller-runtime and

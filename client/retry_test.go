@@ -14,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/client-go/rest"
+
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
@@ -109,4 +111,63 @@ func TestRetryAfter(t *testing.T) {
 			}
 		})
 	})
+}
+
+// countingLimiter is a flowcontrol.RateLimiter that counts the waits and
+// refuses once refuse is set.
+type countingLimiter struct {
+	mu     sync.Mutex // guards waits
+	waits  int
+	refuse error
+}
+
+func (l *countingLimiter) TryAccept() bool { return true }
+func (l *countingLimiter) Accept()         {}
+func (l *countingLimiter) Stop()           {}
+func (l *countingLimiter) QPS() float32    { return 1 }
+func (l *countingLimiter) Wait(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waits++
+	return l.refuse
+}
+
+// TestClientSideRateLimit: rest.Config's RateLimiter is waited on before
+// every request, retries included, and its refusal fails the call without
+// a request; QPS > 0 makes a token bucket (burst 10 by default); QPS 0 or
+// less, none.
+func TestClientSideRateLimit(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		e := newEnv(t, ae, Options{})
+		lim := &countingLimiter{}
+		cfg := *e.cfg
+		cfg.RateLimiter = lim
+		th := &throttle{next: e.http.Transport, code: http.StatusTooManyRequests, n: 1, retryAfter: "0"}
+		c, err := New(&cfg, Options{Factory: e.factory, HTTPClient: &http.Client{Transport: th}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "limited"}}
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		if lim.waits != 2 || th.seen != 2 {
+			t.Fatalf("%d waits for %d requests (one retried), want 2 and 2", lim.waits, th.seen)
+		}
+		lim.refuse = errors.New("rate: Wait(n=1) would exceed context deadline")
+		err = c.Delete(ctx, cm)
+		if err == nil || !strings.Contains(err.Error(), "client-side rate limit") || th.seen != 2 {
+			t.Fatalf("delete with the limiter refusing: %v after %d requests, want the limiter's error and no request", err, th.seen)
+		}
+	})
+	for _, tc := range []struct {
+		qps   float32
+		burst int
+		want  bool
+	}{{0, 0, false}, {-1, 0, false}, {5, 0, true}, {20, 30, true}} {
+		if got := throttleFor(&rest.Config{QPS: tc.qps, Burst: tc.burst}) != nil; got != tc.want {
+			t.Errorf("QPS %v Burst %d: limited %v, want %v", tc.qps, tc.burst, got, tc.want)
+		}
+	}
 }
