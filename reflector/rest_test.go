@@ -464,62 +464,49 @@ func TestRESTDropManagedFields(t *testing.T) {
 		}
 		io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[`+pod+","+escaped+`]}`)
 	})
-	check := func(t *testing.T, objs []metav1.Object, drop bool) {
-		t.Helper()
-		for _, o := range objs {
-			if has := o.GetManagedFields() != nil; has == drop {
-				t.Errorf("%s: managedFields present %v with DropManagedFields %v", o.GetName(), has, drop)
-			}
-		}
-	}
-	run := func(t *testing.T, drop bool, list func() ([]metav1.Object, error), watchAll func() ([]metav1.Object, error)) {
-		objs, err := list()
-		if err != nil || len(objs) != 2 {
-			t.Fatalf("list: %d objects, %v", len(objs), err)
-		}
-		check(t, objs, drop)
-		objs, err = watchAll()
-		if err != nil || len(objs) != 3 {
-			t.Fatalf("watch: %d objects, %v", len(objs), err)
-		}
-		check(t, objs, drop)
-	}
 	for _, drop := range []bool{true, false} {
 		t.Run(fmt.Sprint("typed/drop=", drop), func(t *testing.T) {
-			lw, err := NewRESTListerWatcher[*corev1.Pod](&rest.Config{Host: srv.URL}, podsGVR, "", RESTOptions[*corev1.Pod]{DropManagedFields: drop})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run(t, drop, func() ([]metav1.Object, error) {
-				l, err := lw.List(t.Context(), metav1.ListOptions{})
-				if err != nil {
-					return nil, err
-				}
-				var out []metav1.Object
-				for _, it := range l.Items {
-					out = append(out, it)
-				}
-				return out, nil
-			}, func() ([]metav1.Object, error) { return watchObjects(t, lw) })
+			checkDropManagedFields[*corev1.Pod](t, srv.URL, drop)
 		})
 		t.Run(fmt.Sprint("unstructured/drop=", drop), func(t *testing.T) {
-			lw, err := NewRESTListerWatcher[*unstructured.Unstructured](&rest.Config{Host: srv.URL}, podsGVR, "", RESTOptions[*unstructured.Unstructured]{DropManagedFields: drop})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run(t, drop, func() ([]metav1.Object, error) {
-				l, err := lw.List(t.Context(), metav1.ListOptions{})
-				if err != nil {
-					return nil, err
-				}
-				var out []metav1.Object
-				for _, it := range l.Items {
-					out = append(out, it)
-				}
-				return out, nil
-			}, func() ([]metav1.Object, error) { return watchObjects(t, lw) })
+			checkDropManagedFields[*unstructured.Unstructured](t, srv.URL, drop)
 		})
 	}
+}
+
+// checkDropManagedFields lists (2 objects) and watches (3 objects) the pods
+// at host with DropManagedFields drop, and checks that the objects carry
+// managedFields exactly when they are not dropped.
+func checkDropManagedFields[T Object](t *testing.T, host string, drop bool) {
+	lw, err := NewRESTListerWatcher[T](&rest.Config{Host: host}, podsGVR, "", RESTOptions[T]{DropManagedFields: drop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, objs []metav1.Object, want int) {
+		t.Helper()
+		if len(objs) != want {
+			t.Fatalf("%s: %d objects, want %d", what, len(objs), want)
+		}
+		for _, o := range objs {
+			if has := o.GetManagedFields() != nil; has == drop {
+				t.Errorf("%s %s: managedFields present %v with DropManagedFields %v", what, o.GetName(), has, drop)
+			}
+		}
+	}
+	l, err := lw.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []metav1.Object
+	for _, it := range l.Items {
+		listed = append(listed, it)
+	}
+	check("list", listed, 2)
+	watched, err := watchObjects(t, lw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("watch", watched, 3)
 }
 
 // watchObjects watches lw to the end of the stream and returns the objects
