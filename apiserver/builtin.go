@@ -138,7 +138,7 @@ func builtinKinds() []*kind {
 		if str(obj, "spec", "clusterIP") == "" && str(old, "spec", "clusterIP") != "" {
 			setPath(obj, get(old, "spec", "clusterIP"), "spec", "clusterIP")
 			if ips := get(old, "spec", "clusterIPs"); ips != nil {
-				setPath(obj, runtime.DeepCopyJSONValue(ips), "spec", "clusterIPs") // old is only read
+				setPath(obj, ips, "spec", "clusterIPs")
 			}
 		}
 	}

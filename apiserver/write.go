@@ -248,7 +248,7 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 		const key = `"resourceVersion":"`
 		data := make([]byte, 0, len(pre)+len(key)+len(rv)+1)
 		data = append(append(append(append(append(data, pre[:off]...), key...), rv...), '"'), pre[off:]...)
-		o := &storage.Object{
+		return &storage.Object{
 			Namespace:  str(m, "namespace"),
 			Name:       str(m, "name"),
 			UID:        str(m, "uid"),
@@ -256,8 +256,7 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 			APIVersion: str(obj, "apiVersion"),
 			Labels:     labelsOf(obj),
 			Fields:     k.fieldsOf(obj),
-		}
-		return o, nil
+		}, nil
 	}
 }
 
@@ -678,7 +677,7 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 // prepareUpdate applies the update rules to obj (the requested new state,
 // stored form) given the current state old. It reports whether anything
 // changed and whether the object is now deleted (finalizers emptied while
-// deleting). old is only read, and what obj takes from it is deep-copied.
+// deleting).
 func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any, cur *storage.Object, wo *writeOpts) (map[string]any, bool, bool, error) {
 	u, oldU := &unstructured.Unstructured{Object: obj}, &unstructured.Unstructured{Object: old}
 	gr := k.groupResource()
@@ -755,7 +754,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	}
 	for _, f := range []string{"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"} {
 		if v, ok := om[f]; ok {
-			m[f] = runtime.DeepCopyJSONValue(v)
+			m[f] = v
 		} else {
 			delete(m, f)
 		}
