@@ -277,19 +277,16 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 		opts.QueueMetrics = b.mgr.QueueMetrics()
 	}
 	// The controller and its queue register their statistics under the
-	// controller's name as they are made, and a registration replaces one
-	// of the same name: held until the manager has accepted the controller,
-	// so that a Build that fails (the name is taken, a watch cannot be made)
-	// never takes over the series of the controller that has the name.
+	// controller's name as they are made. The registrations are held until
+	// every watch is made, so that a Build that fails on a watch registers
+	// nothing (and a corrected Build under the same name can follow); the
+	// providers refuse a name they already have, so a Build under a taken
+	// name fails and never takes over the series of the controller that
+	// has it.
 	ctrlMetrics, queueMetrics := opts.Metrics, opts.QueueMetrics
 	var heldCtrl held[controller.Stats]
 	var heldQueue held[workqueue.Stats]
-	if ctrlMetrics != nil {
-		opts.Metrics = &heldCtrl
-	}
-	if queueMetrics != nil {
-		opts.QueueMetrics = &heldQueue
-	}
+	opts.Metrics, opts.QueueMetrics = &heldCtrl, &heldQueue
 	c, err := controller.New(name, r, opts)
 	if err != nil {
 		return nil, fmt.Errorf("builder: %w", err)
@@ -346,14 +343,18 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 			return nil, fmt.Errorf("builder: %w", err)
 		}
 	}
-	if err := b.mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("builder: %w", err)
-	}
 	if heldCtrl.read != nil {
-		ctrlMetrics.Register(heldCtrl.name, heldCtrl.read)
+		if err := ctrlMetrics.Register(heldCtrl.name, heldCtrl.read); err != nil {
+			return nil, fmt.Errorf("builder: controller %q: %w", name, err)
+		}
 	}
 	if heldQueue.read != nil {
-		queueMetrics.Register(heldQueue.name, heldQueue.read)
+		if err := queueMetrics.Register(heldQueue.name, heldQueue.read); err != nil {
+			return nil, fmt.Errorf("builder: controller %q: %w", name, err)
+		}
+	}
+	if err := b.mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("builder: %w", err)
 	}
 	ready := func(*http.Request) error {
 		var waiting []string
@@ -381,7 +382,10 @@ type held[S any] struct {
 	read func(*S)
 }
 
-func (h *held[S]) Register(name string, read func(*S)) { h.name, h.read = name, read }
+func (h *held[S]) Register(name string, read func(*S)) error {
+	h.name, h.read = name, read
+	return nil
+}
 
 // readScopes returns the scope of the reads of each kind that all of the
 // controller's watches of it share (in whatever form), for the kinds whose

@@ -519,7 +519,7 @@ func testBuilderErrors(t *testing.T, env *apiservertest.Env) {
 			return builder.ControllerManagedBy(mgr).For(&corev1.Pod{}, builder.MatchEveryOwner()).Complete(r)
 		}, "Owns only"},
 		{"empty name", func() error { return builder.ControllerManagedBy(mgr).Named("").For(&corev1.Pod{}).Complete(r) }, "empty name"},
-		{"name taken", func() error { return builder.ControllerManagedBy(mgr).Named("taken").For(&corev1.Pod{}).Complete(r) }, "already added"},
+		{"name taken", func() error { return builder.ControllerManagedBy(mgr).Named("taken").For(&corev1.Pod{}).Complete(r) }, `controller named "taken" is already`},
 		{"invalid controller options", func() error {
 			return builder.ControllerManagedBy(mgr).Named("bad").For(&corev1.Pod{}).
 				WithOptions(controller.Options{MaxConcurrentReconciles: -1}).Complete(r)

@@ -95,3 +95,34 @@ func TestFailedCompleteKeepsMetrics(t *testing.T) {
 		}
 	})
 }
+
+// A Build that fails on a watch registers no metrics, so a corrected Build
+// under the same name succeeds and reports under it.
+func TestCorrectedBuildAfterFailedWatch(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		reg := prometheus.NewRegistry()
+		mgr, err := manager.New(env.Config(), manager.Options{Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const name = "retried"
+		err = builder.ControllerManagedBy(mgr).Named(name).For(&corev1.ConfigMap{},
+			builder.WithScope(informer.Scope{LabelSelector: "a in (("})).Complete(&counter{})
+		if err == nil {
+			t.Fatal("Complete with a bad label selector succeeded")
+		}
+		if got := sample(t, reg, "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": name}); got != -1 {
+			t.Fatalf("the failed Build left controller_runtime_max_concurrent_reconciles{controller=%q} = %v", name, got)
+		}
+		r := &counter{ns: env.Namespace}
+		if err := builder.ControllerManagedBy(mgr).Named(name).For(&corev1.ConfigMap{}).Complete(r); err != nil {
+			t.Fatalf("the corrected Build: %v", err)
+		}
+		start(t, mgr)
+		create(t, mgr.Client(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "cm-retried"}})
+		eventually(t, "a reconcile of cm-retried", func() bool { return r.get("cm-retried") > 0 })
+		eventually(t, "reconcile_total counting it", func() bool {
+			return sample(t, reg, "controller_runtime_reconcile_total", map[string]string{"controller": name, "result": "success"}) >= 1
+		})
+	})
+}

@@ -194,7 +194,9 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 			ErrReconcileTimeout, name, opts.ReconcileTimeout),
 	}
 	if opts.Metrics != nil {
-		opts.Metrics.Register(name, c.readStats)
+		if err := opts.Metrics.Register(name, c.readStats); err != nil {
+			return nil, fmt.Errorf("controller %q: registering metrics: %w", name, err)
+		}
 	}
 	return c, nil
 }

@@ -19,7 +19,10 @@ import (
 // statsReader is a minimal MetricsProvider: it keeps the reader.
 type statsReader struct{ read func(*controller.Stats) }
 
-func (s *statsReader) Register(_ string, read func(*controller.Stats)) { s.read = read }
+func (s *statsReader) Register(_ string, read func(*controller.Stats)) error {
+	s.read = read
+	return nil
+}
 
 // A controller fed by a channel: each key is reconciled until it settles.
 // "db" fails once and is retried after a 200 ms backoff, "web" asks to be

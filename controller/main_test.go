@@ -26,10 +26,11 @@ type metricsRecorder struct {
 	read func(*Stats)
 }
 
-func (m *metricsRecorder) Register(name string, read func(*Stats)) {
+func (m *metricsRecorder) Register(name string, read func(*Stats)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.name, m.read = name, read
+	return nil
 }
 
 func (m *metricsRecorder) get() Stats {
@@ -46,10 +47,11 @@ type queueRecorder struct {
 	read func(*workqueue.Stats)
 }
 
-func (m *queueRecorder) Register(_ string, read func(*workqueue.Stats)) {
+func (m *queueRecorder) Register(_ string, read func(*workqueue.Stats)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.read = read
+	return nil
 }
 
 func (m *queueRecorder) get() workqueue.Stats {

@@ -18,8 +18,11 @@ import (
 type MetricsProvider interface {
 	// Register is called once by New with the controller's name and a
 	// reader of its statistics. read fills *Stats; it may be called from any
-	// goroutine at any time, also after Start returned.
-	Register(name string, read func(*Stats))
+	// goroutine at any time, also after Start returned. A provider refuses a
+	// name it already has (kloop.dev/kloop/metrics does, as controller names
+	// must be unique): New then fails with its error, and the controller
+	// that has the name keeps its series.
+	Register(name string, read func(*Stats)) error
 }
 
 // ReconcileTimeBounds returns the upper bounds (inclusive) of the reconcile

@@ -36,10 +36,11 @@ type ctrlStats struct {
 	read func(*controller.Stats)
 }
 
-func (m *ctrlStats) Register(_ string, read func(*controller.Stats)) {
+func (m *ctrlStats) Register(_ string, read func(*controller.Stats)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.read = read
+	return nil
 }
 
 func (m *ctrlStats) get() controller.Stats {
@@ -56,10 +57,11 @@ type queueStats struct {
 	read func(*workqueue.Stats)
 }
 
-func (m *queueStats) Register(_ string, read func(*workqueue.Stats)) {
+func (m *queueStats) Register(_ string, read func(*workqueue.Stats)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.read = read
+	return nil
 }
 
 func (m *queueStats) get() workqueue.Stats {

@@ -91,7 +91,9 @@ func New(cfg *rest.Config, opts Options) (*Elector, error) {
 		log:    opts.Logger.With("lease", opts.Namespace+"/"+opts.Name, "identity", opts.Identity),
 	}
 	if opts.Metrics != nil {
-		opts.Metrics.Register(opts.Name, e.readStatus)
+		if err := opts.Metrics.Register(opts.Name, e.readStatus); err != nil {
+			return nil, fmt.Errorf("leaderelection: registering metrics: %w", err)
+		}
 	}
 	return e, nil
 }

@@ -79,8 +79,10 @@ type MetricsProvider interface {
 	// Register is called once by New with the election's name (the Lease's
 	// name, as client-go's leader_election_master_status{name}) and a reader
 	// of the elector's status. read fills *Status with a consistent snapshot;
-	// it may be called from any goroutine at any time.
-	Register(name string, read func(*Status))
+	// it may be called from any goroutine at any time. A provider refuses a
+	// name it already has (kloop.dev/kloop/metrics does): New then fails
+	// with its error.
+	Register(name string, read func(*Status)) error
 }
 
 func (o *Options) setDefaults() error {

@@ -119,7 +119,10 @@ type provider struct {
 	read func(*Status)
 }
 
-func (p *provider) Register(name string, read func(*Status)) { p.name, p.read = name, read }
+func (p *provider) Register(name string, read func(*Status)) error {
+	p.name, p.read = name, read
+	return nil
+}
 
 // The elector logs its transitions with the lease and its identity.
 func TestLogging(t *testing.T) {

@@ -52,9 +52,10 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 }
 
 // Register implements controller.MetricsProvider. A second controller with
-// the same name takes over the first one's series.
-func (c *Controller) Register(name string, read func(*controller.Stats)) {
-	c.controllers.set(name, read)
+// the same name is refused: controller names are unique per registry, as
+// controller-runtime requires them to be per process.
+func (c *Controller) Register(name string, read func(*controller.Stats)) error {
+	return c.controllers.add("controller", name, read)
 }
 
 // Describe implements prometheus.Collector.

@@ -40,8 +40,9 @@ func NewLeaderElection(reg prometheus.Registerer) (*LeaderElection, error) {
 }
 
 // Register implements leaderelection.MetricsProvider.
-func (l *LeaderElection) Register(name string, read func(*leaderelection.Status)) {
-	l.electors.set(name, read)
+// A second elector of the same election (Lease name) is refused.
+func (l *LeaderElection) Register(name string, read func(*leaderelection.Status)) error {
+	return l.electors.add("leader election", name, read)
 }
 
 // Describe implements prometheus.Collector.

@@ -58,8 +58,11 @@ func NewWorkqueue(reg prometheus.Registerer) (*Workqueue, error) {
 	return w, nil
 }
 
-// Register implements workqueue.MetricsProvider.
-func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) { w.queues.set(name, read) }
+// Register implements workqueue.MetricsProvider. A second queue with the
+// same name is refused.
+func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) error {
+	return w.queues.add("work queue", name, read)
+}
 
 // Describe implements prometheus.Collector.
 func (w *Workqueue) Describe(ch chan<- *prometheus.Desc) {

@@ -13,9 +13,10 @@ import "time"
 type MetricsProvider interface {
 	// Register is called once by New with the queue's name and a reader of
 	// its statistics. read fills *Stats with a consistent snapshot; it may be
-	// called from any goroutine at any time, also after ShutDown. A second
-	// queue registered under the same name replaces the first.
-	Register(name string, read func(*Stats))
+	// called from any goroutine at any time, also after ShutDown. A provider
+	// refuses a name it already has (kloop.dev/kloop/metrics does): New then
+	// fails with its error.
+	Register(name string, read func(*Stats)) error
 }
 
 // numBounds is the number of bounds of the queue's duration histograms.

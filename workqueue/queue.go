@@ -2,14 +2,16 @@ package workqueue
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
 
 // Options configures a Queue. The zero value is ready to use.
 type Options[K comparable] struct {
-	// Name names the queue in metrics. Default: "" (allowed; give each
-	// queue of a process its own name when metrics are on).
+	// Name names the queue in metrics. Default: "" (allowed without
+	// Metrics; with Metrics a name is required, and each queue of a
+	// provider needs its own).
 	Name string
 
 	// RateLimiter decides the delay of AddRateLimited and of
@@ -39,6 +41,9 @@ func (o *Options[K]) setDefaults() {
 func (o *Options[K]) validate() error {
 	if o.Clock == nil || o.RateLimiter == nil {
 		return errors.New("workqueue: internal error: defaults not set")
+	}
+	if o.Metrics != nil && o.Name == "" {
+		return errors.New("workqueue: Options.Metrics needs a Name to report under")
 	}
 	return nil
 }
@@ -168,7 +173,9 @@ func New[K comparable](opts Options[K]) (*Queue[K], error) {
 	q.cond.L = &q.mu
 	if opts.Metrics != nil {
 		q.timed = true
-		opts.Metrics.Register(opts.Name, q.readStats)
+		if err := opts.Metrics.Register(opts.Name, q.readStats); err != nil {
+			return nil, fmt.Errorf("workqueue %q: registering metrics: %w", opts.Name, err)
+		}
 	}
 	return q, nil
 }

@@ -497,7 +497,10 @@ type statsProvider struct {
 	read func(*Stats)
 }
 
-func (p *statsProvider) Register(name string, read func(*Stats)) { p.name, p.read = name, read }
+func (p *statsProvider) Register(name string, read func(*Stats)) error {
+	p.name, p.read = name, read
+	return nil
+}
 
 func (p *statsProvider) stats() Stats {
 	var s Stats
