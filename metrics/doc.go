@@ -30,4 +30,10 @@
 // Prometheus scrapes: no metric call sits on a queue's hot path, and the
 // unfinished-work and longest-running gauges are exact at scrape time rather
 // than refreshed by a polling goroutine.
+//
+// Each provider takes a name once: a second controller, queue or election
+// under a name it already has is refused, and its New fails with that error
+// (controller-runtime likewise refuses two controllers of one name in a
+// process; here the scope is the registry, so tests with a registry each
+// need no escape hatch).
 package metrics
