@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,10 +153,17 @@ type Controller struct {
 
 	stats stats
 
-	// mu guards sources and started.
+	// mu guards sources, started, run and stopped.
 	mu      sync.Mutex
 	sources []Source
 	started bool
+	// run starts a source on the running controller (set by Start while
+	// it runs, nil before and after): the way Watch after Start starts
+	// its source.
+	run func(Source)
+	// stopped is set by Start before it waits for the sources to stop:
+	// no source starts after it.
+	stopped bool
 }
 
 // New returns a controller named name (used in logs and metrics; give each
@@ -206,19 +214,26 @@ func (c *Controller) Name() string { return c.name }
 
 func (c *Controller) readStats(s *Stats) { c.stats.read(s, c.opts.MaxConcurrentReconciles) }
 
-// Watch adds a source of events. Sources are started by Start, which waits
-// for all of them to have synced before the first reconcile; Watch after
-// Start returns an error.
+// Watch adds a source of events. Sources added before Start are started by
+// it, and it waits for all of them to have synced before the first
+// reconcile. A source added while the controller runs is started at once,
+// as in controller-runtime (for watches that become possible later, such as
+// a CRD installed after the start): the workers do not wait for it to
+// sync, and its failure stops the controller as any source's does. Watch
+// after the controller stopped returns an error.
 func (c *Controller) Watch(src Source) error {
 	if src == nil {
 		return fmt.Errorf("controller %q: Watch needs a Source", c.name)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.started {
-		return fmt.Errorf("controller %q: Watch after Start", c.name)
+	if c.stopped {
+		return fmt.Errorf("controller %q: Watch after the controller stopped", c.name)
 	}
 	c.sources = append(c.sources, src)
+	if c.run != nil {
+		c.run(src)
+	}
 	return nil
 }
 
@@ -242,8 +257,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("controller %q: started twice", c.name)
 	}
 	c.started = true
-	sources := c.sources
 	c.mu.Unlock()
+	defer c.markStopped() // whichever way Start returns
 
 	parent := ctx
 	if c.opts.BaseContext != nil {
@@ -261,6 +276,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	// the queue, waiting for the reconciles in flight, then the workers. It
 	// returns the error of a failed source, unless the parent was cancelled.
 	stop := func() error {
+		c.markStopped()
 		cancel(nil)
 		sourcesWG.Wait()
 		c.stopping.Store(true)
@@ -272,8 +288,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		return failure
 	}
 
-	c.log.Info("starting controller", "sources", len(sources), "workers", c.opts.MaxConcurrentReconciles)
-	for _, src := range sources {
+	// run starts a source; it is called with c.mu held, before stop sets
+	// stopped, so sourcesWG.Go never races with sourcesWG.Wait.
+	run := func(src Source) {
 		sourcesWG.Go(func() {
 			err := src.Start(ctx, c.normal, c.low)
 			if err == nil || ctx.Err() != nil {
@@ -288,6 +305,14 @@ func (c *Controller) Start(ctx context.Context) error {
 			cancel(err)
 		})
 	}
+	c.mu.Lock()
+	sources := slices.Clone(c.sources)
+	c.log.Info("starting controller", "sources", len(sources), "workers", c.opts.MaxConcurrentReconciles)
+	for _, src := range sources {
+		run(src)
+	}
+	c.run = run
+	c.mu.Unlock()
 
 	if err := c.waitForSync(ctx, sources); err != nil {
 		if stopErr := stop(); stopErr != nil {
@@ -309,6 +334,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	err := stop()
 	c.log.Info("controller stopped")
 	return err
+}
+
+// markStopped makes Watch refuse new sources from now on.
+func (c *Controller) markStopped() {
+	c.mu.Lock()
+	c.stopped, c.run = true, nil
+	c.mu.Unlock()
 }
 
 // waitForSync polls the sources' HasSynced, 1 ms doubling to 100 ms apart,

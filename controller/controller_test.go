@@ -706,15 +706,75 @@ func TestOptionsAndLifecycleErrors(t *testing.T) {
 	if _, err := NewChannelSource(make(chan handler.Event), nil, ChannelOptions{}); err == nil {
 		t.Fatal("nil handler accepted")
 	}
-	synctest.Test(t, func(t *testing.T) {
-		c, _ := New("c", r, Options{})
-		cancel, errc := run(c)
-		synctest.Wait()
-		if err := c.Watch(&fakeSource{}); err == nil {
-			t.Fatal("Watch after Start accepted")
+}
+
+// A source added while the controller runs starts at once and feeds the
+// workers, as in controller-runtime; its failure stops the controller; after
+// the controller stopped, Watch is refused.
+func TestWatchWhileRunning(t *testing.T) {
+	t.Run("delivers", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rec := &recorder{}
+			c, err := New("c", rec, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := &fakeSource{}
+			first.synced.Store(true)
+			if err := c.Watch(first); err != nil {
+				t.Fatal(err)
+			}
+			cancel, errc := run(c)
+			synctest.Wait()
+			late := &fakeSource{start: func(_ context.Context, q, _ handler.Enqueuer) error {
+				q.Add(req("late"))
+				return nil
+			}}
+			if err := c.Watch(late); err != nil {
+				t.Fatalf("Watch while running: %v", err)
+			}
+			synctest.Wait()
+			if got := rec.got(); !slices.Equal(got, []string{"ns/late"}) {
+				t.Fatalf("reconciles %q, want the late source's key", got)
+			}
+			cancel()
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Watch(&fakeSource{}); err == nil || !strings.Contains(err.Error(), "stopped") {
+				t.Fatalf("Watch after stop: %v, want a refusal", err)
+			}
+		})
+	})
+	t.Run("failure stops the controller", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, err := New("c", &recorder{}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel, errc := run(c)
+			defer cancel()
+			synctest.Wait()
+			boom := errors.New("boom")
+			if err := c.Watch(&fakeSource{start: func(context.Context, handler.Enqueuer, handler.Enqueuer) error { return boom }}); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-errc; !errors.Is(err, boom) {
+				t.Fatalf("Start returned %v, want the late source's error", err)
+			}
+		})
+	})
+	t.Run("Start failing early", func(t *testing.T) {
+		c, err := New("c", &recorder{}, Options{BaseContext: func(context.Context) context.Context { return nil }})
+		if err != nil {
+			t.Fatal(err)
 		}
-		cancel()
-		<-errc
+		if err := c.Start(context.Background()); err == nil {
+			t.Fatal("Start with a nil BaseContext succeeded")
+		}
+		if err := c.Watch(&fakeSource{}); err == nil {
+			t.Fatal("Watch after a failed Start accepted")
+		}
 	})
 }
 
