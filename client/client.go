@@ -107,6 +107,8 @@ type Client struct {
 	// throttle waits for the client-side rate limit before each request
 	// (rest.Config's RateLimiter, or QPS and Burst); nil: none.
 	throttle func(ctx context.Context) error
+	// indexes are the field indexes of IndexField.
+	indexes fieldIndexes
 }
 
 // defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
@@ -319,10 +321,13 @@ func isNil(obj runtime.Object) bool {
 
 // informerFor returns the synced informer of obj's kind and form within
 // scope, starting it on first use.
-func (c *Client) informerFor(ctx context.Context, obj runtime.Object, scope informer.Scope) (*informer.Informer[informer.Object], error) {
+func (c *Client) informerFor(ctx context.Context, obj Object, scope informer.Scope) (*informer.Informer[informer.Object], error) {
 	inf, err := c.factory.ForObject(obj, scope)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
+	}
+	if err := c.index(inf, obj); err != nil {
+		return nil, err
 	}
 	if err := c.factory.WaitForStart(ctx); err != nil {
 		return nil, fmt.Errorf("client: %w", err)

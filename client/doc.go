@@ -12,6 +12,13 @@
 // write; use [Client.Uncached] (or Options.Uncached for whole kinds) for a
 // read that must see the latest state.
 //
+// [Client.IndexField] indexes a kind's cached objects by a field of your
+// choosing, as controller-runtime's FieldIndexer: a cached List with
+// MatchingFields on that field is then answered from the index (in every
+// informer of the kind, scoped ones included). Without an index, a cached
+// List can select on metadata.name and metadata.namespace only; other
+// fields are a BadRequest that says to index them or read uncached.
+//
 // A controller that watches a kind with a scope (builder.WithScope: a
 // namespace, a label or field selector) reads that kind from the informer
 // of the scope: the builder puts [ReadScopes] in the context of its

@@ -16,8 +16,9 @@ type ListOptions struct {
 	// or not, as fields.Nothing() does.
 	LabelSelector labels.Selector
 	// FieldSelector keeps matching objects; nil keeps all. From the cache,
-	// only metadata.name, metadata.namespace and fields with a cache index
-	// named "field:<field>" can be selected on, with = or ==.
+	// only metadata.name, metadata.namespace and the fields indexed with
+	// Client.IndexField (or a cache index named "field:<field>") can be
+	// selected on, with = or ==.
 	FieldSelector fields.Selector
 	// Limit returns at most this many objects (0: all). Uncached lists
 	// return a Continue token on the list's metadata for the next page. A
