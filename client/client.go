@@ -492,7 +492,7 @@ func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]inf
 				ns, nsSet = r.Value, true
 			default:
 				if !inf.HasIndex("field:" + r.Field) {
-					return nil, apierrors.NewBadRequest(fmt.Sprintf("client: field %q is not indexed in the cache (add an index named %q, or use Uncached())", r.Field, "field:"+r.Field))
+					return nil, apierrors.NewBadRequest(fmt.Sprintf("client: field %q is not indexed in the cache (index it with Client.IndexField, or read it with Uncached())", r.Field))
 				}
 				indexed = append(indexed, struct{ field, value string }{r.Field, r.Value})
 			}
