@@ -90,6 +90,13 @@
 // the server for PartialObjectMetadata: the cheapest way to watch a kind
 // whose content a controller never reads.
 //
+// The lists and watches of all a factory's informers share one client-side
+// rate limit, as those of a client-go informer factory share their
+// clientset's: the rest.Config's RateLimiter if set, else one token bucket
+// of its QPS with its Burst (default 10) made by NewFactory when QPS > 0;
+// QPS 0 or negative means none (controller-runtime's convention). Discovery
+// requests are not limited.
+//
 //	f, _ := informer.NewFactory(cfg, informer.FactoryOptions{})
 //	pods, _ := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: "default"})
 //	reg, _ := pods.AddHandler(informer.HandlerFuncs[*corev1.Pod]{...}, informer.HandlerOptions{})

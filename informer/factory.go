@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"kloop.dev/kloop/reflector"
 )
@@ -65,6 +66,10 @@ type FactoryOptions struct {
 	Reflector reflector.Options
 }
 
+// defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
+// without one.
+const defaultBurst = 10
+
 // Errors returned (wrapped) by the Factory.
 var (
 	// ErrTypeMismatch: a typed view asked for a Go type other than the one
@@ -103,7 +108,10 @@ type factoryEntry struct {
 // before Start run when Start runs; informers asked for after Start run at
 // once.
 type Factory struct {
-	cfg    *rest.Config
+	cfg *rest.Config
+	// lwCfg is cfg for the informers' listers and watchers, with one
+	// client-side rate limiter that all of them share (see NewFactory).
+	lwCfg  *rest.Config
 	opts   FactoryOptions
 	client *http.Client
 	logger *slog.Logger
@@ -158,6 +166,12 @@ func (o *FactoryOptions) validate() error {
 
 // NewFactory returns a Factory for the server of cfg. Nothing runs until
 // Start.
+//
+// The lists and watches of all the factory's informers share one
+// client-side rate limit, as those of a client-go informer factory share
+// their clientset's: cfg.RateLimiter if set, else one token bucket of
+// cfg.QPS with cfg.Burst (default 10) when QPS > 0. QPS 0 or negative: no
+// limit (controller-runtime's convention).
 func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if cfg == nil {
 		return nil, errors.New("informer: nil rest.Config")
@@ -168,8 +182,17 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	lwCfg := rest.CopyConfig(cfg)
+	if lwCfg.RateLimiter == nil && lwCfg.QPS > 0 {
+		burst := lwCfg.Burst
+		if burst <= 0 {
+			burst = defaultBurst
+		}
+		lwCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(lwCfg.QPS, burst)
+	}
 	return &Factory{
 		cfg:       rest.CopyConfig(cfg),
+		lwCfg:     lwCfg,
 		opts:      opts,
 		client:    opts.HTTPClient,
 		logger:    opts.Logger,
@@ -338,7 +361,7 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	if fm == metadataForm {
 		newObj = func() Object { return &metav1.PartialObjectMetadata{} }
 	}
-	lw, err := reflector.NewRESTListerWatcher[Object](f.cfg, mapping.Resource, scope.Namespace, reflector.RESTOptions[Object]{
+	lw, err := reflector.NewRESTListerWatcher[Object](f.lwCfg, mapping.Resource, scope.Namespace, reflector.RESTOptions[Object]{
 		LabelSelector: key.labels,
 		FieldSelector: key.fields,
 		New:           newObj,

@@ -110,6 +110,19 @@
 // IsResourceExpired and IsTooManyRequests work), with Retry-After in
 // Details.RetryAfterSeconds.
 //
+// # Client-side rate limit
+//
+// As client-go's REST client does, the REST ListerWatcher waits for the
+// client-side rate limit of its rest.Config before every request — each
+// page of a list, each watch or streaming list: cfg.RateLimiter if set
+// (one limiter shared by everything built from that config), else a token
+// bucket of cfg.QPS with cfg.Burst (default 10) when QPS > 0, owned by
+// the lister. QPS 0 or negative means no limit, controller-runtime's
+// convention (client-go would use 5 qps); kube-apiserver's API Priority
+// and Fairness protects the server either way. The wait takes the
+// request's context: cancelling it ends the wait with an error wrapping
+// the context's, and a reflector stops as it does during any request.
+//
 // A page of typed objects is cut into its items as it is read (chunk by
 // chunk, never joined into one buffer), and its items are decoded with
 // json-iterator (keys case-sensitive) on up to GOMAXPROCS goroutines while

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +52,9 @@ type RESTOptions[T Object] struct {
 	// HTTPClient sends the requests. Default: rest.HTTPClientFor(cfg), i.e.
 	// client-go's transport with the config's TLS and authentication. Its
 	// Timeout (rest.Config.Timeout) applies to lists, not to watches, which
-	// end by the timeoutSeconds the reflector asks for.
+	// end by the timeoutSeconds the reflector asks for. The client-side rate
+	// limit comes from the rest.Config, not from HTTPClient (see
+	// NewRESTListerWatcher).
 	HTTPClient *http.Client
 }
 
@@ -76,6 +79,32 @@ type RESTListerWatcher[T Object] struct {
 	dropMF       bool // RESTOptions.DropManagedFields
 	// accept is the Accept header of lists and of watches.
 	acceptList, acceptWatch string
+	// throttle waits for the client-side rate limit before each request
+	// (each list page, each watch); nil: no limit. See throttleFor.
+	throttle func(ctx context.Context) error
+}
+
+// defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
+// without one.
+const defaultBurst = 10
+
+// throttleFor returns the client-side rate limit of cfg as client-go's REST
+// client applies it: cfg.RateLimiter if set, else a token bucket of cfg.QPS
+// (burst cfg.Burst, default 10) when QPS > 0. QPS 0 or negative means no
+// limit, as with controller-runtime's config (API Priority and Fairness
+// protects the server); client-go itself would use 5 qps.
+func throttleFor(cfg *rest.Config) func(ctx context.Context) error {
+	if cfg.RateLimiter != nil {
+		return cfg.RateLimiter.Wait
+	}
+	if cfg.QPS > 0 {
+		burst := cfg.Burst
+		if burst <= 0 {
+			burst = defaultBurst
+		}
+		return rate.NewLimiter(rate.Limit(cfg.QPS), burst).Wait
+	}
+	return nil
 }
 
 // NewRESTListerWatcher returns a ListerWatcher for resource (for example
@@ -85,6 +114,14 @@ type RESTListerWatcher[T Object] struct {
 //
 // With T = *metav1.PartialObjectMetadata it asks the server for metadata
 // only (as client-go's metadata client does).
+//
+// Each request — every page of a list, every watch — first waits for the
+// client-side rate limit of cfg, as client-go's REST client does:
+// cfg.RateLimiter if set (share one to share a budget between listers),
+// else a token bucket of cfg.QPS with cfg.Burst (default 10) when QPS > 0,
+// owned by this lister. QPS 0 or negative: no limit (controller-runtime's
+// convention; client-go's would be 5 qps). A context cancelled while
+// waiting ends the request with an error wrapping the context's.
 func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersionResource, namespace string, opts RESTOptions[T]) (*RESTListerWatcher[T], error) {
 	if cfg == nil {
 		return nil, errors.New("reflector: nil rest.Config")
@@ -167,6 +204,7 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		dropMF:      opts.DropManagedFields,
 		acceptList:  "application/json",
 		acceptWatch: "application/json",
+		throttle:    throttleFor(cfg),
 	}
 	switch any(newObj()).(type) {
 	case *unstructured.Unstructured:
@@ -216,6 +254,16 @@ func (l *RESTListerWatcher[T]) query(opts metav1.ListOptions, watch bool) string
 }
 
 func (l *RESTListerWatcher[T]) do(ctx context.Context, verb string, opts metav1.ListOptions, watch bool) (*http.Response, error) {
+	if l.throttle != nil {
+		if err := l.throttle(ctx); err != nil {
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+				// x/time/rate says a wait would pass the deadline
+				// without wrapping the context's error.
+				err = fmt.Errorf("%w (%w)", err, cerr)
+			}
+			return nil, fmt.Errorf("%s %s: client-side rate limit: %w", verb, l.gr, err)
+		}
+	}
 	u := l.url
 	u.RawQuery = l.query(opts, watch)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)

@@ -1,0 +1,117 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/reflector"
+)
+
+// countingLimiter is a flowcontrol.RateLimiter that counts its waits and
+// never holds a request.
+type countingLimiter struct{ waits atomic.Int64 }
+
+func (l *countingLimiter) Wait(ctx context.Context) error { l.waits.Add(1); return ctx.Err() }
+func (l *countingLimiter) TryAccept() bool                { return true }
+func (l *countingLimiter) Accept()                        {}
+func (l *countingLimiter) Stop()                          {}
+func (l *countingLimiter) QPS() float32                   { return 0 }
+
+// TestFactoryRateLimiter runs on both servers: every list and watch of the
+// factory's informers waits on the rest.Config's RateLimiter.
+func TestFactoryRateLimiter(t *testing.T) {
+	for _, watchList := range []bool{false, true} {
+		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) {
+			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+				ctx := timeout(t)
+				env := newEnv(t, ae)
+				env.createPod(t, ctx, env.Namespace, "a", nil)
+				lim := &countingLimiter{}
+				cfg := rest.CopyConfig(env.cfg)
+				cfg.RateLimiter = lim
+				f, err := NewFactory(cfg, FactoryOptions{
+					HTTPClient: env.client,
+					Reflector:  reflector.Options{DisableWatchList: !watchList},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: env.Namespace})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := InformerFor[*corev1.ConfigMap](f, Scope{Namespace: env.Namespace}); err != nil {
+					t.Fatal(err)
+				}
+				startFactory(t, f)
+				if err := f.WaitForCacheSync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := pods.GetByKey(env.Namespace + "/a"); !ok {
+					t.Fatal("pod a not cached")
+				}
+				// Once both watches are open, no request is in flight: each
+				// one waited once on the limiter.
+				requests := func() int64 {
+					pw, pl := env.net.counts("pods")
+					cw, cl := env.net.counts("configmaps")
+					if pw == 0 || cw == 0 {
+						return -1
+					}
+					return int64(pw + pl + cw + cl)
+				}
+				waitUntil(t, ctx, "both watches", func() bool { return requests() > 0 })
+				if got, want := lim.waits.Load(), requests(); got != want {
+					t.Errorf("%d waits on the rate limiter for %d requests", got, want)
+				}
+			})
+		})
+	}
+}
+
+// TestFactoryRateLimiterShared: the factory's listers share one client-side
+// rate limit — the config's RateLimiter, or one token bucket made of QPS and
+// Burst — and the config the factory hands back is the caller's.
+func TestFactoryRateLimiterShared(t *testing.T) {
+	mine := flowcontrol.NewTokenBucketRateLimiter(3, 4)
+	tests := []struct {
+		name    string
+		cfg     rest.Config
+		wantQPS float32 // 0: no limiter
+	}{
+		{"QPS and Burst", rest.Config{QPS: 5, Burst: 7}, 5},
+		{"QPS, default burst", rest.Config{QPS: 20}, 20},
+		{"RateLimiter", rest.Config{QPS: 50, RateLimiter: mine}, 3},
+		{"QPS 0", rest.Config{}, 0},
+		{"QPS negative", rest.Config{QPS: -1, Burst: 5}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Host = "http://example.invalid"
+			f, err := NewFactory(&tc.cfg, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.lwCfg.RateLimiter
+			switch {
+			case tc.wantQPS == 0 && got != nil:
+				t.Errorf("limiter %v, want none", got)
+			case tc.wantQPS != 0 && (got == nil || got.QPS() != tc.wantQPS):
+				t.Errorf("limiter %v, want one of %v qps", got, tc.wantQPS)
+			case tc.cfg.RateLimiter != nil && got != tc.cfg.RateLimiter:
+				t.Errorf("limiter %v, want the config's", got)
+			}
+			if rl := f.Config().RateLimiter; rl != tc.cfg.RateLimiter {
+				t.Errorf("Config().RateLimiter %v, want the caller's %v", rl, tc.cfg.RateLimiter)
+			}
+		})
+	}
+}
