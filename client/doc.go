@@ -43,6 +43,14 @@
 // QPS 0 means no client-side limit, as with controller-runtime's config since
 // v0.21 (API Priority and Fairness protects the server).
 //
+// A [Recorder] records Kubernetes Events about objects, as client-go's
+// EventRecorder: Event and Eventf never block (a goroutine run by
+// Recorder.Start writes them, in order, through the Client), a repeated
+// event counts on the existing Event (count and lastTimestamp patched), and
+// a spam filter caps each object's events (25, then one per 5 minutes).
+// client-go's aggregation of similar events with different messages is not
+// done. manager.Manager.Recorder hands them out.
+//
 // A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
 // or an object's metadata) is ignored, as by controller-runtime and
 // kube-apiserver, cached or not.

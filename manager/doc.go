@@ -10,6 +10,9 @@
 // from it (client.ReadScopes), not from a whole-kind informer. Controllers (usually made with
 // kloop.dev/kloop/builder) and any other Runnable are added with Add and run
 // by Start, which blocks until its context is cancelled or a runnable fails.
+// Recorder hands out event recorders (client.Recorder) that write through
+// the manager's client on every replica, as controller-runtime's
+// GetEventRecorderFor.
 //
 //	mgr, err := manager.New(cfg, manager.Options{
 //		HealthProbeBindAddress: ":8081",

@@ -60,9 +60,11 @@ type Manager struct {
 	electedCh chan struct{} // closed once this replica leads (at Start without leader election)
 	elect     sync.Once     // closes electedCh
 
-	mu sync.Mutex // guards names and the bound addresses
+	mu sync.Mutex // guards names, recorders and the bound addresses
 	// names are the names of the controllers added, unique.
-	names                             map[string]bool
+	names map[string]bool
+	// recorders are the event recorders of Recorder, by component.
+	recorders                         map[string]*client.Recorder
 	metricsAddr, probeAddr, pprofAddr net.Addr
 
 	errMu sync.Mutex // guards errs, stopping, cancelRun
@@ -191,6 +193,31 @@ func (m *Manager) QueueMetrics() *metrics.Workqueue { return m.queueM }
 // ControllerMetrics returns the controller collector, to set as
 // controller.Options.Metrics (the builder does).
 func (m *Manager) ControllerMetrics() *metrics.Controller { return m.ctrlM }
+
+// Recorder returns the event recorder of component (a controller's name,
+// such as "widget-controller"), as controller-runtime's
+// GetEventRecorderFor: it writes core/v1 Events through the manager's
+// client, on every replica (leader or not), from the manager's Start on.
+// Asking again for a component returns the same recorder.
+func (m *Manager) Recorder(component string) (*client.Recorder, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.recorders[component]; ok {
+		return r, nil
+	}
+	r, err := client.NewRecorder(m.client, component, client.RecorderOptions{Logger: m.log})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	if err := m.others.add(r); err != nil {
+		return nil, fmt.Errorf("manager: recorder %q: %w", component, err)
+	}
+	if m.recorders == nil {
+		m.recorders = map[string]*client.Recorder{}
+	}
+	m.recorders[component] = r
+	return r, nil
+}
 
 // Add adds a runnable. Leader-only runnables (all, unless they say otherwise
 // through LeaderElectionRunnable, as in controller-runtime) start once this replica leads,

@@ -1,0 +1,388 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// RecorderOptions configures a Recorder. The zero value works.
+type RecorderOptions struct {
+	// Host is the events' source.host and reportingInstance. Default "",
+	// as controller-runtime's recorders leave it.
+	Host string
+	// Buffer is the number of events that may wait to be written; an event
+	// recorded while it is full is dropped (and logged), so recording never
+	// blocks a reconcile. Default 1000, as client-go's broadcaster.
+	Buffer int
+	// Burst and Refill are the spam filter, per involved object and
+	// source: Burst events at once, then one per Refill. Events beyond are
+	// dropped. Default 25 and 5 minutes, as client-go's.
+	Burst  int
+	Refill time.Duration
+	// Logger receives what is dropped and why. Default: discards.
+	Logger *slog.Logger
+}
+
+func (o *RecorderOptions) setDefaults() {
+	if o.Buffer == 0 {
+		o.Buffer = 1000
+	}
+	if o.Burst == 0 {
+		o.Burst = 25
+	}
+	if o.Refill == 0 {
+		o.Refill = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (o *RecorderOptions) validate() error {
+	var errs []error
+	if o.Buffer < 0 {
+		errs = append(errs, fmt.Errorf("Buffer %d is negative", o.Buffer))
+	}
+	if o.Burst < 0 {
+		errs = append(errs, fmt.Errorf("Burst %d is negative", o.Burst))
+	}
+	if o.Refill < 0 {
+		errs = append(errs, fmt.Errorf("Refill %s is negative", o.Refill))
+	}
+	return errors.Join(errs...)
+}
+
+// Sizes of a Recorder's memory of recent events and of its spam filter
+// (client-go's maxLruCacheEntries).
+const recorderCacheSize = 4096
+
+// Retries of an event write that failed for a reason other than the
+// server's refusal (client-go's maxTriesPerEvent), and the wait between
+// tries (about client-go's 10 s, with jitter).
+const (
+	recorderTries = 12
+	recorderRetry = 10 * time.Second
+)
+
+// Recorder records Kubernetes Events about objects, as client-go's
+// EventRecorder (what controller-runtime's manager hands out): core/v1
+// Events in the object's namespace ("default" for cluster-scoped objects)
+// with the object as involvedObject and the component as source, shown by
+// `kubectl describe` and `kubectl get events`.
+//
+// Recording never blocks and never fails the caller: events are written by
+// Start's goroutine, in order. An event equal to a recent one (same object,
+// type, reason and message) is not written again: the existing Event's count
+// and lastTimestamp are patched, as client-go does. A spam filter caps the
+// events of one object (Burst, then one per Refill), so that a controller in
+// a hot loop cannot flood the API server. Writes go through the Client, so
+// they share its rate limit.
+type Recorder struct {
+	c         *Client
+	component string
+	opts      RecorderOptions
+	queue     chan *corev1.Event
+	running   atomic.Bool // Start is running
+
+	mu sync.Mutex // guards seen, seenOrder, spam, spamOrder
+	// seen remembers the last Event written for each recent event key, so
+	// that a repeat patches it; spam holds each recent object's filter. Both
+	// forget their oldest entries beyond recorderCacheSize (seenOrder and
+	// spamOrder hold their keys).
+	seen      map[string]*seenEvent
+	seenOrder fifoKeys
+	spam      map[string]*rate.Limiter
+	spamOrder fifoKeys
+}
+
+// seenEvent is what a Recorder remembers of an Event it wrote.
+type seenEvent struct {
+	name, namespace string
+	count           int32
+	first           metav1.Time
+}
+
+// NewRecorder returns a Recorder of events from component (the source
+// controller's name, such as "widget-controller"), written with c. Run
+// Start to write them; events recorded before are kept until then (up to
+// Options.Buffer).
+func NewRecorder(c *Client, component string, opts RecorderOptions) (*Recorder, error) {
+	if c == nil {
+		return nil, errors.New("client: NewRecorder needs a Client")
+	}
+	if component == "" {
+		return nil, errors.New("client: NewRecorder needs a component name")
+	}
+	opts.setDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("client: recorder %q: invalid options: %w", component, err)
+	}
+	return &Recorder{
+		c:         c,
+		component: component,
+		opts:      opts,
+		queue:     make(chan *corev1.Event, opts.Buffer),
+		seen:      map[string]*seenEvent{},
+		spam:      map[string]*rate.Limiter{},
+	}, nil
+}
+
+// Event records an event about obj: eventType is corev1.EventTypeNormal or
+// corev1.EventTypeWarning, reason a short UpperCamelCase word that machines
+// can match on ("Created", "FailedSync"), message what a person reads. An
+// event that cannot be recorded (an object without a name or kind, an
+// invalid type, an empty reason, a full buffer, the spam filter) is logged
+// and dropped.
+func (r *Recorder) Event(obj runtime.Object, eventType, reason, message string) {
+	ev, err := r.makeEvent(obj, eventType, reason, message)
+	if err != nil {
+		r.opts.Logger.Warn("recorder: event dropped", "component", r.component, "reason", reason, "err", err)
+		return
+	}
+	if !r.allow(ev) {
+		r.opts.Logger.Debug("recorder: event dropped by the spam filter", "component", r.component,
+			"object", ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name, "reason", reason)
+		return
+	}
+	select {
+	case r.queue <- ev:
+	default:
+		r.opts.Logger.Warn("recorder: buffer full, event dropped", "component", r.component,
+			"object", ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name, "reason", reason)
+	}
+}
+
+// Eventf is Event with a message made by fmt.Sprintf(messageFmt, args...).
+func (r *Recorder) Eventf(obj runtime.Object, eventType, reason, messageFmt string, args ...any) {
+	r.Event(obj, eventType, reason, fmt.Sprintf(messageFmt, args...))
+}
+
+// Start writes the recorded events until ctx is cancelled, then returns
+// nil; events still waiting are dropped. A Recorder runs one Start at a
+// time (its events are written in order).
+func (r *Recorder) Start(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("client: recorder %q is running already", r.component)
+	}
+	defer r.running.Store(false)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-r.queue:
+			r.write(ctx, ev)
+		}
+	}
+}
+
+// NeedLeaderElection returns false: every replica records its own events
+// (a manager asks).
+func (r *Recorder) NeedLeaderElection() bool { return false }
+
+func (r *Recorder) makeEvent(obj runtime.Object, eventType, reason, message string) (*corev1.Event, error) {
+	if eventType != corev1.EventTypeNormal && eventType != corev1.EventTypeWarning {
+		return nil, fmt.Errorf("event type %q is neither %q nor %q", eventType, corev1.EventTypeNormal, corev1.EventTypeWarning)
+	}
+	if reason == "" {
+		return nil, errors.New("event without a reason")
+	}
+	if isNil(obj) {
+		return nil, fmt.Errorf("event about a nil object (%T)", obj)
+	}
+	ref, err := r.reference(obj)
+	if err != nil {
+		return nil, err
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	now := metav1.Now()
+	return &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      ref.Name + "." + strconv.FormatInt(now.UnixNano(), 16),
+			Namespace: ns,
+		},
+		InvolvedObject:      ref,
+		Reason:              reason,
+		Message:             message,
+		Type:                eventType,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Source:              corev1.EventSource{Component: r.component, Host: r.opts.Host},
+		ReportingController: r.component,
+		ReportingInstance:   r.opts.Host,
+	}, nil
+}
+
+// reference is obj's ObjectReference, with its kind from the object or the
+// Client's scheme.
+func (r *Recorder) reference(obj runtime.Object) (corev1.ObjectReference, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return corev1.ObjectReference{}, fmt.Errorf("event about %T: %w", obj, err)
+	}
+	if m.GetName() == "" {
+		return corev1.ObjectReference{}, fmt.Errorf("event about a %T without a name", obj)
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind == "" || gvk.Version == "" {
+		if gvk, err = r.c.gvkFor(obj); err != nil {
+			return corev1.ObjectReference{}, fmt.Errorf("event about %s: %w", m.GetName(), err)
+		}
+	}
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	return corev1.ObjectReference{
+		Kind:            kind,
+		APIVersion:      apiVersion,
+		Namespace:       m.GetNamespace(),
+		Name:            m.GetName(),
+		UID:             m.GetUID(),
+		ResourceVersion: m.GetResourceVersion(),
+	}, nil
+}
+
+// allow applies the spam filter of ev's object and source.
+func (r *Recorder) allow(ev *corev1.Event) bool {
+	o := ev.InvolvedObject
+	key := ev.Source.Component + "\x00" + ev.Source.Host + "\x00" + o.Kind + "\x00" + o.Namespace + "\x00" + o.Name + "\x00" + string(o.UID) + "\x00" + o.APIVersion
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.spam[key]
+	if !ok {
+		every := rate.Inf
+		if r.opts.Refill > 0 {
+			every = rate.Every(r.opts.Refill)
+		}
+		l = rate.NewLimiter(every, r.opts.Burst)
+		r.spam[key] = l
+		r.spamOrder.add(key, func(k string) { delete(r.spam, k) })
+	}
+	return l.Allow()
+}
+
+// fifoKeys holds up to recorderCacheSize keys; adding one more forgets the
+// oldest.
+type fifoKeys struct {
+	keys []string
+	next int // the oldest key once keys is full
+}
+
+// add adds key, calling forget with the key it evicts, if any.
+func (f *fifoKeys) add(key string, forget func(string)) {
+	if len(f.keys) < recorderCacheSize {
+		f.keys = append(f.keys, key)
+		return
+	}
+	forget(f.keys[f.next])
+	f.keys[f.next] = key
+	f.next = (f.next + 1) % recorderCacheSize
+}
+
+// eventKey identifies the events that are the same event repeated.
+func eventKey(ev *corev1.Event) string {
+	o := ev.InvolvedObject
+	return ev.Source.Component + "\x00" + ev.Source.Host + "\x00" + o.Kind + "\x00" + o.Namespace + "\x00" + o.Name +
+		"\x00" + string(o.UID) + "\x00" + o.APIVersion + "\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
+}
+
+// write writes ev: a patch of the Event it repeats, or a new Event; it
+// retries what failed for a reason other than the server's refusal.
+func (r *Recorder) write(ctx context.Context, ev *corev1.Event) {
+	key := eventKey(ev)
+	r.mu.Lock()
+	prev := r.seen[key]
+	var repeat seenEvent
+	if prev != nil {
+		repeat = *prev
+	}
+	r.mu.Unlock()
+	for try := 1; ; try++ {
+		var err error
+		var written *corev1.Event
+		if prev != nil {
+			written, err = r.patch(ctx, ev, repeat)
+			if apierrors.IsNotFound(err) { // deleted meanwhile: write it anew
+				prev = nil
+				written, err = r.create(ctx, ev)
+			}
+		} else {
+			written, err = r.create(ctx, ev)
+		}
+		if err == nil {
+			r.mu.Lock()
+			if _, known := r.seen[key]; !known {
+				r.seenOrder.add(key, func(k string) { delete(r.seen, k) })
+			}
+			r.seen[key] = &seenEvent{name: written.Name, namespace: written.Namespace, count: written.Count, first: written.FirstTimestamp}
+			r.mu.Unlock()
+			return
+		}
+		if !retriable(err) || try == recorderTries || ctx.Err() != nil {
+			r.opts.Logger.Warn("recorder: event not written", "component", r.component,
+				"object", ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name, "reason", ev.Reason, "tries", try, "err", err)
+			return
+		}
+		wait := recorderRetry/2 + rand.N(recorderRetry)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (r *Recorder) create(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
+	out := ev.DeepCopy()
+	if err := r.c.Create(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// patch counts ev as one more occurrence of the Event it repeats.
+func (r *Recorder) patch(ctx context.Context, ev *corev1.Event, prev seenEvent) (*corev1.Event, error) {
+	body, err := json.Marshal(map[string]any{
+		"count":         prev.count + 1,
+		"lastTimestamp": ev.LastTimestamp,
+		"message":       ev.Message,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client: recorder: %w", err)
+	}
+	out := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: prev.namespace, Name: prev.name}}
+	if err := r.c.Patch(ctx, out, RawPatch(types.StrategicMergePatchType, body)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// retriable reports whether a failed event write may succeed if tried
+// again: not when the server refused it (as client-go's recorder, which
+// retries only errors that are not API statuses), except for the statuses
+// that say "later"; not when the context ended.
+func retriable(err error) bool {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+			apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
