@@ -3,7 +3,8 @@
 // with For/Owns, a finalizer, a status written only when it changes, then a
 // scripted session that shows the rules of the seeds at work (ten quick edits
 // → one reconcile, an owned object deleted → recreated, a deletion held by a
-// finalizer) and the Prometheus metrics at the end.
+// finalizer), the Kubernetes Events the controller recorded, and the
+// Prometheus metrics at the end.
 //
 //	go run ./examples/demo            # the scripted session, about two seconds
 //	go run ./examples/demo -serve     # then keep serving: use kubectl with the printed kubeconfig
@@ -128,6 +129,7 @@ func widgetCRD() *unstructured.Unstructured {
 // up, and writes the status only when it changes (no hot loop).
 type reconciler struct {
 	c    *client.Client
+	rec  *client.Recorder // Kubernetes Events about the Widgets
 	log  func(format string, args ...any)
 	slow time.Duration // how long the pretend external call of an update takes
 
@@ -173,6 +175,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			if err := r.c.Update(ctx, &w); err != nil {
 				return reconcile.Result{}, err // retried with backoff, the finalizer stays
 			}
+			r.rec.Event(&w, corev1.EventTypeNormal, "CleanedUp", "cleanup done, finalizer removed")
 		}
 		return reconcile.Result{}, nil
 	}
@@ -197,6 +200,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		r.log("  created ConfigMap %s/%s", cm.Namespace, cm.Name)
+		r.rec.Eventf(&w, corev1.EventTypeNormal, "Created", "created ConfigMap %s", cm.Name)
 	case err != nil:
 		return reconcile.Result{}, err
 	case existing.Data["color"] != w.Spec.Color:
@@ -206,6 +210,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, err
 		}
 		r.log("  updated ConfigMap %s/%s to %s", cm.Namespace, cm.Name, w.Spec.Color)
+		r.rec.Eventf(&w, corev1.EventTypeNormal, "Updated", "ConfigMap %s set to %s", cm.Name, w.Spec.Color)
 	}
 
 	// Status only when it changes: a status write is an event too.
@@ -214,6 +219,21 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		return nil
 	})
 	return reconcile.Result{}, err
+}
+
+// eventsOf returns the Events about the Widget name in the default namespace.
+func eventsOf(ctx context.Context, c *client.Client, name string) []corev1.Event {
+	var l corev1.EventList
+	if err := c.Uncached().List(ctx, &l, client.InNamespace("default")); err != nil {
+		return nil
+	}
+	var out []corev1.Event
+	for _, ev := range l.Items {
+		if ev.InvolvedObject.Kind == "Widget" && ev.InvolvedObject.Name == name {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 func main() {
@@ -283,7 +303,11 @@ func run(ctx context.Context, out io.Writer, serve bool) error {
 	logf("created CustomResourceDefinition widgets.demo.kloop.dev")
 
 	// 3. The controller: For Widgets (spec changes only), Owns ConfigMaps.
-	r := &reconciler{c: c, log: logf, slow: 100 * time.Millisecond, count: map[string]int{}}
+	rec, err := mgr.Recorder("widget-controller")
+	if err != nil {
+		return err
+	}
+	r := &reconciler{c: c, rec: rec, log: logf, slow: 100 * time.Millisecond, count: map[string]int{}}
 	if err := retry(ctx, func() error {
 		err := builder.ControllerManagedBy(mgr).
 			For(&Widget{}, builder.WithPredicates(predicate.GenerationChanged{})).
@@ -332,13 +356,33 @@ func run(ctx context.Context, out io.Writer, serve bool) error {
 	r.mu.Unlock()
 
 	logf("someone deletes w2's ConfigMap")
-	if err := c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w2-color"}}); err != nil {
+	var old corev1.ConfigMap
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "w2-color"}, &old); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, func() bool { return configColor(ctx, c, "w2") == "red" }); err != nil {
+	if err := c.Delete(ctx, &old); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, func() bool { // a new ConfigMap (the cache may still hold the old one)
+		var cm corev1.ConfigMap
+		err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "w2-color"}, &cm)
+		return err == nil && cm.UID != old.UID && cm.Data["color"] == "red"
+	}); err != nil {
 		return fmt.Errorf("waiting for w2's ConfigMap: %w", err)
 	}
 	logf("Owns woke w2, which recreated it")
+	// The Events the controller recorded about w2 (kubectl describe widget w2):
+	// the second "created" counts on the first Event instead of adding one.
+	var events []corev1.Event
+	if err := waitFor(ctx, func() bool {
+		events = eventsOf(ctx, c, "w2")
+		return len(events) == 1 && events[0].Count == 2
+	}); err != nil {
+		return fmt.Errorf("waiting for w2's events: %w (have %d)", err, len(events))
+	}
+	for _, ev := range events {
+		logf("event of w2: %s %s %q (x%d, from %s)", ev.Type, ev.Reason, ev.Message, ev.Count, ev.Source.Component)
+	}
 
 	logf("delete w1: the finalizer holds it until the controller has cleaned up")
 	if err := c.Delete(ctx, &Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w1"}}); err != nil {

@@ -26,6 +26,7 @@ func TestDemo(t *testing.T) {
 		"created CustomResourceDefinition widgets.demo.kloop.dev",
 		"created ConfigMap default/w1-color",
 		"Owns woke w2, which recreated it",
+		`event of w2: Normal Created "created ConfigMap w2-color" (x2, from widget-controller)`,
 		"cleanup of default/w1 done, removing the finalizer",
 		"w1 is gone",
 		`metrics: controller_runtime_reconcile_total{controller="widget",result="success"}`,
