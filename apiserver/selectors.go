@@ -29,7 +29,8 @@ func (s *Server) predicate(k *kind, q url.Values) (func(*storage.Object) bool, e
 	if v := q.Get("fieldSelector"); v != "" {
 		sel, err := fields.ParseSelector(v)
 		if err != nil {
-			return nil, badRequest("invalid field selector: %v", err)
+			// The parser's message as is, as kube-apiserver answers it.
+			return nil, badRequest("%v", err)
 		}
 		if len(k.fieldAliases) > 0 {
 			sel, err = sel.Transform(func(f, v string) (string, string, error) {

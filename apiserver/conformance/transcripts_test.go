@@ -459,6 +459,16 @@ var transcripts = []transcript{
 		tr.GetTable(events).Want(http.StatusOK)
 		tr.GetTable("/apis/events.k8s.io/v1/namespaces/{ns}/events").Want(http.StatusOK)
 	}},
+	{"selector-syntax-errors", func(tr *T) {
+		// A field selector that does not parse: the parser's message as is.
+		tr.Get(cms + "?fieldSelector=metadata.name").Want(http.StatusBadRequest)
+		tr.Get(pods + "?fieldSelector=spec.nodeName%3D%3D%3Dx").Want(http.StatusBadRequest)
+		tr.Get(gadgets + "?fieldSelector=spec.color").Want(http.StatusBadRequest)
+		tr.Watch(cms+"?watch=1&fieldSelector=metadata.name", Events(1)).Want(http.StatusBadRequest)
+		tr.Delete(cms+"?fieldSelector=metadata.name", "").Want(http.StatusBadRequest)
+		tr.Get(cms + "?labelSelector=a%3Db%3Dc").Want(http.StatusBadRequest)
+		tr.Get(cms + "?labelSelector=!!a").Want(http.StatusBadRequest)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
