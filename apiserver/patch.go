@@ -141,7 +141,10 @@ func smpError(err error) error {
 	case mergepatch.ErrNoListOfLists, mergepatch.ErrPatchContentNotMatchRetainKeys:
 		return patchFailed(err)
 	}
-	return err
+	// kube-apiserver passes the others on as they are: a 500 with the
+	// error's text and no reason (an unknown $patch directive, a directive
+	// of the wrong type, a list element without its merge key).
+	return serverError(err)
 }
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {

@@ -469,6 +469,18 @@ var transcripts = []transcript{
 		tr.Get(cms + "?labelSelector=a%3Db%3Dc").Want(http.StatusBadRequest)
 		tr.Get(cms + "?labelSelector=!!a").Want(http.StatusBadRequest)
 	}},
+	{"strategic-patch-errors", func(tr *T) {
+		tr.Post(cms, configMap("p", `"data":{"a":"1"}`)).Want(http.StatusCreated)
+		// Errors of the strategic merge itself that kube-apiserver does not
+		// classify: a 500 with the error's text, no reason.
+		tr.Patch(cms+"/p", "strategic", `{"$patch":"bogus"}`).Want(http.StatusInternalServerError)
+		tr.Patch(cms+"/p", "strategic", `{"$setElementOrder/data":"x"}`).Want(http.StatusInternalServerError)
+		tr.Post(deploys, deployBody).Want(http.StatusCreated)
+		tr.Patch(deploys+"/d", "strategic", `{"spec":{"template":{"spec":{"containers":[{"$patch":"delete"}]}}}}`).Want(http.StatusInternalServerError)
+		tr.Patch(deploys+"/d", "strategic", `{"spec":{"template":{"spec":{"containers":{"name":"c"}}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(deploys+"/d", "strategic", `{"spec":{"$retainKeys":"x"}}`).Want(http.StatusBadRequest)
+		tr.Get(deploys + "/d").Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
