@@ -9,7 +9,11 @@
 // that reads the cache sees at least the state of its event. A relist is
 // applied as one atomic cache Replace; objects that disappeared during the
 // gap are reported as [Deleted] tombstones with FinalStateUnknown and the
-// last state the cache held.
+// last state the cache held; changed objects as updates, new ones as adds;
+// objects relisted unchanged (the resourceVersion the cache holds) are
+// cached without a notification, as client-go treats them as resyncs — a
+// relist after 410 Gone does not make every controller reconcile every
+// object (periodic resyncs are the handlers' own, below).
 //
 // # Handlers
 //

@@ -20,7 +20,8 @@ type Handler[T Object] interface {
 	OnAdd(obj T, initialList bool)
 	// OnUpdate is called when a cached object changed, and on a resync with
 	// oldObj == newObj. After a relist, every listed object that was
-	// already cached is an update, possibly with no change.
+	// already cached with another resourceVersion is an update; one listed
+	// unchanged (same resourceVersion) is no notification, as in client-go.
 	OnUpdate(oldObj, newObj T)
 	// OnDelete is called when an object left the cache.
 	OnDelete(d Deleted[T])

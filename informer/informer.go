@@ -531,6 +531,9 @@ func (s *shared) apply(d *fifo.Delta[Object], initial bool, notes []notification
 			return notes
 		}
 		if replaced {
+			if d.Type == fifo.Replaced && unchanged(old, d.Object) {
+				return notes
+			}
 			return append(notes, notification{typ: noteUpdate, old: old, obj: d.Object})
 		}
 		return append(notes, notification{typ: noteAdd, initial: initial, obj: d.Object})
@@ -578,7 +581,9 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 			old, ok := s.indexer.GetByKey(d.Key)
 			s.lean.intern(d.Object, old) // before the Replace publishes it
 			if ok {
-				notes = append(notes, notification{typ: noteUpdate, old: old, obj: d.Object})
+				if !unchanged(old, d.Object) {
+					notes = append(notes, notification{typ: noteUpdate, old: old, obj: d.Object})
+				}
 			} else {
 				notes = append(notes, notification{typ: noteAdd, initial: initial, obj: d.Object})
 			}
@@ -605,6 +610,15 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 		}
 	}
 	return notes
+}
+
+// unchanged reports whether obj, relisted, is the state old already
+// cached: the same (non-empty) resourceVersion. client-go treats such a
+// Replaced delta as a resync, delivered only to handlers due for one; here
+// resyncs are each handler's own, so it is no notification at all.
+func unchanged(old, obj Object) bool {
+	rv := obj.GetResourceVersion()
+	return rv != "" && old != nil && old.GetResourceVersion() == rv
 }
 
 // isNil reports whether v is nil or a typed nil pointer.

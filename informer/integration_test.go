@@ -480,7 +480,13 @@ func TestIntegrationRelistAfterGone(t *testing.T) {
 				}
 				env.net.heal()
 
-				got := rec.waitFor(t, ctx, 7)
+				// The relist: c changed, d added, b gone; a, unchanged, is
+				// no notification.
+				got := rec.waitFor(t, ctx, 6)
+				waitUntil(t, ctx, "the handler's notifications delivered", func() bool { return reg.Pending() == 0 })
+				if got = rec.snapshot(); len(got) != 6 || slices.ContainsFunc(got[3:], func(ev string) bool { return strings.Contains(ev, " a@") }) {
+					t.Fatalf("events after the relist %q: want c updated, d added, b deleted, nothing of a", got)
+				}
 				var tomb []string
 				for _, ev := range got[3:] {
 					if strings.HasPrefix(ev, "delete") {
