@@ -248,6 +248,9 @@ type recStore struct {
 	changed chan struct{} // if not nil, signalled (without blocking) on each call
 	// onReplace, if not nil, is called at the start of each Replace.
 	onReplace func(rv string)
+	// onEvent, if not nil, is called at the start of each Add, Update,
+	// Delete and Bookmark.
+	onEvent func()
 }
 
 // waitFor waits until the store has recorded n calls or 10 s have passed.
@@ -272,6 +275,9 @@ func objs(ps []*corev1.Pod) string {
 }
 
 func (s *recStore) rec(c string) error {
+	if s.onEvent != nil && !strings.HasPrefix(c, "Replace ") {
+		s.onEvent()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, c)

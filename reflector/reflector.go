@@ -641,6 +641,18 @@ func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
 		// interns it in place on another goroutine): read what the
 		// reflector needs of it first.
 		rv := ev.Object.GetResourceVersion()
+		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		default:
+			r.log.Warn("unknown watch event type", "type", string(ev.Type))
+			continue
+		}
+		// The position moves before the store has the event (as before a
+		// Replace), so that whoever sees the event there — a handler the
+		// informer calls once its cache has it — never reads an older
+		// LastSyncResourceVersion. A refused event moves it too: the watch
+		// has gone past it.
+		r.setRV(rv)
 		var serr error
 		switch ev.Type {
 		case watch.Added:
@@ -651,16 +663,12 @@ func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
 			serr = r.store.Delete(ev.Object)
 		case watch.Bookmark:
 			serr = r.store.Bookmark(rv)
-		default:
-			r.log.Warn("unknown watch event type", "type", string(ev.Type))
-			continue
 		}
 		if serr != nil {
 			// A rejected object stays the reflector's.
 			r.log.Error("store rejected a watch event", "type", string(ev.Type),
 				"namespace", ev.Object.GetNamespace(), "name", ev.Object.GetName(), "err", serr)
 		}
-		r.setRV(rv)
 	}
 }
 

@@ -616,6 +616,25 @@ func TestMetricsAndStoreErrors(t *testing.T) {
 	})
 }
 
+// Whoever finds a watch event in the store — a handler an informer calls
+// once its cache has the event — reads LastSyncResourceVersion at least at
+// that event's version: it moves before the store is handed the event.
+func TestLastSyncResourceVersionBeforeWatchEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen []string
+		st := &recStore{}
+		run(t, newFakeLW(t,
+			reply{verb: "list", list: podList("10", "", pod("a", "1"))},
+			reply{verb: "watch", events: []Event[*corev1.Pod]{added("b", "11"), modified("a", "12"), deleted("b", "13"), bookmarkEv("14")}},
+		), st, Options{DisableWatchList: true}, func(r *Reflector[*corev1.Pod]) {
+			st.onEvent = func() { seen = append(seen, r.LastSyncResourceVersion()) }
+		})
+		if want := []string{"11", "12", "13", "14"}; !slices.Equal(seen, want) {
+			t.Fatalf("LastSyncResourceVersion as the store gets each event: %q, want %q", seen, want)
+		}
+	})
+}
+
 // Whoever finds a complete list in the store — an informer that synced on
 // it — reads LastSyncResourceVersion at least at that list's version: it is
 // set before Replace, by the list and by the watch-list alike, and goes back
