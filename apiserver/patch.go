@@ -147,11 +147,12 @@ func smpError(err error) error {
 	return serverError(err)
 }
 
-func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {
+func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) (err error) {
 	wo, err := writeOptions(q, "Patch")
 	if err != nil {
 		return err
 	}
+	defer warnOnError(w, wo, &err)
 	pt, err := patchType(r, k)
 	if err != nil {
 		return err

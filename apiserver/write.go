@@ -391,6 +391,15 @@ func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
 	}
 }
 
+// warnOnError writes the warnings collected before a write failed: as
+// kube-apiserver, a request's warnings are sent with its error too (an
+// unknown field reported with the 422 of an invalid object).
+func warnOnError(w http.ResponseWriter, wo *writeOpts, err *error) {
+	if *err != nil {
+		writeWarnings(w, wo)
+	}
+}
+
 func unknownFieldMessages(paths []string) []string {
 	out := make([]string, len(paths))
 	for i, p := range paths {
@@ -399,11 +408,12 @@ func unknownFieldMessages(paths []string) []string {
 	return out
 }
 
-func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) error {
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) (err error) {
 	wo, err := writeOptions(q, "Create")
 	if err != nil {
 		return err
 	}
+	defer warnOnError(w, wo, &err)
 	body, err := s.readObjectBody(r)
 	if err != nil {
 		return err
@@ -585,11 +595,12 @@ func randomSuffix() string {
 	return string(b)
 }
 
-func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) error {
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) (err error) {
 	wo, err := writeOptions(q, "Update")
 	if err != nil {
 		return err
 	}
+	defer warnOnError(w, wo, &err)
 	body, err := s.readObjectBody(r)
 	if err != nil {
 		return err

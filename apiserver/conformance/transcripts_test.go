@@ -481,6 +481,20 @@ var transcripts = []transcript{
 		tr.Patch(deploys+"/d", "strategic", `{"spec":{"$retainKeys":"x"}}`).Want(http.StatusBadRequest)
 		tr.Get(deploys + "/d").Want(http.StatusOK)
 	}},
+	{"warnings-on-failed-writes", func(tr *T) {
+		// Warnings found before a write fails are sent with its error.
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"},"bogus":1}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"bogus":1,"data":{"k":"v"}}`).Want(http.StatusCreated)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"bogus":1}`).Want(http.StatusConflict)
+		tr.Put(cms+"/a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"1"},"bogus":1}`).Want(http.StatusConflict)
+		tr.Put(cms+"/missing", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"missing"},"bogus":1}`).Want(http.StatusNotFound)
+		tr.Post(gadgets, gadget("big", `{"size":500,"bogus":1}`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"Bad_Name"},"spec":{"bogus":1}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(gadgets+"/missing", "merge", `{"spec":{"bogus":1}}`).Want(http.StatusNotFound)
+		tr.Post(gadgets, gadget("g", `{}`)).Want(http.StatusCreated)
+		tr.Patch(gadgets+"/g", "merge", `{"spec":{"bogus":1,"size":-1}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(cms+"/a", "merge", `{"bogus":1,"metadata":{"labels":{"bad key!":"x"}}}`).Want(http.StatusUnprocessableEntity)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
