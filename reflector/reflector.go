@@ -163,10 +163,10 @@ type Reflector[T Object] struct {
 
 // New returns a reflector that feeds store from lw. Start it with Run.
 func New[T Object](lw ListerWatcher[T], store Store[T], opts Options) (*Reflector[T], error) {
-	if lw == nil {
+	if lw == nil || nilValue(lw) {
 		return nil, errors.New("reflector: nil ListerWatcher")
 	}
-	if store == nil {
+	if store == nil || nilValue(store) {
 		return nil, errors.New("reflector: nil Store")
 	}
 	if opts.Name == "" {
@@ -704,6 +704,17 @@ func isNil[T Object](o T) bool {
 	}
 	rv := reflect.ValueOf(v)
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// nilValue reports an interface holding a nil pointer, map, func, chan or
+// slice (a typed nil), which would panic on its first method call in Run.
+func nilValue(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // collector gathers the initial events of a streaming list, keyed by

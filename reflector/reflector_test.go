@@ -526,6 +526,8 @@ func TestNewValidates(t *testing.T) {
 		{"zero options", f, st, Options{}, true},
 		{"nil lw", nil, st, Options{}, false},
 		{"nil store", f, nil, Options{}, false},
+		{"typed nil lw", (*fakeLW)(nil), st, Options{}, false},
+		{"typed nil store", f, (*recStore)(nil), Options{}, false},
 		{"negative backoff", f, st, Options{InitialBackoff: -1}, false},
 		{"max below initial", f, st, Options{InitialBackoff: time.Minute, MaxBackoff: time.Second}, false},
 		{"watch timeout below 1s", f, st, Options{MinWatchTimeout: time.Millisecond}, false},
