@@ -487,6 +487,7 @@ func (f *Factory) WaitForStart(ctx context.Context) error {
 
 // WaitForCacheSync blocks until every informer created so far has its
 // initial list in its cache, or ctx is done (it then returns ctx's error,
+// wrapped), or Start's context ended before they synced (ErrStopped,
 // wrapped). It waits for Start first.
 func (f *Factory) WaitForCacheSync(ctx context.Context) error {
 	if err := f.WaitForStart(ctx); err != nil {

@@ -190,8 +190,9 @@ func (i *Informer[T]) RemoveHandler(r *Registration) error { return i.s.removeHa
 // not have been notified yet: see Registration.HasSynced).
 func (i *Informer[T]) HasSynced() bool { return i.s.fifo.HasSynced() }
 
-// WaitForCacheSync blocks until HasSynced or ctx is done (then it returns
-// ctx's error).
+// WaitForCacheSync blocks until HasSynced, or until ctx is done (then it
+// returns ctx's error, wrapped) or the informer stopped without syncing
+// (ErrStopped, wrapped).
 func (i *Informer[T]) WaitForCacheSync(ctx context.Context) error { return i.s.waitForSync(ctx) }
 
 // LastSyncResourceVersion returns the resourceVersion the reflector has
@@ -302,6 +303,9 @@ type shared struct {
 	// queued; listeners added from then on know their sync point at once.
 	synced bool
 
+	// done is closed when run has stopped (state stopped).
+	done chan struct{}
+
 	// notes is the pop loop's reused buffer of notifications.
 	notes []notification
 	// wg counts the goroutines started by run.
@@ -334,7 +338,7 @@ func newShared(lw reflector.ListerWatcher[Object], o sharedOptions) (*shared, er
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)
 	}
-	return &shared{name: o.name, logger: o.logger.With("informer", o.name), resync: o.resync, indexer: ix, fifo: q, refl: r, lean: o.lean}, nil
+	return &shared{name: o.name, logger: o.logger.With("informer", o.name), resync: o.resync, indexer: ix, fifo: q, refl: r, lean: o.lean, done: make(chan struct{})}, nil
 }
 
 func (s *shared) run(ctx context.Context) error {
@@ -382,6 +386,7 @@ func (s *shared) run(ctx context.Context) error {
 	<-ctx.Done()
 	s.mu.Lock()
 	s.state = stopped
+	close(s.done)
 	s.mu.Unlock()
 	s.fifo.Close()
 	s.wg.Wait()
@@ -421,6 +426,13 @@ func (s *shared) waitForSync(ctx context.Context) error {
 	select {
 	case <-s.fifo.Synced():
 		return nil
+	case <-s.done:
+		select {
+		case <-s.fifo.Synced():
+			return nil
+		default:
+		}
+		return fmt.Errorf("informer %s: waiting for cache sync: %w", s.name, ErrStopped)
 	case <-ctx.Done():
 		return fmt.Errorf("informer %s: waiting for cache sync: %w", s.name, ctx.Err())
 	}

@@ -16,7 +16,11 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/reflector"
 )
 
 func newPodInformer(t *testing.T, srv *fakeServer, opts Options[*corev1.Pod]) *Informer[*corev1.Pod] {
@@ -712,5 +716,65 @@ func TestInlineHandler(t *testing.T) {
 	close(release)
 	if got := late.waitFor(t, ctx, 4); got[3] != "add d@4 initial=false" {
 		t.Fatalf("after the release: %q", got)
+	}
+}
+
+// blockingLW never answers: a server that cannot be reached.
+type blockingLW struct{}
+
+func (blockingLW) List(ctx context.Context, _ metav1.ListOptions) (*reflector.List[*corev1.Pod], error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (blockingLW) Watch(ctx context.Context, _ metav1.ListOptions) (reflector.Watch[*corev1.Pod], error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// WaitForCacheSync returns ErrStopped once the informer (or its factory)
+// stopped without syncing, instead of blocking until the caller's own
+// context ends (client-go's WaitForCacheSync returns false when the
+// informer's stop channel closes).
+func TestWaitForCacheSyncAfterStop(t *testing.T) {
+	inf, err := New[*corev1.Pod](blockingLW{}, Options[*corev1.Pod]{Reflector: quickReflector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := start(t, inf)
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := inf.WaitForCacheSync(ctx); !errors.Is(err, ErrStopped) {
+		t.Fatalf("WaitForCacheSync on a stopped informer: %v, want ErrStopped", err)
+	}
+}
+
+// The factory's WaitForCacheSync returns ErrStopped too once Start's context
+// ended before its informers synced (a server never reached).
+func TestFactoryWaitForCacheSyncAfterStop(t *testing.T) {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	f, err := NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: m, Reflector: quickReflector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := InformerFor[*corev1.Pod](f, Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(startCtx) }()
+	if err := f.WaitForStart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cancelStart()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.WaitForCacheSync(ctx); !errors.Is(err, ErrStopped) {
+		t.Fatalf("WaitForCacheSync after Start returned: %v, want ErrStopped", err)
 	}
 }
