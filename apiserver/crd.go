@@ -25,6 +25,8 @@ var crVerbs = []string{"delete", "deletecollection", "get", "list", "patch", "cr
 // crdServing is what a custom resource version's kind needs from its CRD.
 type crdServing struct {
 	crdName string
+	// versions are every version of the CRD, served or not.
+	versions []string
 	schema  *apiext.Structural // nil without a schema
 	// schemaProps is the version's openAPIV3Schema, for OpenAPI documents.
 	schemaProps *apiext.JSONSchemaProps
@@ -43,6 +45,9 @@ func (c *crdServing) defaultAndPrune(obj map[string]any) []string {
 	c.schema.Default(obj)
 	return pruned
 }
+
+// hasVersion reports whether the CRD has version v, served or not.
+func (c *crdServing) hasVersion(v string) bool { return slices.Contains(c.versions, v) }
 
 func (c *crdServing) validate(obj map[string]any) field.ErrorList {
 	if c.schema == nil {
@@ -65,7 +70,9 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 	names := crd.Spec.Names
 	storageVersion := ""
 	var fields []selectableField
+	versions := make([]string, 0, len(crd.Spec.Versions))
 	for _, v := range crd.Spec.Versions {
+		versions = append(versions, v.Name)
 		if v.Storage {
 			storageVersion = v.Name
 		}
@@ -98,7 +105,7 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			generation:      true,
 			nameValidation:  apivalidation.NameIsDNSSubdomain,
 			fields:          fields,
-			crd:             &crdServing{crdName: crd.Name},
+			crd:             &crdServing{crdName: crd.Name, versions: versions},
 			// Custom resources take no unconditional update.
 			requireResourceVersion: true,
 		}

@@ -178,6 +178,10 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		if errors.As(err, &df) {
 			return nil, invalidPatch(string(patched), df.err)
 		}
+		var vm *versionMismatch
+		if errors.As(err, &vm) {
+			return nil, vm.invalid()
+		}
 		if err != nil {
 			return nil, err
 		}

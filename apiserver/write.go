@@ -57,35 +57,79 @@ func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any
 	if err != nil {
 		return nil, badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", k.kind, err, summarizeData(body, 30))
 	}
-	switch {
-	case tm.Kind == "":
-		return nil, badRequest("Object 'Kind' is missing in '%s'", body)
-	case tm.APIVersion == "":
-		return nil, badRequest("Object 'apiVersion' is missing in '%s'", body)
+	if tm.Kind == "" {
+		return nil, badRequest("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", k.kind, body, summarizeData(body, 30))
 	}
-	// A custom resource of another kind or version fails validation.
-	var errs field.ErrorList
-	if tm.Kind != k.kind {
-		errs = append(errs, field.Invalid(field.NewPath("kind"), tm.Kind, "must be "+k.kind))
-	}
-	if tm.APIVersion != k.apiVersion() {
-		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), tm.APIVersion, "must be "+k.apiVersion()))
-	}
-	if len(errs) > 0 {
-		gv, _ := schema.ParseGroupVersion(tm.APIVersion)
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gv.Group, Kind: tm.Kind}, str(obj, "metadata", "name"), errs)
-	}
+	gv, _ := schema.ParseGroupVersion(tm.APIVersion)
 	if m, ok := obj["metadata"]; ok && m != nil {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil, badRequest("invalid metadata: must be an object")
+		// Checked as kube-apiserver's decoder does, and with its messages:
+		// the JSON of metadata read into ObjectMeta.
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("re-encoding metadata: %w", err)
 		}
 		var om metav1.ObjectMeta
-		if err := fromMap(mm, &om); err != nil {
-			return nil, badRequest("invalid metadata: %v", err)
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &om); err != nil {
+			return nil, &decodeFailure{gvk: gv.WithKind(tm.Kind), target: k.kind, err: err}
 		}
 	}
+	if tm.APIVersion != k.apiVersion() {
+		if gv.Group == k.gvr.Group && k.crd != nil && !k.crd.hasVersion(gv.Version) {
+			// kube-apiserver decodes the body as that version, which has
+			// no schema: every field but apiVersion, kind and metadata is
+			// unknown.
+			var unknown []string
+			for f := range obj {
+				if f != "apiVersion" && f != "kind" && f != "metadata" {
+					unknown = append(unknown, f)
+				}
+			}
+			sort.Strings(unknown)
+			if err := wo.unknownFields(k, unknownFieldMessages(unknown)); err != nil {
+				return nil, err
+			}
+		}
+		return nil, &versionMismatch{gvk: gv.WithKind(tm.Kind), name: str(obj, "metadata", "name"), k: k}
+	}
+	if tm.Kind != k.kind {
+		// A custom resource of another kind fails validation.
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gv.Group, Kind: tm.Kind}, str(obj, "metadata", "name"),
+			field.ErrorList{field.Invalid(field.NewPath("kind"), tm.Kind, "must be "+k.kind)})
+	}
 	return obj, nil
+}
+
+// versionMismatch is a custom resource body of another apiVersion than the
+// URL's. kube-apiserver refuses it with a 400 on a create or an update; a
+// patch that changes apiVersion fails validation instead (invalid).
+type versionMismatch struct {
+	gvk  schema.GroupVersionKind // the body's
+	name string
+	k    *kind
+}
+
+func (v *versionMismatch) Error() string {
+	return fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", v.gvk.GroupVersion(), v.k.apiVersion())
+}
+
+// Status makes a versionMismatch an API error (400 BadRequest).
+func (v *versionMismatch) Status() metav1.Status {
+	return apierrors.NewBadRequest(v.Error()).ErrStatus
+}
+
+// invalid is the 422 of a patched object whose apiVersion (and maybe kind)
+// is not the URL's.
+func (v *versionMismatch) invalid() error {
+	var errs field.ErrorList
+	if v.gvk.Kind != v.k.kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), v.gvk.Kind, "must be "+v.k.kind))
+	}
+	av := v.gvk.GroupVersion().String()
+	if v.gvk.Empty() {
+		av = ""
+	}
+	errs = append(errs, field.Invalid(field.NewPath("apiVersion"), av, "must be "+v.k.apiVersion()))
+	return apierrors.NewInvalid(v.gvk.GroupKind(), v.name, errs)
 }
 
 // decodeFailure is a body that does not decode into its kind's Go type:

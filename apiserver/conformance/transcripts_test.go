@@ -495,6 +495,28 @@ var transcripts = []transcript{
 		tr.Patch(gadgets+"/g", "merge", `{"spec":{"bogus":1,"size":-1}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(cms+"/a", "merge", `{"bogus":1,"metadata":{"labels":{"bad key!":"x"}}}`).Want(http.StatusUnprocessableEntity)
 	}},
+	{"customresource-decode-errors", func(tr *T) {
+		// Another version or group than the URL's: 400, before validation.
+		tr.Post(gadgets, `{"apiVersion":"{group}/v2","kind":"Gadget","metadata":{"name":"v2"},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"other.example.com/v1","kind":"Other","metadata":{"name":"o"},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"v1","kind":"Gadget","metadata":{"name":"core"},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"kind":"Gadget","metadata":{"name":"noversion"},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","metadata":{"name":"nokind"},"spec":{}}`).Want(http.StatusBadRequest)
+		// Metadata that does not decode into ObjectMeta.
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":"bad","spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"l","labels":"x"},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"l","labels":{"a":1}},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"l","resourceVersion":5},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Post(gadgets, `{"apiVersion":"other.example.com/v1","kind":"Other","metadata":"bad"}`).Want(http.StatusBadRequest)
+		// The same on an update.
+		tr.Post(gadgets, gadget("g", `{"color":"red"}`)).Want(http.StatusCreated)
+		tr.Put(gadgets+"/g", `{"apiVersion":"{group}/v2","kind":"Gadget","metadata":{"name":"g"},"spec":{}}`).Want(http.StatusBadRequest)
+		tr.Put(gadgets+"/g", `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"g","annotations":[]},"spec":{}}`).Want(http.StatusBadRequest)
+		// A patch that makes the object another version or kind.
+		tr.Patch(gadgets+"/g", "merge", `{"apiVersion":"{group}/v2"}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(gadgets+"/g", "merge", `{"kind":"Other"}`).Want(http.StatusUnprocessableEntity)
+		tr.Get(gadgets + "/g").Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
