@@ -158,8 +158,8 @@ func (o *FactoryOptions) validate() error {
 	if isNil(o.Mapper) {
 		return errors.New("informer: FactoryOptions.Mapper is a typed nil")
 	}
-	if o.Reflector.InitialBackoff < 0 || o.Reflector.MaxBackoff < 0 {
-		return errors.New("informer: FactoryOptions.Reflector has a negative backoff")
+	if err := o.Reflector.Validate(); err != nil {
+		return fmt.Errorf("informer: FactoryOptions.Reflector: %w", err)
 	}
 	return nil
 }

@@ -778,3 +778,29 @@ func TestFactoryWaitForCacheSyncAfterStop(t *testing.T) {
 		t.Fatalf("WaitForCacheSync after Start returned: %v, want ErrStopped", err)
 	}
 }
+
+// NewFactory refuses reflector options that every informer would refuse,
+// rather than failing each InformerFor later.
+func TestNewFactoryValidatesReflector(t *testing.T) {
+	tests := []struct {
+		name string
+		opts reflector.Options
+		ok   bool
+	}{
+		{"zero", reflector.Options{}, true},
+		{"custom", reflector.Options{InitialBackoff: time.Second, MaxBackoff: time.Minute, MinWatchTimeout: time.Minute}, true},
+		{"negative backoff", reflector.Options{InitialBackoff: -1}, false},
+		{"initial above default max", reflector.Options{InitialBackoff: time.Hour}, false},
+		{"max below initial", reflector.Options{InitialBackoff: time.Minute, MaxBackoff: time.Second}, false},
+		{"watch timeout below 1s", reflector.Options{MinWatchTimeout: time.Millisecond}, false},
+		{"max watch timeout below min", reflector.Options{MinWatchTimeout: time.Minute, MaxWatchTimeout: time.Second}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil), Reflector: tc.opts})
+			if tc.ok != (err == nil) {
+				t.Errorf("NewFactory: %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

@@ -103,6 +103,14 @@ func (o *Options) defaults() {
 	}
 }
 
+// Validate reports the error New would return for these options (after
+// filling their defaults), for code that takes reflector Options to use
+// later, as the informer factory does.
+func (o Options) Validate() error {
+	o.defaults()
+	return o.validate()
+}
+
 func (o *Options) validate() error {
 	switch {
 	case o.InitialBackoff < 0:
