@@ -140,7 +140,7 @@ func TestConcurrentProducerConsumer(t *testing.T) {
 	// Wait for the consumer to drain (Len 0 and no Pop in flight).
 	for {
 		f.mu.Lock()
-		idle := f.count == 0 && !f.popping
+		idle := f.queue.Len() == 0 && !f.popping
 		f.mu.Unlock()
 		if idle {
 			break

@@ -49,13 +49,15 @@
 // it references, most of which become cached anyway. Export [FIFO.Len] as a
 // gauge and alert on it. A consumer that cannot keep up is better fixed at the
 // handlers (they only enqueue keys) than by dropping events: a FIFO that
-// dropped deltas would leave the cache wrong until the next relist. The ring
-// shrinks again once a burst (for example a relist) is drained, and a Pop's
-// batch buffer bigger than 1,024 deltas is not kept.
+// dropped deltas would leave the cache wrong until the next relist. The queue
+// grows by chunks of 128 deltas and gives each chunk back as it is drained
+// (one is kept for reuse), so a burst (for example a relist) never copies
+// what is queued and its memory goes back as it drains; a Pop's batch buffer
+// bigger than 1,024 deltas is not kept.
 //
 // # Performance
 //
-// Deltas live in a ring buffer of values; a Pop copies its unit into a
+// Deltas live in chunks of values (internal/chunkq); a Pop copies its unit into a
 // reused buffer, so pushing and popping allocate nothing but the key string
 // of a namespaced object (and only signal the consumer when it is waiting).
 // `go test -run='^$' -bench=. -benchmem ./fifo/` on the shared 2-core

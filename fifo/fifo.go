@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"kloop.dev/kloop/internal/chunkq"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -159,10 +160,6 @@ type slot[T Object] struct {
 }
 
 const (
-	minRing = 16 // smallest ring allocated; the ring size is a power of two
-	// keepRing is the ring size that is never shrunk: below it, shrinking
-	// would only trade memory nobody misses for reallocations.
-	keepRing = 1024
 	// maxKeptBatch is the largest batch buffer kept for reuse after a Pop;
 	// a bigger one (a relist) is dropped so that memory goes back after it.
 	maxKeptBatch = 1024
@@ -182,11 +179,11 @@ type FIFO[T Object] struct {
 
 	// mu guards every field below.
 	mu sync.Mutex
-	// ring holds the queued deltas in order, from head, count of them; its
-	// length is 0 or a power of two. Units (single deltas and batches) are
-	// contiguous.
-	ring        []slot[T]
-	head, count int
+	// queue holds the queued deltas in order. Units (single deltas and
+	// batches) are contiguous. It grows a chunk at a time and gives drained
+	// chunks back, so a backlog that builds up and drains never copies
+	// what it holds.
+	queue chunkq.Queue[slot[T]]
 	// waiting counts the Pops blocked on wake; pushes signal only then.
 	waiting int
 	// popping is true while a Pop is between taking a unit and the end of
@@ -349,10 +346,10 @@ func (f *FIFO[T]) Replace(objs []T, resourceVersion string) error {
 	}
 	if !f.populated {
 		f.populated = true
-		f.initialPopulation = f.count
+		f.initialPopulation = f.queue.Len()
 	}
 	f.checkSyncedLocked()
-	f.logger.Debug("fifo: replace queued", "resourceVersion", resourceVersion, "listed", len(objs), "deltas", len(batch), "queued", f.count)
+	f.logger.Debug("fifo: replace queued", "resourceVersion", resourceVersion, "listed", len(objs), "deltas", len(batch), "queued", f.queue.Len())
 	if len(batch) > 0 {
 		f.signal()
 	}
@@ -410,10 +407,10 @@ func (f *FIFO[T]) pendingLocked() (map[string]Delta[T], []string) {
 			see(d)
 		}
 	}
-	mask := len(f.ring) - 1
-	for i := range f.count {
-		see(f.ring[(f.head+i)&mask].d)
-	}
+	f.queue.Each(func(s *slot[T]) bool {
+		see(s.d)
+		return true
+	})
 	return last, order
 }
 
@@ -443,7 +440,7 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(batch []Delta[T]) error)
 			f.mu.Unlock()
 			return ErrClosed
 		}
-		if !f.popping && f.count > 0 {
+		if !f.popping && f.queue.Len() > 0 {
 			break
 		}
 		f.waiting++
@@ -464,19 +461,14 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(batch []Delta[T]) error)
 		}
 	}
 	// f.mu is held.
-	mask := len(f.ring) - 1
-	n := int(f.ring[f.head].n)
+	n := int(f.queue.Front().n)
 	batch := f.inflight[:0]
 	for range n {
-		s := &f.ring[f.head]
+		s, _ := f.queue.Pop()
 		batch = append(batch, s.d)
-		*s = slot[T]{}
-		f.head = (f.head + 1) & mask
-		f.count--
 	}
 	f.inflight = batch
 	f.popping = true
-	f.shrinkLocked()
 	f.mu.Unlock()
 
 	defer f.donePop(n)
@@ -497,7 +489,7 @@ func (f *FIFO[T]) donePop(n int) {
 		f.initialPopulation = max(0, f.initialPopulation-n)
 	}
 	f.checkSyncedLocked()
-	more := f.count > 0 && f.waiting > 0
+	more := f.queue.Len() > 0 && f.waiting > 0
 	f.mu.Unlock()
 	if more {
 		f.signal() // let a waiting Pop take the next unit
@@ -514,10 +506,10 @@ func (f *FIFO[T]) Close() {
 		return
 	}
 	f.closed = true
-	if f.count > 0 {
-		f.logger.Debug("fifo: closed with deltas queued", "dropped", f.count)
+	if n := f.queue.Len(); n > 0 {
+		f.logger.Debug("fifo: closed with deltas queued", "dropped", n)
 	}
-	f.ring, f.head, f.count = nil, 0, 0
+	f.queue.Clear()
 	close(f.done)
 }
 
@@ -527,7 +519,7 @@ func (f *FIFO[T]) Close() {
 func (f *FIFO[T]) Len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.count
+	return f.queue.Len()
 }
 
 // HasSynced reports whether the initial population has been processed: the
@@ -563,31 +555,9 @@ func (f *FIFO[T]) signal() {
 	}
 }
 
-// appendLocked queues d at the tail, growing the ring when full.
+// appendLocked queues d at the tail.
 func (f *FIFO[T]) appendLocked(d Delta[T], n int32) {
-	if f.count == len(f.ring) {
-		f.resizeLocked(max(minRing, 2*len(f.ring)))
-	}
-	f.ring[(f.head+f.count)&(len(f.ring)-1)] = slot[T]{d: d, n: n}
-	f.count++
-}
-
-// shrinkLocked halves a large ring that is at most an eighth full, so memory
-// goes back after a burst (a relist, a slow consumer). The hysteresis between
-// growing when full and shrinking at an eighth keeps resizes amortized O(1).
-func (f *FIFO[T]) shrinkLocked() {
-	if len(f.ring) > keepRing && f.count <= len(f.ring)/8 {
-		f.resizeLocked(len(f.ring) / 2)
-	}
-}
-
-func (f *FIFO[T]) resizeLocked(size int) {
-	ring := make([]slot[T], size)
-	mask := len(f.ring) - 1
-	for i := range f.count {
-		ring[i] = f.ring[(f.head+i)&mask]
-	}
-	f.ring, f.head = ring, 0
+	f.queue.Push(slot[T]{d: d, n: n})
 }
 
 // isNil reports whether v is nil or a typed nil pointer (or map, slice…).

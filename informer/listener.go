@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"kloop.dev/kloop/internal/chunkq"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
@@ -21,7 +22,7 @@ const (
 )
 
 // notification is one call to make on a handler, kept by value in the
-// listener's ring.
+// listener's buffer.
 type notification struct {
 	typ noteType
 	// initial: an add of the initial list (noteAdd only).
@@ -34,14 +35,6 @@ type notification struct {
 	obj Object // may be nil for a deletion whose last state is unknown
 }
 
-// Ring sizes of a listener's buffer: it starts at minRing, doubles when full,
-// and halves when a ring bigger than keepRing is at most an eighth full, so
-// that memory goes back after a burst.
-const (
-	minRing  = 16
-	keepRing = 1024
-)
-
 // listener is one registered handler: an unbounded ordered buffer of
 // notifications drained by its own goroutine.
 type listener struct {
@@ -51,15 +44,17 @@ type listener struct {
 	logger  *slog.Logger
 	// inline: notifications are delivered at once by notify, on the
 	// informer's goroutine under the informer's mutex (HandlerOptions.Inline);
-	// the ring stays empty and the goroutine only runs resyncs.
+	// the buffer stays empty and the goroutine only runs resyncs.
 	inline bool
 
 	wake chan struct{} // cap 1: something was queued, or the listener was removed
 
-	// mu guards ring, head, count, enq, waiting, removed and started.
-	mu          sync.Mutex
-	ring        []notification // length 0 or a power of two
-	head, count int
+	// mu guards buf, enq, waiting, removed and started.
+	mu sync.Mutex
+	// buf holds the notifications not delivered yet, in order. It grows a
+	// chunk at a time and gives drained chunks back, so a burst never
+	// copies what it holds and its memory goes back as it drains.
+	buf chunkq.Queue[notification]
 	// enq counts the notifications ever queued.
 	enq uint64
 	// waiting: the goroutine waits for wake; pushes signal only then, so
@@ -92,19 +87,14 @@ func (l *listener) pushLocked(notes []notification) {
 	if l.removed || len(notes) == 0 {
 		return
 	}
-	for len(l.ring)-l.count < len(notes) {
-		l.resizeLocked(max(minRing, 2*len(l.ring)))
-	}
-	mask := len(l.ring) - 1
 	for i := range notes {
-		l.ring[(l.head+l.count)&mask] = notes[i]
-		l.count++
+		l.buf.Push(notes[i])
 	}
 	l.enq += uint64(len(notes))
 }
 
 // notify hands notes to the handler: at once for an inline listener, else
-// through its ring. The informer's mutex is held, so that every handler
+// through its buffer. The informer's mutex is held, so that every handler
 // sees the notifications in the order of the cache's changes.
 func (l *listener) notify(notes []notification) {
 	if !l.inline {
@@ -150,19 +140,10 @@ func (l *listener) signal() {
 	}
 }
 
-func (l *listener) resizeLocked(size int) {
-	ring := make([]notification, size)
-	mask := len(l.ring) - 1
-	for i := range l.count {
-		ring[i] = l.ring[(l.head+i)&mask]
-	}
-	l.ring, l.head = ring, 0
-}
-
 func (l *listener) pending() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.count
+	return l.buf.Len()
 }
 
 // markSyncAt records that the initial list ends after the at-th
@@ -184,8 +165,7 @@ func (l *listener) checkSynced() {
 func (l *listener) remove() {
 	l.mu.Lock()
 	l.removed = true
-	clear(l.ring)
-	l.ring, l.head, l.count = nil, 0, 0
+	l.buf.Clear()
 	l.mu.Unlock()
 	l.signal()
 }
@@ -210,7 +190,7 @@ func (l *listener) run(ctx context.Context) {
 	}
 	for {
 		l.mu.Lock()
-		for l.count == 0 && !l.removed {
+		for l.buf.Len() == 0 && !l.removed {
 			l.waiting = true
 			l.mu.Unlock()
 			select {
@@ -227,13 +207,7 @@ func (l *listener) run(ctx context.Context) {
 			l.mu.Unlock()
 			return
 		}
-		n := l.ring[l.head]
-		l.ring[l.head] = notification{}
-		l.head = (l.head + 1) & (len(l.ring) - 1)
-		l.count--
-		if len(l.ring) > keepRing && l.count <= len(l.ring)/8 {
-			l.resizeLocked(len(l.ring) / 2)
-		}
+		n, _ := l.buf.Pop()
 		l.mu.Unlock()
 
 		l.call(n)
