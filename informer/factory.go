@@ -158,6 +158,9 @@ func (o *FactoryOptions) validate() error {
 	if isNil(o.Mapper) {
 		return errors.New("informer: FactoryOptions.Mapper is a typed nil")
 	}
+	if err := checkResync("FactoryOptions.ResyncPeriod", o.ResyncPeriod); err != nil {
+		return err
+	}
 	if err := o.Reflector.Validate(); err != nil {
 		return fmt.Errorf("informer: FactoryOptions.Reflector: %w", err)
 	}

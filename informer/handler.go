@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -73,6 +74,19 @@ func (f HandlerFuncs[T]) OnDelete(d Deleted[T]) {
 // NoResync as a resync period turns periodic resyncs off.
 const NoResync time.Duration = -1
 
+// MinResyncPeriod is the shortest resync period accepted (client-go's
+// minimum): a shorter positive one is an error, not a resync loop.
+const MinResyncPeriod = time.Second
+
+// checkResync returns an error for a positive resync period under
+// MinResyncPeriod.
+func checkResync(what string, d time.Duration) error {
+	if d > 0 && d < MinResyncPeriod {
+		return fmt.Errorf("informer: %s %v is below the minimum %v (NoResync turns resyncs off)", what, d, MinResyncPeriod)
+	}
+	return nil
+}
+
 // DefaultResyncPeriod is the resync period of a handler unless its
 // HandlerOptions or the informer's Options say otherwise: controller-runtime's
 // ten hours. Each wait is drawn in ±10 % of the period.
@@ -87,6 +101,7 @@ type HandlerOptions struct {
 	// handler only and are ordered with its other notifications.
 	// Default 0: the informer's Options.ResyncPeriod (10 h unless set);
 	// NoResync (any negative value) turns resyncs off for this handler.
+	// A positive period under MinResyncPeriod (1 s) is an error.
 	ResyncPeriod time.Duration
 	// Inline delivers this handler's notifications on the informer's own
 	// goroutine, right after each cache update, instead of through a

@@ -77,7 +77,8 @@ type Options[T Object] struct {
 
 	// ResyncPeriod is the resync period of handlers whose HandlerOptions
 	// leave it 0. Default 0: DefaultResyncPeriod (10 h); NoResync (any
-	// negative value) turns resyncs off.
+	// negative value) turns resyncs off; under MinResyncPeriod (1 s) is an
+	// error.
 	ResyncPeriod time.Duration
 
 	// DetectMutations makes the cache report objects mutated after they
@@ -113,7 +114,7 @@ func (o *Options[T]) validate() error {
 	if o.OnMutation != nil && !o.DetectMutations {
 		return errors.New("informer: Options.OnMutation is set but DetectMutations is false")
 	}
-	return nil
+	return checkResync("Options.ResyncPeriod", o.ResyncPeriod)
 }
 
 // Informer keeps a cache of the objects of one kind and scope in step with
@@ -439,6 +440,9 @@ func (s *shared) waitForSync(ctx context.Context) error {
 }
 
 func (s *shared) addHandler(deliver func(notification), o HandlerOptions) (*Registration, error) {
+	if err := checkResync("HandlerOptions.ResyncPeriod", o.ResyncPeriod); err != nil {
+		return nil, err
+	}
 	period := o.ResyncPeriod
 	if period == 0 {
 		period = s.resync

@@ -804,3 +804,34 @@ func TestNewFactoryValidatesReflector(t *testing.T) {
 		})
 	}
 }
+
+// A resync period under one second (client-go's minimum) is refused: one
+// of 30 — meant as seconds, read as nanoseconds — would resync every
+// object without pause and grow the handler's buffer without bound.
+func TestResyncPeriodMinimum(t *testing.T) {
+	for _, tc := range []struct {
+		period time.Duration
+		ok     bool
+	}{{0, true}, {NoResync, true}, {-time.Hour, true}, {time.Second, true}, {10 * time.Hour, true}, {30, false}, {999 * time.Millisecond, false}} {
+		t.Run(tc.period.String(), func(t *testing.T) {
+			srv := newFakeServer()
+			inf, err := New[*corev1.Pod](srv, Options[*corev1.Pod]{ResyncPeriod: tc.period})
+			if tc.ok != (err == nil) {
+				t.Errorf("New with ResyncPeriod %v: %v, want ok=%v", tc.period, err, tc.ok)
+			}
+			if inf == nil {
+				inf, err = New[*corev1.Pod](srv, Options[*corev1.Pod]{})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := inf.AddHandler(newRecorder(), HandlerOptions{ResyncPeriod: tc.period}); tc.ok != (err == nil) {
+				t.Errorf("AddHandler with ResyncPeriod %v: %v, want ok=%v", tc.period, err, tc.ok)
+			}
+			_, err = NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil), ResyncPeriod: tc.period})
+			if tc.ok != (err == nil) {
+				t.Errorf("NewFactory with ResyncPeriod %v: %v, want ok=%v", tc.period, err, tc.ok)
+			}
+		})
+	}
+}
