@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"sigs.k8s.io/yaml"
 )
 
 const protobufContentType = "application/vnd.kubernetes.protobuf"
@@ -45,31 +46,65 @@ func (p *protobufDecoder) decoder() (*protobuf.Serializer, error) {
 	return p.ser, p.err
 }
 
-// readObjectBody reads a request body and returns it as JSON, decoding the
-// protobuf envelope when the Content-Type says so.
-func (s *Server) readObjectBody(r *http.Request) ([]byte, error) {
-	body, err := readBody(r)
+// readObjectBody reads a request body and returns it as JSON, by its
+// Content-Type as kube-apiserver reads it: JSON (or no Content-Type) as it
+// is, YAML converted to JSON, the protobuf envelope (built-in kinds)
+// decoded; any other type is a 415. into names the type the body must be
+// (the kind, or DeleteOptions), for the errors. original is the body as
+// sent when it was converted from YAML (nil otherwise): kube-apiserver's
+// decoding errors summarize that.
+func (s *Server) readObjectBody(r *http.Request, into string) (body, original []byte, err error) {
+	body, err = readBody(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != protobufContentType || len(body) == 0 {
-		return body, nil
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return body, nil, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil:
+		return nil, nil, unknownBodyFormat()
+	case mt == "application/json":
+		return body, nil, nil
+	case mt == "application/yaml":
+		if len(body) == 0 {
+			return body, nil, nil
+		}
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, nil, badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", into, err, summarizeData(body, 30))
+		}
+		return j, body, nil
+	case mt != protobufContentType:
+		return nil, nil, unknownBodyFormat()
+	}
+	if len(body) == 0 {
+		return body, nil, nil
 	}
 	ser, err := s.protobuf.decoder()
 	if err != nil {
-		return nil, fmt.Errorf("protobuf scheme: %w", err)
+		return nil, nil, fmt.Errorf("protobuf scheme: %w", err)
 	}
 	obj, gvk, err := ser.Decode(body, nil, nil)
 	if err != nil {
-		return nil, unsupportedMediaType(fmt.Sprintf("the body of the request could not be decoded as %s: %v (custom resources and CRDs take JSON)", protobufContentType, err))
+		return nil, nil, unsupportedMediaType(fmt.Sprintf("the body of the request could not be decoded as %s: %v (custom resources and CRDs take JSON)", protobufContentType, err))
 	}
 	m, err := toMap(obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if gvk != nil {
 		m["apiVersion"], m["kind"] = gvk.GroupVersion().String(), gvk.Kind
 	}
-	return json.Marshal(m)
+	body, err = json.Marshal(m)
+	return body, nil, err
+}
+
+// unknownBodyFormat is kube-apiserver's 415 for a request body of a type it
+// does not decode (custom resources included: it lists protobuf for them
+// too).
+func unknownBodyFormat() error {
+	return unsupportedMediaType("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, " + protobufContentType)
 }

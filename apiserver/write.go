@@ -48,17 +48,17 @@ func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any
 		Kind       string `json:"kind,omitempty"`
 	}
 	if err := json.Unmarshal(body, &tm); err != nil {
-		return nil, badRequest("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", k.kind, err, summarizeData(body, 30))
+		return nil, badRequest("the object provided is unrecognized (must be of type %s): couldn't get version/kind; json parse error: %v (%s)", k.kind, err, wo.summary(body))
 	}
 	if k.newTyped != nil {
 		return s.decodeTyped(k, body, tm.APIVersion, tm.Kind, wo)
 	}
 	obj, err := decodeMap(body)
 	if err != nil {
-		return nil, badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", k.kind, err, summarizeData(body, 30))
+		return nil, badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", k.kind, err, wo.summary(body))
 	}
 	if tm.Kind == "" {
-		return nil, badRequest("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", k.kind, body, summarizeData(body, 30))
+		return nil, badRequest("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", k.kind, body, wo.summary(body))
 	}
 	gv, _ := schema.ParseGroupVersion(tm.APIVersion)
 	if m, ok := obj["metadata"]; ok && m != nil {
@@ -365,6 +365,18 @@ type writeOpts struct {
 	fieldValidation string
 	// warnings collects the Warning headers of the response.
 	warnings map[string]bool
+	// original is the request body as sent when it was not JSON (YAML),
+	// nil otherwise: decoding errors summarize it, as kube-apiserver's do.
+	original []byte
+}
+
+// summary is kube-apiserver's summary of a request body that did not
+// decode: of the body as sent.
+func (wo *writeOpts) summary(body []byte) string {
+	if wo != nil && wo.original != nil {
+		body = wo.original
+	}
+	return summarizeData(body, 30)
 }
 
 // writeOptions reads the dryRun and fieldValidation parameters.
@@ -458,10 +470,11 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 		return err
 	}
 	defer warnOnError(w, wo, &err)
-	body, err := s.readObjectBody(r)
+	body, original, err := s.readObjectBody(r, k.kind)
 	if err != nil {
 		return err
 	}
+	wo.original = original
 	obj, err := s.decodeBody(k, body, wo)
 	if err != nil {
 		return err
@@ -645,10 +658,11 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		return err
 	}
 	defer warnOnError(w, wo, &err)
-	body, err := s.readObjectBody(r)
+	body, original, err := s.readObjectBody(r, k.kind)
 	if err != nil {
 		return err
 	}
+	wo.original = original
 	if ri.subresource == "scale" {
 		return s.updateScale(w, k, ri.namespace, ri.name, body, nil, wo)
 	}
@@ -908,7 +922,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 // deleteOptions reads DeleteOptions from the body (if any) and the query.
 func (s *Server) deleteOptions(r *http.Request, q url.Values) (metav1.DeleteOptions, error) {
 	var opts metav1.DeleteOptions
-	body, err := s.readObjectBody(r)
+	body, _, err := s.readObjectBody(r, "DeleteOptions")
 	if err != nil {
 		return opts, err
 	}

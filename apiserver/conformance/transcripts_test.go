@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Paths used by the transcripts; {ns} and {group} are expanded by T.
@@ -516,6 +517,28 @@ var transcripts = []transcript{
 		tr.Patch(gadgets+"/g", "merge", `{"apiVersion":"{group}/v2"}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(gadgets+"/g", "merge", `{"kind":"Other"}`).Want(http.StatusUnprocessableEntity)
 		tr.Get(gadgets + "/g").Want(http.StatusOK)
+	}},
+	{"request-content-types", func(tr *T) {
+		yamlCM := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\n  labels: {a: \"1\"}\ndata:\n  k: v\n  n: \"2\"\n"
+		tr.Do(http.MethodPost, cms, "application/yaml", yamlCM).Want(http.StatusCreated)
+		tr.Do(http.MethodPut, cms+"/yml", "application/yaml", strings.Replace(yamlCM, "k: v", "k: w", 1)).Want(http.StatusOK)
+		tr.Do(http.MethodPost, cms, "application/yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  labels: [\n").Want(http.StatusBadRequest)
+		tr.Do(http.MethodPost, cms, "application/yaml", "- a\n- b\n").Want(http.StatusBadRequest)
+		// YAML 1.1: y is true.
+		tr.Do(http.MethodPost, cms, "application/yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n").Want(http.StatusBadRequest)
+		tr.Do(http.MethodPost, cms, "application/yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: num\ndata:\n  k: 1\n").Want(http.StatusBadRequest)
+		tr.Do(http.MethodPost, cms, "application/yaml; charset=utf-8", configMap("json-as-yaml", "")).Want(http.StatusCreated)
+		tr.Do(http.MethodPost, cms, "application/json; charset=utf-8", configMap("charset", "")).Want(http.StatusCreated)
+		tr.Do(http.MethodPost, cms, "", configMap("none", "")).Want(http.StatusCreated)
+		tr.Do(http.MethodPost, cms, "text/plain", configMap("text", "")).Want(http.StatusUnsupportedMediaType)
+		tr.Do(http.MethodPost, cms, "application/x-yaml", configMap("xyaml", "")).Want(http.StatusUnsupportedMediaType)
+		tr.Do(http.MethodPost, cms, "not a media type;;", configMap("garbage", "")).Want(http.StatusUnsupportedMediaType)
+		tr.Do(http.MethodPut, cms+"/yml", "text/plain", configMap("yml", "")).Want(http.StatusUnsupportedMediaType)
+		tr.Do(http.MethodPost, gadgets, "application/yaml", "apiVersion: {group}/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  color: red\n").Want(http.StatusCreated)
+		tr.Do(http.MethodPost, gadgets, "text/plain", gadget("t", `{}`)).Want(http.StatusUnsupportedMediaType)
+		tr.Do(http.MethodDelete, cms+"/none", "application/yaml", "kind: DeleteOptions\napiVersion: v1\npropagationPolicy: Background\n").Want(http.StatusOK)
+		tr.Do(http.MethodDelete, cms+"/charset", "text/plain", `{"kind":"DeleteOptions","apiVersion":"v1"}`).Want(http.StatusUnsupportedMediaType)
+		tr.Get(cms).Want(http.StatusOK)
 	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
