@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,9 @@ type Mapper interface {
 // documents (/api/v1, /apis/<group>/<version>) as needed, one request per
 // group version, and caches them. A kind missing from a cached document
 // (a CRD created since) makes it read that document again. client is the
-// HTTP client to use (nil: rest.HTTPClientFor(cfg)).
+// HTTP client to use (nil: rest.HTTPClientFor(cfg)). Each request is
+// bounded by the client's Timeout (rest.Config.Timeout), or by 32 s when it
+// has none, as client-go's discovery client.
 func NewDiscoveryMapper(cfg *rest.Config, client *http.Client) (Mapper, error) {
 	if cfg == nil {
 		return nil, errors.New("informer: nil rest.Config")
@@ -48,8 +51,12 @@ func NewDiscoveryMapper(cfg *rest.Config, client *http.Client) (Mapper, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &discoveryMapper{client: client, base: base, userAgent: userAgent(cfg), byGV: map[schema.GroupVersion]map[string]*meta.RESTMapping{}}, nil
+	return &discoveryMapper{client: client, base: base, userAgent: userAgent(cfg), timeout: discoveryTimeout, byGV: map[schema.GroupVersion]map[string]*meta.RESTMapping{}}, nil
 }
+
+// discoveryTimeout bounds each discovery request, as client-go's discovery
+// client does when the config sets no Timeout.
+const discoveryTimeout = 32 * time.Second
 
 // serverURL returns cfg's server URL with its path prefix, if any.
 func serverURL(cfg *rest.Config) (*url.URL, error) {
@@ -76,6 +83,8 @@ type discoveryMapper struct {
 	client    *http.Client
 	base      *url.URL
 	userAgent string
+	// timeout bounds each discovery request (discoveryTimeout).
+	timeout time.Duration
 
 	// mu guards byGV; it is held during discovery requests so that
 	// concurrent misses cause one request.
@@ -169,6 +178,12 @@ func (m *discoveryMapper) fetchLocked(ctx context.Context, gv schema.GroupVersio
 
 // get decodes the JSON document at p into out; found is false on 404.
 func (m *discoveryMapper) get(ctx context.Context, p string, out any) (found bool, err error) {
+	if m.timeout > 0 && m.client.Timeout == 0 {
+		// The config's Timeout, when set, bounds it through the client.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.timeout)
+		defer cancel()
+	}
 	u := *m.base
 	u.Path = path.Join(u.Path, p)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
