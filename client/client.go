@@ -406,6 +406,9 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 		o.Namespace = "" // as the server (and url) ignore it
 	}
 	scope := readScope(ctx, gvk)
+	if def := c.factory.DefaultNamespace(); def != "" && scope.Namespace == "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
+		scope.Namespace = def // the factory restricts the kind's informers to it
+	}
 	if err := checkListScope(gvk, scope, o); err != nil {
 		return err
 	}

@@ -29,7 +29,8 @@
 // it is NotFound, List returns the scope's objects, and List in a namespace
 // outside it fails with [ErrOutOfScope]. Reads with a context without
 // scopes (outside reconciles, other controllers) use the whole-kind
-// informer.
+// informer. A factory with FactoryOptions.DefaultNamespace scopes the
+// reads of namespaced kinds to that namespace the same way.
 //
 // Create, Update, Patch, Delete and Status().Update / Status().Patch go to
 // the API server over the *rest.Config's transport, and fill the object with

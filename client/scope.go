@@ -98,7 +98,7 @@ func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOpt
 	}
 	for _, ns := range asked {
 		if ns != "" && ns != scopeNS {
-			msg := fmt.Sprintf("cannot list %s in namespace %q: this controller's cache holds namespace %q only (builder.WithScope); use Uncached() to read other namespaces",
+			msg := fmt.Sprintf("cannot list %s in namespace %q: the cache holds namespace %q only (builder.WithScope or FactoryOptions.DefaultNamespace); use Uncached() to read other namespaces",
 				gvk.Kind, ns, scopeNS)
 			return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
 		}

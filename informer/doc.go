@@ -94,6 +94,11 @@
 // the server for PartialObjectMetadata: the cheapest way to watch a kind
 // whose content a controller never reads.
 //
+// FactoryOptions.DefaultNamespace restricts the informers of namespaced
+// kinds to one namespace when their Scope names none (controller-runtime's
+// Cache.DefaultNamespaces, with one namespace): an operator whose RBAC
+// grants it one namespace never lists the whole cluster.
+//
 // The lists and watches of all a factory's informers share one client-side
 // rate limit, as those of a client-go informer factory share their
 // clientset's: the rest.Config's RateLimiter if set, else one token bucket

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
@@ -64,6 +66,13 @@ type FactoryOptions struct {
 	// Reflector configures every informer's list and watch. Default: the
 	// zero reflector.Options.
 	Reflector reflector.Options
+	// DefaultNamespace restricts the informers of namespaced kinds to one
+	// namespace when their Scope names none, as controller-runtime's
+	// Cache.DefaultNamespaces with one namespace: for an operator whose
+	// RBAC grants it one namespace, which cannot list the whole cluster.
+	// A Scope naming another namespace is an error; cluster-scoped kinds
+	// are not affected. Default "": all namespaces.
+	DefaultNamespace string
 }
 
 // defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
@@ -164,6 +173,11 @@ func (o *FactoryOptions) validate() error {
 	if err := o.Reflector.Validate(); err != nil {
 		return fmt.Errorf("informer: FactoryOptions.Reflector: %w", err)
 	}
+	if ns := o.DefaultNamespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("informer: FactoryOptions.DefaultNamespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
 	return nil
 }
 
@@ -209,6 +223,10 @@ func (f *Factory) Scheme() *runtime.Scheme { return f.opts.Scheme }
 
 // Mapper returns the factory's mapper (kind → resource).
 func (f *Factory) Mapper() Mapper { return f.opts.Mapper }
+
+// DefaultNamespace returns FactoryOptions.DefaultNamespace: the namespace of
+// the informers of namespaced kinds whose Scope names none ("" for all).
+func (f *Factory) DefaultNamespace() string { return f.opts.DefaultNamespace }
 
 // Config returns a copy of the factory's rest.Config.
 func (f *Factory) Config() *rest.Config { return rest.CopyConfig(f.cfg) }
@@ -334,6 +352,16 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	}
 	if scope.Namespace != "" && mapping.Scope.Name() == meta.RESTScopeNameRoot {
 		return nil, fmt.Errorf("informer: %s is cluster-scoped: Scope.Namespace must be empty, not %q", mapping.Resource, scope.Namespace)
+	}
+	if def := f.opts.DefaultNamespace; def != "" && mapping.Scope.Name() != meta.RESTScopeNameRoot {
+		switch scope.Namespace {
+		case "":
+			scope.Namespace = def
+		case def:
+		default:
+			return nil, fmt.Errorf("informer: %s in namespace %q: the factory is restricted to namespace %q (FactoryOptions.DefaultNamespace)",
+				mapping.Resource, scope.Namespace, def)
+		}
 	}
 	ls, err := labels.Parse(scope.LabelSelector)
 	if err != nil {
