@@ -85,8 +85,23 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	// Every request of the manager (informers, client, leader election)
+	// is counted in rest_client_requests_total, as controller-runtime
+	// counts client-go's.
+	restM, err := metrics.NewRESTClient(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("manager: REST client metrics: %w", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(restM.RoundTripper)
+	if hc := opts.Cache.HTTPClient; hc != nil {
+		counted := *hc
+		counted.Transport = restM.RoundTripper(hc.Transport)
+		opts.Cache.HTTPClient = &counted
+	}
 	factory, err := informer.NewFactory(cfg, opts.Cache)
 	if err != nil {
+		opts.Registerer.Unregister(restM)
 		return nil, fmt.Errorf("manager: informer factory: %w", err)
 	}
 	cl, err := client.New(cfg, client.Options{
@@ -96,11 +111,12 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		Logger:     opts.Logger,
 	})
 	if err != nil {
+		opts.Registerer.Unregister(restM)
 		return nil, fmt.Errorf("manager: client: %w", err)
 	}
 	// A New that fails unregisters what it registered, so that the
 	// registry passed in serves a New with corrected options.
-	var registered []prometheus.Collector
+	registered := []prometheus.Collector{restM}
 	failed := func(err error) (*Manager, error) {
 		for _, c := range registered {
 			opts.Registerer.Unregister(c)
@@ -109,7 +125,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	queueM, err := metrics.NewWorkqueue(opts.Registerer)
 	if err != nil {
-		return nil, fmt.Errorf("manager: work queue metrics: %w", err)
+		return failed(fmt.Errorf("manager: work queue metrics: %w", err))
 	}
 	registered = append(registered, queueM)
 	ctrlM, err := metrics.NewController(opts.Registerer)
@@ -118,7 +134,7 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	registered = append(registered, ctrlM)
 	m := &Manager{
-		cfg:       rest.CopyConfig(cfg),
+		cfg:       cfg, // a copy, with the counting transport
 		opts:      opts,
 		log:       opts.Logger,
 		factory:   factory,
@@ -173,7 +189,8 @@ func (m *Manager) Factory() *informer.Factory { return m.factory }
 // Scheme returns the scheme of the factory and the client.
 func (m *Manager) Scheme() *runtime.Scheme { return m.factory.Scheme() }
 
-// Config returns a copy of the manager's rest.Config.
+// Config returns a copy of the manager's rest.Config, whose transport counts
+// its requests in rest_client_requests_total.
 func (m *Manager) Config() *rest.Config { return rest.CopyConfig(m.cfg) }
 
 // Logger returns the manager's logger.

@@ -257,6 +257,8 @@ func testProbesAndMetricsOverHTTP(t *testing.T, env *apiservertest.Env) {
 		`controller_runtime_reconcile_total{controller="probed",result="success"} 1`,
 		`controller_runtime_max_concurrent_reconciles{controller="probed"} 1`,
 		`controller_runtime_reconcile_time_seconds_count{controller="probed"} 1`,
+		// The informers' lists and watches, counted by the manager's transport.
+		`rest_client_requests_total{code="200",host="` + strings.TrimPrefix(strings.TrimPrefix(cfg.Host, "https://"), "http://") + `",method="GET"}`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -26,6 +26,8 @@
 //	leader_election_master_status{name}
 //	leader_election_slowpath_total{name}
 //
+//	rest_client_requests_total{code,method,host}
+//
 // The queues keep their own statistics and the collector reads them when
 // Prometheus scrapes: no metric call sits on a queue's hot path, and the
 // unfinished-work and longest-running gauges are exact at scrape time rather
