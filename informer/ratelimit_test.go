@@ -3,8 +3,13 @@ package informer
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -114,4 +119,71 @@ func TestFactoryRateLimiterShared(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeAPI answers lists with an empty list and holds watches open until
+// their request ends; it counts the requests that reach it.
+type fakeAPI struct{ requests atomic.Int64 }
+
+// heldBody is a watch body with no events that ends with its request.
+type heldBody struct{ ctx context.Context }
+
+func (b heldBody) Read([]byte) (int, error) { <-b.ctx.Done(); return 0, b.ctx.Err() }
+func (b heldBody) Close() error             { return nil }
+
+func (f *fakeAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.requests.Add(1)
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Request: req}
+	if req.URL.Query().Get("watch") == "true" {
+		resp.Body = heldBody{req.Context()}
+		return resp, nil
+	}
+	resp.Body = io.NopCloser(strings.NewReader(`{"kind":"List","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`))
+	return resp, nil
+}
+
+// TestFactoryQPSShared: a factory built from a config with QPS 1 and Burst
+// 1 passes the lists and watches of all its informers through one token
+// bucket: the four requests of two informers (a list and a watch each)
+// take three seconds, not one as with a bucket per informer.
+func TestFactoryQPSShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &fakeAPI{}
+		m := meta.NewDefaultRESTMapper(nil)
+		m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+		m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+		f, err := NewFactory(&rest.Config{Host: "http://example.invalid", QPS: 1, Burst: 1}, FactoryOptions{
+			Mapper:     m,
+			HTTPClient: &http.Client{Transport: api},
+			Reflector:  reflector.Options{DisableWatchList: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := InformerFor[*corev1.Pod](f, Scope{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := InformerFor[*corev1.ConfigMap](f, Scope{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- f.Start(ctx) }()
+		for api.requests.Load() < 4 {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Errorf("4 requests took %v, want 3s (one bucket of 1 qps, burst 1)", d)
+		}
+		synctest.Wait()
+		if n := api.requests.Load(); n != 4 {
+			t.Errorf("%d requests, want 4", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
