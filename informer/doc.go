@@ -24,7 +24,8 @@
 // object. [Registration.HasSynced] is per handler: true once that handler
 // has returned from every notification of the initial list. Resyncs are per
 // handler too (HandlerOptions.ResyncPeriod; 10 h ± 10 % by default, NoResync
-// turns them off): OnUpdate(obj, obj) for every cached object, queued in
+// turns them off, at least MinResyncPeriod, 1 s, as in client-go):
+// OnUpdate(obj, obj) for every cached object, queued in
 // order with the handler's other notifications. HandlerOptions.Inline
 // instead calls a handler on the informer's own goroutine right after each
 // cache update, for handlers that only enqueue keys and never block (the
