@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"kloop.dev/kloop/internal/chunkq"
 	"log/slog"
 	"reflect"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"kloop.dev/kloop/internal/chunkq"
 )
 
 // Object is what the FIFO carries: any Kubernetes object with object

@@ -3,13 +3,14 @@ package informer
 import (
 	"context"
 	"fmt"
-	"kloop.dev/kloop/internal/chunkq"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"kloop.dev/kloop/internal/chunkq"
 )
 
 // noteType is the kind of a notification.
