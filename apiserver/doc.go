@@ -23,7 +23,8 @@
 //	crd.go        serving CustomResourceDefinitions; lifecycle.go namespace and CRD deletion
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
-//	protobuf.go   protobuf request bodies of built-in kinds
+//	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
+//	reviews.go    access and identity reviews (kubectl auth can-i, kubectl auth whoami)
 //	ipalloc.go    Service cluster IPs
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
@@ -40,7 +41,8 @@
 // response. Not yet: server-side apply, garbage collection of owned objects,
 // admission webhooks, conversion webhooks.
 //
-// Every request needs the bearer token (401 otherwise); bodies over 3 MiB get
+// Every request needs the bearer token (401 otherwise), which authenticates
+// kloop-admin, in system:masters, allowed everything; bodies over 3 MiB get
 // 413. With Options.TLS the server uses a self-signed certificate and can
 // write a kubeconfig that kubectl uses as is.
 package apiserver

@@ -60,6 +60,10 @@ type kind struct {
 	requireResourceVersion bool
 	// gracefulDelete: a deletion first records itself with an update (pods).
 	gracefulDelete bool
+	// review, when set, makes the kind a create-only one that stores
+	// nothing (access and identity reviews): a create answers 201 with what
+	// review returns for the decoded body, at time now.
+	review func(obj map[string]any, now time.Time) (map[string]any, error)
 }
 
 // watchCached reports whether kube-apiserver serves the kind from its

@@ -48,6 +48,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		s.notFound(w, r)
 		return
 	}
+	if k.review != nil && (r.Method != http.MethodPost || ri.name != "" || ri.subresource != "" || ri.watchPath) {
+		writeError(w, methodNotAllowed(), gr, ri.name)
+		return
+	}
 	q := r.URL.Query()
 	watch := ri.watchPath || boolParam(q, "watch")
 	var err error

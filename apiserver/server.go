@@ -78,6 +78,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator()}
 	s.reg.add(builtinKinds()...)
+	s.reg.add(reviewKinds()...)
 	if s.openapi, err = newOpenAPI(); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}

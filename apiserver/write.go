@@ -479,6 +479,15 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err != nil {
 		return err
 	}
+	if k.review != nil {
+		out, err := k.review(obj, s.opts.Now())
+		if err != nil {
+			return err
+		}
+		writeWarnings(w, wo)
+		writeObject(w, http.StatusCreated, out)
+		return nil
+	}
 	if obj, err = s.toStorage(k, obj); err != nil {
 		return err
 	}

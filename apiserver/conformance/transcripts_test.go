@@ -542,6 +542,18 @@ var transcripts = []transcript{
 		tr.Do(http.MethodDelete, cms+"/charset", "text/plain", `{"kind":"DeleteOptions","apiVersion":"v1"}`).Want(http.StatusUnsupportedMediaType)
 		tr.Get(cms).Want(http.StatusOK)
 	}},
+	{"access-reviews", func(tr *T) {
+		// kubectl auth can-i and kubectl auth whoami.
+		const ssar = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+		tr.Post(ssar, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"namespace":"{ns}","verb":"create","group":"apps","resource":"deployments"}}}`).Want(http.StatusCreated)
+		tr.Post(ssar, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/healthz","verb":"get"}},"status":{"allowed":false,"reason":"ignored"}}`).Want(http.StatusCreated)
+		tr.Post(ssar, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(ssar, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get"},"nonResourceAttributes":{"path":"/x","verb":"get"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(ssar, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":`).Want(http.StatusBadRequest)
+		tr.Get(ssar).Want(http.StatusMethodNotAllowed)
+		tr.Delete(ssar, "").Want(http.StatusMethodNotAllowed)
+		tr.Post("/apis/authentication.k8s.io/v1/selfsubjectreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`).Want(http.StatusCreated)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not

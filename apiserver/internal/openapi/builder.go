@@ -417,9 +417,17 @@ func (g *gen) resource(r *Resource, paths map[string]any) error {
 	if err != nil {
 		return fmt.Errorf("resource %s: %w", r.GVK, err)
 	}
-	statusName := g.define(reflect.TypeFor[metav1.Status]())
-	deleteOptsName := g.define(reflect.TypeFor[metav1.DeleteOptions]())
-	patchName := g.define(reflect.TypeFor[metav1.Patch]())
+	// Only what the resource's operations use is defined: kube-apiserver's
+	// document of a create-only group (access reviews) has no Status,
+	// DeleteOptions or Patch.
+	var statusName, deleteOptsName, patchName string
+	if r.has("delete") || r.has("deletecollection") {
+		statusName = g.define(reflect.TypeFor[metav1.Status]())
+		deleteOptsName = g.define(reflect.TypeFor[metav1.DeleteOptions]())
+	}
+	if r.has("patch") || len(r.Subresources) > 0 {
+		patchName = g.define(reflect.TypeFor[metav1.Patch]())
+	}
 	gv := r.GVK.GroupVersion()
 	prefix := "/" + pathKey(gv)
 	op := opBuilder{g: g, r: r, tag: tagFor(gv), gvCamel: gvCamel(gv)}
@@ -487,7 +495,8 @@ func (g *gen) resource(r *Resource, paths map[string]any) error {
 }
 
 // kindDefinitions defines the kind and list schemas of r and returns their
-// names, with x-kubernetes-group-version-kind on both.
+// names, with x-kubernetes-group-version-kind on both; a resource that
+// cannot be listed has no list schema (listName "").
 func (g *gen) kindDefinitions(r *Resource) (kindName, listName string, err error) {
 	gvk := r.GVK
 	if r.Type != nil {
@@ -506,6 +515,9 @@ func (g *gen) kindDefinitions(r *Resource) (kindName, listName string, err error
 		g.done[kindName] = nil
 	}
 	addGVK(g.defs[kindName], gvk)
+	if !r.has("list") {
+		return kindName, "", nil // no list type either (access reviews)
+	}
 	listGVK := gvk.GroupVersion().WithKind(r.listKind())
 	if r.ListType != nil {
 		listName = g.define(r.ListType)
