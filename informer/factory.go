@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 
+	"kloop.dev/kloop/internal/restlimit"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -74,10 +74,6 @@ type FactoryOptions struct {
 	// are not affected. Default "": all namespaces.
 	DefaultNamespace string
 }
-
-// defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
-// without one.
-const defaultBurst = 10
 
 // Errors returned (wrapped) by the Factory.
 var (
@@ -200,13 +196,7 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 		return nil, err
 	}
 	lwCfg := rest.CopyConfig(cfg)
-	if lwCfg.RateLimiter == nil && lwCfg.QPS > 0 {
-		burst := lwCfg.Burst
-		if burst <= 0 {
-			burst = defaultBurst
-		}
-		lwCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(lwCfg.QPS, burst)
-	}
+	lwCfg.RateLimiter = restlimit.For(cfg) // one bucket for all the informers
 	return &Factory{
 		cfg:       rest.CopyConfig(cfg),
 		lwCfg:     lwCfg,

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/internal/restlimit"
 )
 
 // maxErrorBody bounds how much of an error response is read.
@@ -84,25 +85,12 @@ type RESTListerWatcher[T Object] struct {
 	throttle func(ctx context.Context) error
 }
 
-// defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
-// without one.
-const defaultBurst = 10
-
-// throttleFor returns the client-side rate limit of cfg as client-go's REST
-// client applies it: cfg.RateLimiter if set, else a token bucket of cfg.QPS
-// (burst cfg.Burst, default 10) when QPS > 0. QPS 0 or negative means no
-// limit, as with controller-runtime's config (API Priority and Fairness
-// protects the server); client-go itself would use 5 qps.
+// throttleFor returns the wait of cfg's client-side rate limit
+// (internal/restlimit: cfg.RateLimiter, or a QPS/Burst token bucket; QPS 0
+// or negative: none), nil when there is none.
 func throttleFor(cfg *rest.Config) func(ctx context.Context) error {
-	if cfg.RateLimiter != nil {
-		return cfg.RateLimiter.Wait
-	}
-	if cfg.QPS > 0 {
-		burst := cfg.Burst
-		if burst <= 0 {
-			burst = defaultBurst
-		}
-		return rate.NewLimiter(rate.Limit(cfg.QPS), burst).Wait
+	if l := restlimit.For(cfg); l != nil {
+		return l.Wait
 	}
 	return nil
 }
