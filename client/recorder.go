@@ -377,12 +377,15 @@ func (r *Recorder) patch(ctx context.Context, ev *corev1.Event, prev seenEvent) 
 // retriable reports whether a failed event write may succeed if tried
 // again: not when the server refused it (as client-go's recorder, which
 // retries only errors that are not API statuses), except for the statuses
-// that say "later"; not when the context ended.
+// that say "later" (429, 503, 504, ServerTimeout); not when the context
+// ended. A 500 is a refusal: kube-apiserver answers 500 to an Event too
+// large for etcd, and retrying it would hold up every event recorded after
+// it for minutes.
 func retriable(err error) bool {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
-			apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err)
+			apierrors.IsTimeout(err) || apierrors.IsServiceUnavailable(err)
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
@@ -227,4 +230,53 @@ func TestNewRecorderErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// An event the server refuses with an error status is not retried, so it
+// never holds up the events recorded after it: an Event too large for etcd
+// (a 500 from kube-apiserver, which etcd's 2 MiB request limit makes
+// permanent) is dropped, and the next event is written at once. client-go's
+// recorder retries no status at all; the statuses that say "later" (429,
+// 503, 504, ServerTimeout) are retried.
+func TestRecorderDoesNotRetryRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{apierrors.NewInternalError(errors.New("etcdserver: request is too large")), false},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500, Message: "rpc error: code = ResourceExhausted"}}, false},
+		{apierrors.NewBadRequest("bad"), false},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "e", errors.New("terminating")), false},
+		{apierrors.NewTooManyRequests("later", 1), true},
+		{apierrors.NewServiceUnavailable("later"), true},
+		{apierrors.NewServerTimeout(schema.GroupResource{Resource: "events"}, "create", 1), true},
+		{apierrors.NewTimeoutError("later", 1), true},
+		{errors.New("connection refused"), true},
+		{context.Canceled, false},
+	} {
+		if got := retriable(tc.err); got != tc.want {
+			t.Errorf("retriable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		e := newEnv(t, ae, Options{})
+		r, err := NewRecorder(e.c, "verbose", RecorderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		startRecorder(t, r)
+		big := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "big"}}
+		small := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "small"}}
+		r.Event(big, corev1.EventTypeWarning, "Dump", strings.Repeat("x", 2<<20+1<<19)) // 2.5 MiB
+		r.Event(small, corev1.EventTypeNormal, "After", "after the big one")
+		deadline, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		eventually(t, deadline, "the event after the big one", func() error {
+			if n := len(eventsAbout(t, ctx, e.c, e.Namespace, "small")); n != 1 {
+				return fmt.Errorf("%d events about small", n)
+			}
+			return nil
+		})
+	})
 }
