@@ -225,6 +225,7 @@ func builtinKinds() []*kind {
 	pod.gracefulDelete = true
 	svc.validate, ns.validate = validateService, validateNamespace
 	deploy.statusKeepsMeta, pod.statusKeepsMeta = []string{"labels"}, []string{"ownerReferences"}
+	deploy.annotationsMoveGeneration = true
 	lease.requireResourceVersion, crd.requireResourceVersion = true, true
 	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
 

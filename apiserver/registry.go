@@ -60,6 +60,10 @@ type kind struct {
 	requireResourceVersion bool
 	// gracefulDelete: a deletion first records itself with an update (pods).
 	gracefulDelete bool
+	// annotationsMoveGeneration: a change of annotations moves
+	// metadata.generation as a spec change does (deployments, in
+	// kube-apiserver's strategy), except through /status.
+	annotationsMoveGeneration bool
 	// review, when set, makes the kind a create-only one that stores
 	// nothing (access and identity reviews): a create answers 201 with what
 	// review returns for the decoded body, at time now.

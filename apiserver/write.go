@@ -861,7 +861,8 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if ri.subresource == "" {
 		wo.strategyWarnings(k, obj)
 	}
-	if _, ok := om["generation"]; ok && specChanged(k, obj, old) {
+	if _, ok := om["generation"]; ok && (specChanged(k, obj, old) ||
+		k.annotationsMoveGeneration && ri.subresource == "" && !jsonEqual(m["annotations"], om["annotations"])) {
 		m["generation"] = integer(old, "metadata", "generation") + 1
 	}
 	if jsonEqual(obj, old) {

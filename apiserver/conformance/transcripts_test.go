@@ -554,6 +554,22 @@ var transcripts = []transcript{
 		tr.Delete(ssar, "").Want(http.StatusMethodNotAllowed)
 		tr.Post("/apis/authentication.k8s.io/v1/selfsubjectreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`).Want(http.StatusCreated)
 	}},
+	{"deployment-generation-annotations", func(tr *T) {
+		// kube-apiserver's deployment strategy moves the generation on a
+		// change of annotations too (kubectl annotate, rollout history), not
+		// through /status, not on labels.
+		tr.Post(deploys, deployBody).Want(http.StatusCreated)
+		tr.Patch(deploys+"/d", "merge", `{"metadata":{"annotations":{"a":"1"}}}`).Want(http.StatusOK)
+		tr.Patch(deploys+"/d", "merge", `{"metadata":{"annotations":{"a":"1"},"labels":{"l":"1"}}}`).Want(http.StatusOK)
+		tr.Patch(deploys+"/d", "merge", `{"metadata":{"annotations":{"a":"2"}}}`).Want(http.StatusOK)
+		tr.Patch(deploys+"/d/status", "merge", `{"metadata":{"annotations":{"a":"3"}},"status":{"replicas":1}}`).Want(http.StatusOK)
+		tr.Patch(deploys+"/d", "merge", `{"metadata":{"annotations":null}}`).Want(http.StatusOK)
+		tr.Patch(deploys+"/d", "json", `[{"op":"add","path":"/metadata/annotations","value":{}}]`).Want(http.StatusOK)
+		tr.Post("/apis/apps/v1/namespaces/{ns}/replicasets", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"rs"},"spec":{"selector":{"matchLabels":{"app":"rs"}},"template":{"metadata":{"labels":{"app":"rs"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusCreated)
+		tr.Patch("/apis/apps/v1/namespaces/{ns}/replicasets/rs", "merge", `{"metadata":{"annotations":{"a":"1"}}}`).Want(http.StatusOK)
+		tr.Post(gadgets, gadget("g", `{}`)).Want(http.StatusCreated)
+		tr.Patch(gadgets+"/g", "merge", `{"metadata":{"annotations":{"a":"1"}}}`).Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
