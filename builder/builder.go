@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -343,18 +344,34 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 			return nil, fmt.Errorf("builder: %w", err)
 		}
 	}
+	// What fails from here on takes back the registrations made before it
+	// (from providers that can, as kloop.dev/kloop/metrics's), so that no
+	// series of a controller that does not run stays behind.
+	var undo []func()
+	failed := func(err error) (*controller.Controller, error) {
+		for _, u := range slices.Backward(undo) {
+			u()
+		}
+		return nil, err
+	}
 	if heldCtrl.read != nil {
 		if err := ctrlMetrics.Register(heldCtrl.name, heldCtrl.read); err != nil {
 			return nil, fmt.Errorf("builder: controller %q: %w", name, err)
 		}
+		if u, ok := ctrlMetrics.(unregisterer); ok {
+			undo = append(undo, func() { u.Unregister(heldCtrl.name) })
+		}
 	}
 	if heldQueue.read != nil {
 		if err := queueMetrics.Register(heldQueue.name, heldQueue.read); err != nil {
-			return nil, fmt.Errorf("builder: controller %q: %w", name, err)
+			return failed(fmt.Errorf("builder: controller %q: %w", name, err))
+		}
+		if u, ok := queueMetrics.(unregisterer); ok {
+			undo = append(undo, func() { u.Unregister(heldQueue.name) })
 		}
 	}
 	if err := b.mgr.Add(c); err != nil {
-		return nil, fmt.Errorf("builder: %w", err)
+		return failed(fmt.Errorf("builder: %w", err))
 	}
 	ready := func(*http.Request) error {
 		var waiting []string
@@ -373,6 +390,10 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	}
 	return c, nil
 }
+
+// unregisterer is a metrics provider that can take a registration back
+// (kloop.dev/kloop/metrics's Controller and Workqueue).
+type unregisterer interface{ Unregister(name string) }
 
 // held keeps the one registration a controller or a work queue makes (as
 // controller.MetricsProvider and workqueue.MetricsProvider) until Build

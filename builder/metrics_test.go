@@ -9,8 +9,11 @@ import (
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
+	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
+	"kloop.dev/kloop/metrics"
+	"kloop.dev/kloop/workqueue"
 )
 
 // sample returns the value of the metric name whose labels include want, or
@@ -124,5 +127,68 @@ func TestCorrectedBuildAfterFailedWatch(t *testing.T) {
 		eventually(t, "reconcile_total counting it", func() bool {
 			return sample(t, reg, "controller_runtime_reconcile_total", map[string]string{"controller": name, "result": "success"}) >= 1
 		})
+	})
+}
+
+// A Build that fails after one of its registrations was accepted (the queue's
+// name is taken by another queue on the manager's registry, or the manager
+// refuses the controller after the controller's own providers accepted it)
+// takes that registration back: no series of a controller that does not run
+// stays behind.
+func TestFailedBuildRegistersNothing(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		const name = "phantom"
+		tests := []struct {
+			name string
+			// setup prepares mgr and returns the options of the Build and
+			// the registry its metrics go to.
+			setup func(t *testing.T, mgr *manager.Manager, reg *prometheus.Registry) (controller.Options, *prometheus.Registry)
+		}{
+			{"queue name taken", func(t *testing.T, mgr *manager.Manager, reg *prometheus.Registry) (controller.Options, *prometheus.Registry) {
+				if _, err := workqueue.New(workqueue.Options[string]{Name: name, Metrics: mgr.QueueMetrics()}); err != nil {
+					t.Fatal(err)
+				}
+				return controller.Options{}, reg
+			}},
+			{"manager refuses the name", func(t *testing.T, mgr *manager.Manager, _ *prometheus.Registry) (controller.Options, *prometheus.Registry) {
+				if err := builder.ControllerManagedBy(mgr).Named(name).For(&corev1.Secret{}).Complete(&counter{}); err != nil {
+					t.Fatal(err)
+				}
+				own := prometheus.NewRegistry()
+				cm, err := metrics.NewController(own)
+				if err != nil {
+					t.Fatal(err)
+				}
+				qm, err := metrics.NewWorkqueue(own)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return controller.Options{Metrics: cm, QueueMetrics: qm}, own
+			}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				reg := prometheus.NewRegistry()
+				mgr, err := manager.New(env.Config(), manager.Options{Registerer: reg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts, check := tt.setup(t, mgr, reg)
+				if err := builder.ControllerManagedBy(mgr).Named(name).For(&corev1.ConfigMap{}).WithOptions(opts).Complete(&counter{}); err == nil {
+					t.Fatal("Complete succeeded")
+				}
+				if check != reg {
+					for metric, label := range map[string]string{"controller_runtime_max_concurrent_reconciles": "controller", "workqueue_depth": "name"} {
+						if got := sample(t, check, metric, map[string]string{label: name}); got != -1 {
+							t.Errorf("the failed Build left %s{%s=%q} = %v", metric, label, name, got)
+						}
+					}
+					return
+				}
+				if got := sample(t, reg, "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": name}); got != -1 {
+					t.Errorf("the failed Build left controller_runtime_max_concurrent_reconciles{controller=%q} = %v", name, got)
+				}
+			})
+		}
 	})
 }

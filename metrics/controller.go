@@ -58,6 +58,11 @@ func (c *Controller) Register(name string, read func(*controller.Stats)) error {
 	return c.controllers.add("controller", name, read)
 }
 
+// Unregister removes the series of the controller registered as name, so
+// that a controller that will not run (a builder whose Build failed after
+// the registration) leaves none behind and its name can be used again.
+func (c *Controller) Unregister(name string) { c.controllers.remove(name) }
+
 // Describe implements prometheus.Collector.
 func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.total, c.errors, c.terminal, c.panics, c.timeouts, c.reconcileTime, c.workers, c.active} {

@@ -106,3 +106,48 @@ controller_runtime_max_concurrent_reconciles{controller="widgets"} 3
 		t.Error("workqueue.New with Metrics and no Name succeeded")
 	}
 }
+
+// Unregister takes a name back: its series go, and the name can be
+// registered again.
+func TestUnregister(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	c, err := NewController(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWorkqueue(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		register   func() error
+		unregister func()
+		metric     string
+	}{
+		{"controller", func() error {
+			return c.Register("gone", func(s *controller.Stats) { s.MaxConcurrentReconciles = 1 })
+		}, func() { c.Unregister("gone") }, "controller_runtime_max_concurrent_reconciles"},
+		{"work queue", func() error {
+			return w.Register("gone", func(s *workqueue.Stats) { s.Adds = 1 })
+		}, func() { w.Unregister("gone") }, "workqueue_adds_total"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.register(); err != nil {
+				t.Fatal(err)
+			}
+			if n := testutil.CollectAndCount(reg, tt.metric); n != 1 {
+				t.Fatalf("%s: %d series after Register, want 1", tt.metric, n)
+			}
+			tt.unregister()
+			tt.unregister() // a name not registered: nothing happens
+			if n := testutil.CollectAndCount(reg, tt.metric); n != 0 {
+				t.Fatalf("%s: %d series after Unregister, want 0", tt.metric, n)
+			}
+			if err := tt.register(); err != nil {
+				t.Fatalf("Register after Unregister: %v", err)
+			}
+		})
+	}
+}

@@ -32,6 +32,13 @@ func (r *readers[S]) add(what, name string, read func(*S)) error {
 	return nil
 }
 
+// remove unregisters name, if registered.
+func (r *readers[S]) remove(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, name)
+}
+
 // each reads every registered stage, outside the lock, into a fresh S.
 func (r *readers[S]) each(fn func(name string, s *S)) {
 	r.mu.Lock()

@@ -64,6 +64,11 @@ func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) error {
 	return w.queues.add("work queue", name, read)
 }
 
+// Unregister removes the series of the queue registered as name, so that a
+// queue that will not be used leaves none behind and its name can be used
+// again.
+func (w *Workqueue) Unregister(name string) { w.queues.remove(name) }
+
 // Describe implements prometheus.Collector.
 func (w *Workqueue) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{w.depth, w.adds, w.queueDuration, w.workDuration, w.unfinished, w.longest, w.retries} {
