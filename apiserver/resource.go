@@ -44,9 +44,23 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		s.notFound(w, r)
 		return
 	}
-	if ri.name != "" && k.namespaced && ri.namespace == "" {
-		s.notFound(w, r)
-		return
+	if k.namespaced && ri.namespace == "" {
+		// The all-namespaces path of a namespaced kind only reads its
+		// collection (list, watch), as in kube-apiserver: a write there is
+		// a 405 (a DELETE would empty the kind in every namespace), and a
+		// name a 404 — which, for custom resources, kube-apiserver's
+		// resource handler leaves to its mux (a plain-text 404).
+		switch {
+		case k.crd != nil && (ri.name != "" || r.Method != http.MethodGet):
+			http.NotFound(w, r)
+			return
+		case ri.name != "":
+			s.notFound(w, r)
+			return
+		case r.Method != http.MethodGet:
+			writeError(w, methodNotAllowed(), gr, "")
+			return
+		}
 	}
 	if k.review != nil && (r.Method != http.MethodPost || ri.name != "" || ri.subresource != "" || ri.watchPath) {
 		writeError(w, methodNotAllowed(), gr, ri.name)
@@ -78,10 +92,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		if ri.name != "" {
 			err = methodNotAllowed()
 			break
-		}
-		if k.namespaced && ri.namespace == "" {
-			s.notFound(w, r)
-			return
 		}
 		err = s.serveCreate(w, r, k, ri.namespace, q)
 	case http.MethodPut:

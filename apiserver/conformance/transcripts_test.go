@@ -570,6 +570,28 @@ var transcripts = []transcript{
 		tr.Post(gadgets, gadget("g", `{}`)).Want(http.StatusCreated)
 		tr.Patch(gadgets+"/g", "merge", `{"metadata":{"annotations":{"a":"1"}}}`).Want(http.StatusOK)
 	}},
+	{"all-namespaces-paths", func(tr *T) {
+		// The all-namespaces path of a namespaced kind reads (list, watch)
+		// but takes no write: no create, no delete of a collection.
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep","labels":{"wipe":"{ns}"}}}`).Want(http.StatusCreated)
+		tr.Get("/api/v1/configmaps?labelSelector=wipe%3D{ns}").Want(http.StatusOK)
+		tr.Delete("/api/v1/configmaps?labelSelector=wipe%3D{ns}", "").Want(http.StatusMethodNotAllowed)
+		tr.Delete("/apis/apps/v1/deployments?labelSelector=wipe%3D{ns}", "").Want(http.StatusMethodNotAllowed)
+		tr.Post("/api/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"{ns}"}}`).Want(http.StatusMethodNotAllowed)
+		// Custom resources: a plain 404 for anything but a list or watch.
+		tr.Post(gadgets, `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"keep","labels":{"wipe":"{ns}"}}}`).Want(http.StatusCreated)
+		tr.Get("/apis/{group}/v1/gadgets?labelSelector=wipe%3D{ns}").Want(http.StatusOK)
+		tr.Delete("/apis/{group}/v1/gadgets?labelSelector=wipe%3D{ns}", "").Want(http.StatusNotFound)
+		tr.Post("/apis/{group}/v1/gadgets", `{"apiVersion":"{group}/v1","kind":"Gadget","metadata":{"name":"x","namespace":"{ns}"}}`).Want(http.StatusNotFound)
+		tr.Get("/apis/{group}/v1/gadgets/keep").Want(http.StatusNotFound)
+		tr.Patch("/apis/{group}/v1/gadgets/keep", "merge", `{}`).Want(http.StatusNotFound)
+		tr.Get(gadgets + "/keep").Want(http.StatusOK)
+		tr.Patch("/api/v1/configmaps", "merge", `{}`).Want(http.StatusMethodNotAllowed)
+		tr.Put("/api/v1/configmaps", `{}`).Want(http.StatusMethodNotAllowed)
+		tr.Get("/api/v1/configmaps/keep").Want(http.StatusNotFound)
+		tr.Delete("/api/v1/configmaps/keep", "").Want(http.StatusNotFound)
+		tr.Get(cms + "/keep").Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
