@@ -294,6 +294,10 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		key.Namespace = "" // as the server (and url) ignore it
+	} else if def := c.factory.DefaultNamespace(); def != "" && key.Namespace != "" && key.Namespace != def {
+		// The cache has no informer there: NotFound would tell the caller
+		// that an object which may well exist does not.
+		return outOfDefaultNamespace(gvk, key, def)
 	}
 	inf, err := c.informerFor(ctx, obj, readScope(ctx, gvk))
 	if err != nil {

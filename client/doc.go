@@ -30,7 +30,10 @@
 // outside it fails with [ErrOutOfScope]. Reads with a context without
 // scopes (outside reconciles, other controllers) use the whole-kind
 // informer. A factory with FactoryOptions.DefaultNamespace scopes the
-// reads of namespaced kinds to that namespace the same way.
+// reads of namespaced kinds to that namespace the same way, except that a
+// Get in another namespace fails with [ErrOutOfScope] (as with
+// controller-runtime's Cache.DefaultNamespaces) instead of answering
+// NotFound for an object that may exist.
 //
 // Create, Update, Patch, Delete and Status().Update / Status().Patch go to
 // the API server over the *rest.Config's transport, and fill the object with

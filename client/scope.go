@@ -35,8 +35,10 @@ type ReadScopes map[schema.GroupVersionKind]informer.Scope
 type readScopesKey struct{}
 
 // ErrOutOfScope is wrapped by the error of a cached List that asks for a
-// namespace the context's ReadScopes exclude: the scoped cache cannot answer
-// it, and an empty list would wrongly say that namespace has no objects.
+// namespace the context's ReadScopes or FactoryOptions.DefaultNamespace
+// exclude, and of a cached Get in a namespace other than
+// FactoryOptions.DefaultNamespace: the scoped cache cannot answer it, and an
+// empty list (or NotFound) would wrongly say that namespace has no objects.
 // The error is also a BadRequest (apierrors.IsBadRequest). Read other
 // namespaces with Client.Uncached or a context without scopes.
 var ErrOutOfScope = errors.New("client: read outside the controller's scope")
@@ -70,6 +72,15 @@ func ReadScopesFrom(ctx context.Context) ReadScopes {
 func readScope(ctx context.Context, gvk schema.GroupVersionKind) informer.Scope {
 	s, _ := ctx.Value(readScopesKey{}).(ReadScopes)
 	return s[gvk]
+}
+
+// outOfDefaultNamespace is the error of a cached Get in a namespace other
+// than FactoryOptions.DefaultNamespace, as controller-runtime's cache with
+// DefaultNamespaces fails it.
+func outOfDefaultNamespace(gvk schema.GroupVersionKind, key ObjectKey, def string) error {
+	msg := fmt.Sprintf("cannot get %s %s/%s: the cache holds namespace %q only (FactoryOptions.DefaultNamespace); use Uncached() to read other namespaces",
+		gvk.Kind, key.Namespace, key.Name, def)
+	return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
 }
 
 // checkListScope returns an error wrapping ErrOutOfScope when o asks for a
