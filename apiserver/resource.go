@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -193,11 +194,8 @@ func listOptions(q url.Values, watch bool) error {
 		Watch:                watch,
 		AllowWatchBookmarks:  boolParam(q, "allowWatchBookmarks"),
 	}
-	if v := q.Get("sendInitialEvents"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return badRequest("%v", err)
-		}
+	if q.Has("sendInitialEvents") {
+		b := boolParam(q, "sendInitialEvents")
 		opts.SendInitialEvents = &b
 	}
 	if errs := metavalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
@@ -423,10 +421,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// boolParam reads a boolean query parameter as kube-apiserver converts
+// them: absent, "0" and "false" (any case) are false, anything else — "1",
+// "yes", "no", the empty value — is true.
 func boolParam(q url.Values, name string) bool {
-	v := q.Get(name)
-	b, err := strconv.ParseBool(v)
-	return err == nil && b
+	vs, ok := q[name]
+	if !ok || len(vs) == 0 {
+		return false
+	}
+	return vs[0] != "0" && !strings.EqualFold(vs[0], "false")
 }
 
 func joinSelector(a, b string) string {

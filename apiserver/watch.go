@@ -27,7 +27,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	if err := listOptions(q, true); err != nil {
 		return err
 	}
-	rvParam, sendInitial := q.Get("resourceVersion"), q.Get("sendInitialEvents")
+	rvParam := q.Get("resourceVersion")
 	rv, err := parseRV(rvParam)
 	if err != nil {
 		return serverError(err) // kube-apiserver answers this one with a 500
@@ -39,8 +39,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 		opts.BookmarkInterval = s.opts.BookmarkInterval
 	}
 	switch {
-	case sendInitial != "":
-		initial, _ := strconv.ParseBool(sendInitial) // listOptions checked it
+	case q.Has("sendInitialEvents"):
+		initial := boolParam(q, "sendInitialEvents")
 		if rv > s.store.Revision() {
 			return &storage.TooLargeError{Requested: rv, Current: s.store.Revision()}
 		}
@@ -58,10 +58,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 		opts.Revision = rv
 	}
 	timeout := s.opts.WatchTimeout
-	if t := q.Get("timeoutSeconds"); t != "" {
-		n, err := strconv.ParseInt(t, 10, 64)
-		if err != nil || n < 0 {
-			return badRequest("invalid timeoutSeconds %q", t)
+	if q.Has("timeoutSeconds") {
+		n, err := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64)
+		if err != nil {
+			return badRequest("%v", err) // kube-apiserver's message
+		}
+		if n < 0 {
+			return badRequest("invalid timeoutSeconds %d", n)
 		}
 		if n > 0 {
 			timeout = time.Duration(min(n, 1<<31)) * time.Second

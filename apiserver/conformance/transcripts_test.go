@@ -592,6 +592,24 @@ var transcripts = []transcript{
 		tr.Delete("/api/v1/configmaps/keep", "").Want(http.StatusNotFound)
 		tr.Get(cms + "/keep").Want(http.StatusOK)
 	}},
+	{"query-parameter-parsing", func(tr *T) {
+		// Booleans as kube-apiserver converts them: absent, 0 and false are
+		// false, anything else (yes, no, empty) true.
+		tr.Post(cms, configMap("a", "")).Want(http.StatusCreated)
+		tr.Watch(cms+"?watch=yes&timeoutSeconds=5", Events(1)).Want(http.StatusOK)
+		tr.Watch(cms+"?watch=no&timeoutSeconds=5", Events(1)).Want(http.StatusOK)
+		tr.Watch(cms+"?watch=&timeoutSeconds=5", Events(1)).Want(http.StatusOK)
+		tr.Get(cms + "?watch=FALSE").Want(http.StatusOK)
+		tr.Get(cms + "?watch=0").Want(http.StatusOK)
+		tr.Watch(cms+"?watch=1&sendInitialEvents=maybe", Events(1)).Want(http.StatusUnprocessableEntity)
+		tr.Watch(cms+"?watch=1&sendInitialEvents=", Events(1)).Want(http.StatusUnprocessableEntity)
+		tr.Get(cms + "?sendInitialEvents=0").Want(http.StatusUnprocessableEntity)
+		// Numbers: strconv's messages.
+		tr.Watch(cms+"?watch=1&timeoutSeconds=abc", Events(1)).Want(http.StatusBadRequest)
+		tr.Watch(cms+"?watch=1&timeoutSeconds=", Events(1)).Want(http.StatusBadRequest)
+		tr.Watch(cms+"?watch=1&timeoutSeconds=99999999999999999999", Events(1)).Want(http.StatusBadRequest)
+		tr.Get(cms + "?limit=99999999999999999999").Want(http.StatusBadRequest)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
