@@ -1,6 +1,7 @@
 package client
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,15 +101,13 @@ type Recorder struct {
 	queue     chan *corev1.Event
 	running   atomic.Bool // Start is running
 
-	mu sync.Mutex // guards seen, seenOrder, spam, spamOrder
+	mu sync.Mutex // guards seen and spam
 	// seen remembers the last Event written for each recent event key, so
 	// that a repeat patches it; spam holds each recent object's filter. Both
-	// forget their oldest entries beyond recorderCacheSize (seenOrder and
-	// spamOrder hold their keys).
-	seen      map[string]*seenEvent
-	seenOrder fifoKeys
-	spam      map[string]*rate.Limiter
-	spamOrder fifoKeys
+	// forget their least recently used entries beyond recorderCacheSize, as
+	// client-go's LRU caches: an object in a hot loop keeps its filter.
+	seen lru[*seenEvent]
+	spam lru[*rate.Limiter]
 }
 
 // seenEvent is what a Recorder remembers of an Event it wrote.
@@ -138,8 +137,6 @@ func NewRecorder(c *Client, component string, opts RecorderOptions) (*Recorder, 
 		component: component,
 		opts:      opts,
 		queue:     make(chan *corev1.Event, opts.Buffer),
-		seen:      map[string]*seenEvent{},
-		spam:      map[string]*rate.Limiter{},
 	}, nil
 }
 
@@ -265,35 +262,57 @@ func (r *Recorder) allow(ev *corev1.Event) bool {
 	key := ev.Source.Component + "\x00" + ev.Source.Host + "\x00" + o.Kind + "\x00" + o.Namespace + "\x00" + o.Name + "\x00" + string(o.UID) + "\x00" + o.APIVersion
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l, ok := r.spam[key]
+	l, ok := r.spam.get(key)
 	if !ok {
 		every := rate.Inf
 		if r.opts.Refill > 0 {
 			every = rate.Every(r.opts.Refill)
 		}
 		l = rate.NewLimiter(every, r.opts.Burst)
-		r.spam[key] = l
-		r.spamOrder.add(key, func(k string) { delete(r.spam, k) })
+		r.spam.put(key, l)
 	}
 	return l.Allow()
 }
 
-// fifoKeys holds up to recorderCacheSize keys; adding one more forgets the
-// oldest.
-type fifoKeys struct {
-	keys []string
-	next int // the oldest key once keys is full
+// lru maps up to recorderCacheSize keys to values; adding one more forgets
+// the least recently used (got or put). The zero value is empty.
+type lru[V any] struct {
+	m     map[string]*list.Element // each holds an *lruEntry[V]
+	order list.List                // most recently used first
 }
 
-// add adds key, calling forget with the key it evicts, if any.
-func (f *fifoKeys) add(key string, forget func(string)) {
-	if len(f.keys) < recorderCacheSize {
-		f.keys = append(f.keys, key)
+type lruEntry[V any] struct {
+	key string
+	val V
+}
+
+// get returns the value of key and marks it used.
+func (c *lru[V]) get(key string) (V, bool) {
+	e, ok := c.m[key]
+	if !ok {
+		var zero V
+		return zero, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*lruEntry[V]).val, true
+}
+
+// put sets the value of key and marks it used.
+func (c *lru[V]) put(key string, val V) {
+	if e, ok := c.m[key]; ok {
+		e.Value.(*lruEntry[V]).val = val
+		c.order.MoveToFront(e)
 		return
 	}
-	forget(f.keys[f.next])
-	f.keys[f.next] = key
-	f.next = (f.next + 1) % recorderCacheSize
+	if c.m == nil {
+		c.m = map[string]*list.Element{}
+	}
+	c.m[key] = c.order.PushFront(&lruEntry[V]{key: key, val: val})
+	if c.order.Len() > recorderCacheSize {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.m, oldest.Value.(*lruEntry[V]).key)
+	}
 }
 
 // eventKey identifies the events that are the same event repeated.
@@ -308,7 +327,7 @@ func eventKey(ev *corev1.Event) string {
 func (r *Recorder) write(ctx context.Context, ev *corev1.Event) {
 	key := eventKey(ev)
 	r.mu.Lock()
-	prev := r.seen[key]
+	prev, _ := r.seen.get(key)
 	var repeat seenEvent
 	if prev != nil {
 		repeat = *prev
@@ -328,10 +347,7 @@ func (r *Recorder) write(ctx context.Context, ev *corev1.Event) {
 		}
 		if err == nil {
 			r.mu.Lock()
-			if _, known := r.seen[key]; !known {
-				r.seenOrder.add(key, func(k string) { delete(r.seen, k) })
-			}
-			r.seen[key] = &seenEvent{name: written.Name, namespace: written.Namespace, count: written.Count, first: written.FirstTimestamp}
+			r.seen.put(key, &seenEvent{name: written.Name, namespace: written.Namespace, count: written.Count, first: written.FirstTimestamp})
 			r.mu.Unlock()
 			return
 		}

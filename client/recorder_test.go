@@ -280,3 +280,29 @@ func TestRecorderDoesNotRetryRefusals(t *testing.T) {
 		})
 	})
 }
+
+// The spam filter forgets the objects that were quiet longest, as client-go's
+// LRU cache does, not the ones it met first: an object in a hot loop stays
+// filtered however many other objects record events meanwhile.
+func TestRecorderSpamFilterKeepsHotObjects(t *testing.T) {
+	r, err := NewRecorder(&Client{}, "hot-loop", RecorderOptions{Burst: 1, Refill: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event := func(name string) *corev1.Event {
+		return &corev1.Event{Source: corev1.EventSource{Component: "hot-loop"},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: "ns", Name: name}}
+	}
+	hot := event("hot")
+	if !r.allow(hot) {
+		t.Fatal("the first event of hot was filtered")
+	}
+	for i := range 2 * recorderCacheSize {
+		if !r.allow(event(fmt.Sprintf("quiet-%d", i))) {
+			t.Fatalf("the first event of quiet-%d was filtered", i)
+		}
+		if r.allow(hot) {
+			t.Fatalf("hot passed the filter again after %d other objects", i+1)
+		}
+	}
+}
