@@ -53,7 +53,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 			}
 		}
 	case rvParam == "" || rvParam == "0":
-		opts.SendInitialEvents = true // legacy: the current state as ADDED events, then changes
+		// Legacy: the current state as ADDED events, then changes; with
+		// bookmarks, kube-apiserver ends the initial events with the
+		// initial-events-end bookmark here too.
+		opts.SendInitialEvents, opts.InitialEventsEnd = true, bookmarks
 	default:
 		opts.Revision = rv
 	}

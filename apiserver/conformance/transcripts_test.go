@@ -610,6 +610,20 @@ var transcripts = []transcript{
 		tr.Watch(cms+"?watch=1&timeoutSeconds=99999999999999999999", Events(1)).Want(http.StatusBadRequest)
 		tr.Get(cms + "?limit=99999999999999999999").Want(http.StatusBadRequest)
 	}},
+	{"legacy-watch-bookmarks", func(tr *T) {
+		// A watch from resourceVersion "" or "0" (the current state as ADDED
+		// events, then changes) that allows bookmarks ends its initial
+		// events with the initial-events-end bookmark, as a watch-list.
+		tr.Post(cms, configMap("a", "")).Want(http.StatusCreated)
+		tr.Post(cms, configMap("b", "")).Want(http.StatusCreated)
+		tr.Watch(cms+"?watch=1&allowWatchBookmarks=true", UntilInitialEventsEnd).Want(http.StatusOK)
+		tr.Watch(cms+"?watch=1&allowWatchBookmarks=true&resourceVersion=0", UntilInitialEventsEnd).Want(http.StatusOK)
+		tr.Watch(cms+"?watch=1&allowWatchBookmarks=true&labelSelector=none", UntilInitialEventsEnd).Want(http.StatusOK)
+		tr.Post(gadgets, gadget("g", `{}`)).Want(http.StatusCreated)
+		tr.Watch(gadgets+"?watch=1&allowWatchBookmarks=true", UntilInitialEventsEnd).Want(http.StatusOK)
+		// Without bookmarks: the state, then changes.
+		tr.Watch(cms+"?watch=1&allowWatchBookmarks=false&timeoutSeconds=2", Events(3)).Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
