@@ -203,6 +203,12 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 	}
 	if opts.Metrics != nil {
 		if err := opts.Metrics.Register(name, c.readStats); err != nil {
+			// The queue registered its metrics under the name just before:
+			// take them back where the provider can (kloop.dev/kloop/metrics
+			// can), so that the refused controller leaves no series behind.
+			if u, ok := opts.QueueMetrics.(interface{ Unregister(name string) }); ok {
+				u.Unregister(name)
+			}
 			return nil, fmt.Errorf("controller %q: registering metrics: %w", name, err)
 		}
 	}

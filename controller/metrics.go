@@ -21,7 +21,9 @@ type MetricsProvider interface {
 	// goroutine at any time, also after Start returned. A provider refuses a
 	// name it already has (kloop.dev/kloop/metrics does, as controller names
 	// must be unique): New then fails with its error, and the controller
-	// that has the name keeps its series.
+	// that has the name keeps its series; the queue's registration, made
+	// just before, is taken back if Options.QueueMetrics has an
+	// Unregister(name string) method (kloop.dev/kloop/metrics's has).
 	Register(name string, read func(*Stats)) error
 }
 
