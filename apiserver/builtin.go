@@ -76,6 +76,7 @@ func builtinKinds() []*kind {
 	ev.shortNames = []string{"ev"}
 	ev.fields = coreEventFields()
 	ev.columns, ev.tableNoName = eventColumns(false), true
+	ev.validate = validateCoreEvent // events.k8s.io/v1 writes are not validated yet
 
 	evv1 := group("events.k8s.io", "v1", "events", "Event", true, func() any { return &eventsv1.Event{} })
 	evv1.shortNames = []string{"ev"}

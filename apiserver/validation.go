@@ -4,9 +4,11 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -216,4 +218,64 @@ func validateNamespace(o map[string]any) field.ErrorList {
 		return field.ErrorList{field.Invalid(field.NewPath("status", "Phase"), phase, "may only be 'Active' if `deletionTimestamp` is empty")}
 	}
 	return nil
+}
+
+// Lengths kube-apiserver allows in an Event's reportingInstance, action,
+// reason and message, when the Event has an eventTime.
+const (
+	eventReportingInstanceMax = 128
+	eventActionMax            = 128
+	eventReasonMax            = 128
+	eventMessageMax           = 1024
+)
+
+// validateCoreEvent is kube-apiserver's validation of a core/v1 Event: one
+// without an eventTime (the old kind) must name its involved object's
+// namespace as its own (or none, in "default"); one with an eventTime needs
+// the reporting fields, an action and a reason, within their lengths.
+func validateCoreEvent(o map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	ns := str(o, "metadata", "namespace")
+	involvedNS := str(o, "involvedObject", "namespace")
+	mismatch := func() {
+		errs = append(errs, field.Invalid(field.NewPath("involvedObject", "namespace"), involvedNS, "does not match event.namespace"))
+	}
+	if t, _ := o["eventTime"].(string); t == "" {
+		switch {
+		case involvedNS == "" && ns != metav1.NamespaceNone && ns != metav1.NamespaceDefault:
+			mismatch()
+		case involvedNS != "" && involvedNS != ns:
+			mismatch()
+		}
+		return errs
+	}
+	if involvedNS == "" && ns != metav1.NamespaceDefault && ns != metav1.NamespaceSystem {
+		mismatch()
+	}
+	component := str(o, "reportingComponent")
+	if component == "" {
+		errs = append(errs, field.Required(field.NewPath("reportingComponent"), ""))
+	}
+	for _, msg := range validation.IsQualifiedName(component) {
+		errs = append(errs, field.Invalid(field.NewPath("reportingComponent"), component, msg))
+	}
+	for _, f := range []struct {
+		name     string
+		max      int
+		required bool
+	}{
+		{"reportingInstance", eventReportingInstanceMax, true},
+		{"action", eventActionMax, true},
+		{"reason", eventReasonMax, true},
+		{"message", eventMessageMax, false},
+	} {
+		v := str(o, f.name)
+		if v == "" && f.required {
+			errs = append(errs, field.Required(field.NewPath(f.name), ""))
+		}
+		if len(v) > f.max {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), "", fmt.Sprintf("can have at most %d characters", f.max)))
+		}
+	}
+	return errs
 }

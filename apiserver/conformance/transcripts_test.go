@@ -624,6 +624,22 @@ var transcripts = []transcript{
 		// Without bookmarks: the state, then changes.
 		tr.Watch(cms+"?watch=1&allowWatchBookmarks=false&timeoutSeconds=2", Events(3)).Want(http.StatusOK)
 	}},
+	{"event-validation", func(tr *T) {
+		ev := func(name, rest string) string {
+			return `{"apiVersion":"v1","kind":"Event","metadata":{"name":"` + name + `"},"involvedObject":{"kind":"Pod","name":"p"` + rest + `}`
+		}
+		// Without an eventTime: the involved object's namespace is the event's.
+		tr.Post(events, ev("no-ns", `},"reason":"R"`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(events, ev("other-ns", `,"namespace":"other"},"reason":"R"`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(events, ev("ok", `,"namespace":"{ns}"},"type":"Bogus"`)).Want(http.StatusCreated)
+		tr.Patch(events+"/ok", "merge", `{"involvedObject":{"namespace":"other"}}`).Want(http.StatusUnprocessableEntity)
+		// With one: the reporting fields, an action and a reason.
+		tr.Post(events, ev("new", `,"namespace":"{ns}"},"eventTime":"2026-01-02T03:04:05.000000Z"`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(events, ev("new-no-ns", `},"eventTime":"2026-01-02T03:04:05.000000Z","reportingComponent":"Bad Name","reportingInstance":"i","action":"A","reason":"R"`)).Want(http.StatusUnprocessableEntity)
+		long := strings.Repeat("x", 130)
+		tr.Post(events, ev("long", `,"namespace":"{ns}"},"eventTime":"2026-01-02T03:04:05.000000Z","reportingComponent":"example.com/c","reportingInstance":"`+long+`","action":"`+long+`","reason":"`+long+`","message":"`+strings.Repeat("m", 1030)+`"`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(events, ev("new-ok", `,"namespace":"{ns}"},"eventTime":"2026-01-02T03:04:05.000000Z","reportingComponent":"example.com/c","reportingInstance":"i","action":"A","reason":"R"`)).Want(http.StatusCreated)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
