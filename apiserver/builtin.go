@@ -217,6 +217,9 @@ func builtinKinds() []*kind {
 
 	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
 	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return str(o, "spec", "holderIdentity") }}}
+	lease.validate = validateLease
+	lease.prepareCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
+	lease.carryOver = dropLeaseStrategy
 
 	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })
 	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true

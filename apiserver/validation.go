@@ -279,3 +279,30 @@ func validateCoreEvent(o map[string]any) field.ErrorList {
 	}
 	return errs
 }
+
+// validateLease is kube-apiserver's validation of a Lease's spec: a
+// duration, when set, above 0, and transitions not below 0.
+func validateLease(o map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if v, ok := get(o, "spec", "leaseDurationSeconds").(int64); ok && v <= 0 {
+		errs = append(errs, field.Invalid(spec.Child("leaseDurationSeconds"), v, "must be greater than 0"))
+	}
+	if v, ok := get(o, "spec", "leaseTransitions").(int64); ok && v < 0 {
+		errs = append(errs, field.Invalid(spec.Child("leaseTransitions"), v, "must be greater than or equal to 0"))
+	}
+	return errs
+}
+
+// dropLeaseStrategy drops a Lease's strategy and preferredHolder, the
+// fields of coordinated leader election, a feature kube-apiserver v1.37
+// leaves off (it drops them unless the old object, on an update, has one).
+func dropLeaseStrategy(obj, old map[string]any) {
+	if old != nil && (get(old, "spec", "strategy") != nil || get(old, "spec", "preferredHolder") != nil) {
+		return
+	}
+	if spec, ok := obj["spec"].(map[string]any); ok {
+		delete(spec, "strategy")
+		delete(spec, "preferredHolder")
+	}
+}

@@ -640,6 +640,19 @@ var transcripts = []transcript{
 		tr.Post(events, ev("long", `,"namespace":"{ns}"},"eventTime":"2026-01-02T03:04:05.000000Z","reportingComponent":"example.com/c","reportingInstance":"`+long+`","action":"`+long+`","reason":"`+long+`","message":"`+strings.Repeat("m", 1030)+`"`)).Want(http.StatusUnprocessableEntity)
 		tr.Post(events, ev("new-ok", `,"namespace":"{ns}"},"eventTime":"2026-01-02T03:04:05.000000Z","reportingComponent":"example.com/c","reportingInstance":"i","action":"A","reason":"R"`)).Want(http.StatusCreated)
 	}},
+	{"lease-validation", func(tr *T) {
+		const leases = "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
+		lease := func(name, spec string) string {
+			return `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"` + name + `"},"spec":` + spec + `}`
+		}
+		tr.Post(leases, lease("neg", `{"leaseDurationSeconds":-5}`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(leases, lease("zero", `{"leaseDurationSeconds":0,"leaseTransitions":-1}`)).Want(http.StatusUnprocessableEntity)
+		// Coordinated leader election is off: its fields are dropped.
+		tr.Post(leases, lease("l", `{"holderIdentity":"a","leaseDurationSeconds":15,"leaseTransitions":0,"strategy":"OldestEmulationVersion","preferredHolder":"b"}`)).Want(http.StatusCreated)
+		tr.Patch(leases+"/l", "merge", `{"spec":{"preferredHolder":"c"}}`).Want(http.StatusOK)
+		tr.Patch(leases+"/l", "merge", `{"spec":{"leaseTransitions":-2}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(leases+"/l", "merge", `{"spec":{"leaseDurationSeconds":10,"leaseTransitions":1}}`).Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
