@@ -520,6 +520,19 @@ func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]inf
 	default:
 		objs = inf.List()
 	}
+	// The buckets of the other indexed fields, each read once.
+	var also []map[objectName]struct{}
+	for _, r := range indexed[min(1, len(indexed)):] {
+		bucket, err := inf.ByIndex("field:"+r.field, r.value)
+		if err != nil {
+			return nil, err
+		}
+		names := make(map[objectName]struct{}, len(bucket))
+		for _, o := range bucket {
+			names[objectName{o.GetNamespace(), o.GetName()}] = struct{}{}
+		}
+		also = append(also, names)
+	}
 	out := objs[:0]
 	for _, obj := range objs {
 		if nsSet && obj.GetNamespace() != ns || nameSet && obj.GetName() != name {
@@ -528,7 +541,7 @@ func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]inf
 		if o.LabelSelector != nil && !o.LabelSelector.Empty() && !o.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
 			continue
 		}
-		if len(indexed) > 1 && !matchesIndexes(inf, obj, indexed[1:]) {
+		if len(also) > 0 && !inAll(also, objectName{obj.GetNamespace(), obj.GetName()}) {
 			continue
 		}
 		out = append(out, obj)
@@ -536,20 +549,13 @@ func selectCached(inf *informer.Informer[informer.Object], o ListOptions) ([]inf
 	return out, nil
 }
 
-func matchesIndexes(inf *informer.Informer[informer.Object], obj informer.Object, reqs []struct{ field, value string }) bool {
-	for _, r := range reqs {
-		objs, err := inf.ByIndex("field:"+r.field, r.value)
-		if err != nil {
-			return false
-		}
-		found := false
-		for _, o := range objs {
-			if o.GetNamespace() == obj.GetNamespace() && o.GetName() == obj.GetName() {
-				found = true
-				break
-			}
-		}
-		if !found {
+// objectName is an object's namespace and name.
+type objectName struct{ namespace, name string }
+
+// inAll reports whether every set holds n.
+func inAll(sets []map[objectName]struct{}, n objectName) bool {
+	for _, set := range sets {
+		if _, ok := set[n]; !ok {
 			return false
 		}
 	}
