@@ -8,6 +8,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -68,6 +69,13 @@ func (s *Server) getScale(w http.ResponseWriter, k *kind, ns, name string) error
 // of the object.
 func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, body []byte, pt *types.PatchType, wo *writeOpts) error {
 	ri := requestInfo{gv: k.gvr.GroupVersion(), resource: k.gvr.Resource, namespace: ns, name: name, subresource: "scale"}
+	if pt == nil && k.crd == nil {
+		// A PUT's body is decoded and named before the object is read, with
+		// kube-apiserver's errors for built-ins.
+		if err := checkScaleBody(body, name); err != nil {
+			return err
+		}
+	}
 	o, err := s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
 		obj, err := decodeMap(cur.Data)
 		if err != nil {
@@ -120,5 +128,42 @@ func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, bo
 		return fmt.Errorf("scale of %s: %w", name, err)
 	}
 	writeObject(w, http.StatusOK, sc)
+	return nil
+}
+
+var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+
+// checkScaleBody checks the body of a PUT to the /scale of a built-in kind
+// as kube-apiserver decodes it: an autoscaling/v1 Scale (apiVersion and
+// kind default to it), which names the object.
+func checkScaleBody(body []byte, name string) error {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(body, &tm); err != nil {
+		return badRequest("the object provided is unrecognized (must be of type Scale): couldn't get version/kind; json parse error: %v (%s)", err, summarizeData(body, 30))
+	}
+	gvk := scaleGVK
+	if tm.APIVersion != "" {
+		gv, err := schema.ParseGroupVersion(tm.APIVersion)
+		if err != nil {
+			return badRequest("%v", err)
+		}
+		gvk.Group, gvk.Version = gv.Group, gv.Version
+	}
+	if tm.Kind != "" {
+		gvk.Kind = tm.Kind
+	}
+	if gvk != scaleGVK {
+		if !builtinScheme.Recognizes(gvk) {
+			return &decodeFailure{gvk: gvk, target: "Scale", err: fmt.Errorf("no kind %q is registered for version %q in scheme \"pkg/runtime/scheme.go:111\"", gvk.Kind, gvk.GroupVersion())}
+		}
+		return &decodeFailure{gvk: gvk, target: "Scale", err: fmt.Errorf("converting (%s.%s) to (autoscaling.Scale): unknown conversion", gvk.Version, gvk.Kind)}
+	}
+	var sc autoscalingv1.Scale
+	if err := json.Unmarshal(body, &sc); err != nil {
+		return &decodeFailure{gvk: gvk, target: "Scale", err: err}
+	}
+	if sc.Name == "" {
+		return badRequest("the name of the object (%s based on URL) was undeterminable: name must be provided", name)
+	}
 	return nil
 }

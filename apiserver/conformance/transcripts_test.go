@@ -653,6 +653,18 @@ var transcripts = []transcript{
 		tr.Patch(leases+"/l", "merge", `{"spec":{"leaseTransitions":-2}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(leases+"/l", "merge", `{"spec":{"leaseDurationSeconds":10,"leaseTransitions":1}}`).Want(http.StatusOK)
 	}},
+	{"scale-bodies", func(tr *T) {
+		tr.Post(deploys, deployBody).Want(http.StatusCreated)
+		tr.Put(deploys+"/d/scale", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":3}}`).Want(http.StatusBadRequest)
+		tr.Put(deploys+"/d/scale", `{"apiVersion":"example.com/v1","kind":"Scale","metadata":{"name":"d"},"spec":{"replicas":3}}`).Want(http.StatusBadRequest)
+		tr.Put(deploys+"/d/scale", `{"spec":{"replicas":"x"}}`).Want(http.StatusBadRequest)
+		tr.Put(deploys+"/d/scale", `{"spec":{"replicas":2}}`).Want(http.StatusBadRequest)
+		tr.Put(deploys+"/d/scale", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"d"},"spec":{"replicas":-1}}`).Want(http.StatusUnprocessableEntity)
+		tr.Put(deploys+"/missing/scale", `{"spec":{"replicas":"x"}}`).Want(http.StatusBadRequest)
+		tr.Put(deploys+"/missing/scale", `{"metadata":{"name":"missing"},"spec":{"replicas":1}}`).Want(http.StatusNotFound)
+		tr.Put(deploys+"/d/scale", `{"metadata":{"name":"d"},"spec":{"replicas":2}}`).Want(http.StatusOK)
+		tr.Get(deploys + "/d/scale").Want(http.StatusOK)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
