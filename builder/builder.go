@@ -63,9 +63,9 @@ func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = tr
 // through the manager's client with that context reads the scoped cache
 // that woke the reconcile — never an object older than the event — and its
 // reads start no whole-kind informer for the kind. The controller then sees
-// only its scope: Get of an object outside it is NotFound, List returns the
-// scope's objects, and List in another namespace than a namespace scope's
-// fails with client.ErrOutOfScope. An object that leaves the scope (a label
+// only its scope: Get of an object its selectors exclude is NotFound, List
+// returns the scope's objects, and a Get or List in another namespace than a
+// namespace scope's fails with client.ErrOutOfScope. An object that leaves the scope (a label
 // the selector needs removed) is, for this controller, deleted: the scoped
 // informer delivers a delete event and Get answers NotFound (as with
 // controller-runtime's label-selected caches). Reads with another context

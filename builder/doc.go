@@ -30,8 +30,9 @@
 // read that kind through the manager's client from the same scoped
 // informer, not from a whole-kind one: they never see an object older than
 // the event that woke them, and no whole-kind informer is started. They see
-// only the scope: Get of an object outside it is NotFound, List in another
-// namespace fails with client.ErrOutOfScope (see client.WithReadScopes).
+// only the scope: Get of an object its selectors exclude is NotFound, a Get
+// or List in another namespace fails with client.ErrOutOfScope (see
+// client.WithReadScopes).
 //
 // Kinds are found through the manager's Scheme (Go type → kind) and Mapper
 // (kind → resource); an *unstructured.Unstructured or

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kloop.dev/kloop/apiserver"
@@ -51,8 +50,8 @@ func ExampleWithScope() {
 		outside := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "shared"}, &corev1.ConfigMap{})
 		var list corev1.ConfigMapList
 		otherList := c.List(ctx, &list, client.InNamespace("default"))
-		reconciled <- fmt.Sprintf("%s (color %s); default/shared not found: %v; list of default out of scope: %v",
-			req, cm.Data["color"], apierrors.IsNotFound(outside), errors.Is(otherList, client.ErrOutOfScope))
+		reconciled <- fmt.Sprintf("%s (color %s); get of default/shared out of scope: %v; list of default out of scope: %v",
+			req, cm.Data["color"], errors.Is(outside, client.ErrOutOfScope), errors.Is(otherList, client.ErrOutOfScope))
 		return reconcile.Result{}, nil
 	})
 	err = builder.ControllerManagedBy(mgr).
@@ -82,7 +81,7 @@ func ExampleWithScope() {
 	cancel()
 	fmt.Println("server stopped:", <-served)
 	// Output:
-	// team-a/settings (color blue); default/shared not found: true; list of default out of scope: true
+	// team-a/settings (color blue); get of default/shared out of scope: true; list of default out of scope: true
 	// informers: 1
 	// informers after a read outside reconciles: 2
 	// manager stopped: <nil>

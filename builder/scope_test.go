@@ -63,7 +63,8 @@ func outcome(err error) string {
 // A controller whose For has a scope reads that kind, through the manager's
 // client, from the scoped informer that wakes it: after a burst of updates
 // its last reconcile sees the last version; no whole-kind informer is ever
-// started; an object outside the scope is NotFound inside reconciles and map
+// started; an object the selector excludes is NotFound, one in another
+// namespace ErrOutOfScope, inside reconciles and map
 // functions, and found with a context of its own (which starts the
 // whole-kind informer, which the reconciles still do not read); an object
 // that leaves the scope is gone for the controller.
@@ -103,7 +104,7 @@ func TestScopedReadsInReconcile(t *testing.T) {
 			return fmt.Sprintf("%v: unlabeled %s, elsewhere %s, list of %s %s, list %v",
 				ctx.Value(userKey{}), outcome(unlabeled), outcome(elsewhere), other, outcome(otherList), names)
 		}
-		scopedLine := fmt.Sprintf("user: unlabeled NotFound, elsewhere NotFound, list of %s ErrOutOfScope, list [cm probe]", other)
+		scopedLine := fmt.Sprintf("user: unlabeled NotFound, elsewhere ErrOutOfScope, list of %s ErrOutOfScope, list [cm probe]", other)
 
 		view := &scopedView{data: map[string]string{}, rv: map[string]string{}}
 		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

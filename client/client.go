@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
@@ -31,6 +29,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/restlimit"
 )
 
 // Object is a Kubernetes object: a pointer to a k8s.io/api or CRD struct,
@@ -111,25 +110,13 @@ type Client struct {
 	indexes fieldIndexes
 }
 
-// defaultBurst is client-go's rest.DefaultBurst, the burst of a QPS given
-// without one.
-const defaultBurst = 10
-
-// throttleFor returns the client-side rate limit of cfg, as client-go's REST
-// client applies it: cfg.RateLimiter if set, else a token bucket of cfg.QPS
-// (burst cfg.Burst, default 10) when QPS > 0. QPS 0 means no limit here, as
-// with controller-runtime's config since v0.21 (API Priority and Fairness
-// protects the server); client-go itself would use 5 qps.
+// throttleFor returns the wait of cfg's client-side rate limit, as
+// client-go's REST client applies it (internal/restlimit: cfg.RateLimiter,
+// or a QPS/Burst token bucket; QPS 0 or negative: none, as with
+// controller-runtime's config since v0.21), nil when there is none.
 func throttleFor(cfg *rest.Config) func(ctx context.Context) error {
-	if cfg.RateLimiter != nil {
-		return cfg.RateLimiter.Wait
-	}
-	if cfg.QPS > 0 {
-		burst := cfg.Burst
-		if burst <= 0 {
-			burst = defaultBurst
-		}
-		return rate.NewLimiter(rate.Limit(cfg.QPS), burst).Wait
+	if l := restlimit.For(cfg); l != nil {
+		return l.Wait
 	}
 	return nil
 }
@@ -279,7 +266,9 @@ func (c *Client) cached(gvk schema.GroupVersionKind) bool {
 // object (the caller may modify it) when the kind is cached, else the
 // server's answer. With ReadScopes in ctx (a controller's reconcile with
 // builder.WithScope), a cached kind is read from the informer of its scope
-// and an object outside the scope is NotFound: see WithReadScopes.
+// and an object outside the scope is NotFound — or, in another namespace
+// than the one the scope (or FactoryOptions.DefaultNamespace) holds, an
+// error wrapping ErrOutOfScope: see WithReadScopes.
 func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	gvk, err := c.gvkFor(obj)
 	if err != nil {
@@ -292,14 +281,18 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if err != nil {
 		return err
 	}
+	scope := readScope(ctx, gvk)
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		key.Namespace = "" // as the server (and url) ignore it
-	} else if def := c.factory.DefaultNamespace(); def != "" && key.Namespace != "" && key.Namespace != def {
-		// The cache has no informer there: NotFound would tell the caller
-		// that an object which may well exist does not.
-		return outOfDefaultNamespace(gvk, key, def)
+	} else {
+		if def := c.factory.DefaultNamespace(); def != "" && scope.Namespace == "" {
+			scope.Namespace = def // the factory restricts the kind's informers to it
+		}
+		if ns := scopeNamespace(scope); ns != "" && key.Namespace != ns {
+			return outOfScopeGet(gvk, key, ns)
+		}
 	}
-	inf, err := c.informerFor(ctx, obj, readScope(ctx, gvk))
+	inf, err := c.informerFor(ctx, obj, scope)
 	if err != nil {
 		return err
 	}

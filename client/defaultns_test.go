@@ -92,6 +92,12 @@ func TestDefaultNamespace(t *testing.T) {
 		if _, err := f.ForObject(&corev1.ConfigMap{}, informer.Scope{Namespace: other}); err == nil {
 			t.Error("an informer of another namespace was made")
 		}
+		if _, err := f.ForObject(&corev1.ConfigMap{}, informer.Scope{FieldSelector: "metadata.namespace=" + other}); err == nil {
+			t.Error("an informer of another namespace, by field selector, was made")
+		}
+		if _, err := f.ForObject(&corev1.ConfigMap{}, informer.Scope{FieldSelector: "metadata.namespace=" + ns}); err != nil {
+			t.Errorf("an informer of the namespace by field selector: %v", err)
+		}
 		_, err = informer.NewFactory(ae.Config(), informer.FactoryOptions{DefaultNamespace: "Not_A_Namespace"})
 		if err == nil {
 			t.Error("an invalid DefaultNamespace was accepted")

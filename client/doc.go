@@ -25,15 +25,14 @@
 // reconciles and handlers ([WithReadScopes]), and Get and List with that
 // context use the same shared informer that woke the reconcile. The read
 // is never older than the event, and no second, whole-kind informer is
-// started. Such a controller sees only its scope: Get of an object outside
-// it is NotFound, List returns the scope's objects, and List in a namespace
-// outside it fails with [ErrOutOfScope]. Reads with a context without
-// scopes (outside reconciles, other controllers) use the whole-kind
-// informer. A factory with FactoryOptions.DefaultNamespace scopes the
-// reads of namespaced kinds to that namespace the same way, except that a
-// Get in another namespace fails with [ErrOutOfScope] (as with
-// controller-runtime's Cache.DefaultNamespaces) instead of answering
-// NotFound for an object that may exist.
+// started. Such a controller sees only its scope: Get of an object its
+// selectors exclude is NotFound, List returns the scope's objects, and a Get
+// or List in a namespace outside it fails with [ErrOutOfScope] (as with
+// controller-runtime's namespace-restricted caches), not NotFound for an
+// object that may exist. Reads with a context without scopes (outside
+// reconciles, other controllers) use the whole-kind informer. A factory
+// with FactoryOptions.DefaultNamespace scopes the reads of namespaced kinds
+// to that namespace the same way.
 //
 // Create, Update, Patch, Delete and Status().Update / Status().Patch go to
 // the API server over the *rest.Config's transport, and fill the object with

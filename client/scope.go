@@ -34,11 +34,11 @@ type ReadScopes map[schema.GroupVersionKind]informer.Scope
 // readScopesKey is the context key of the ReadScopes.
 type readScopesKey struct{}
 
-// ErrOutOfScope is wrapped by the error of a cached List that asks for a
+// ErrOutOfScope is wrapped by the error of a cached Get or List in a
 // namespace the context's ReadScopes or FactoryOptions.DefaultNamespace
-// exclude, and of a cached Get in a namespace other than
-// FactoryOptions.DefaultNamespace: the scoped cache cannot answer it, and an
-// empty list (or NotFound) would wrongly say that namespace has no objects.
+// exclude: the scoped cache cannot answer it, and NotFound (or an empty
+// list) would wrongly say that the object (or the namespace's objects) does
+// not exist.
 // The error is also a BadRequest (apierrors.IsBadRequest). Read other
 // namespaces with Client.Uncached or a context without scopes.
 var ErrOutOfScope = errors.New("client: read outside the controller's scope")
@@ -46,8 +46,10 @@ var ErrOutOfScope = errors.New("client: read outside the controller's scope")
 // WithReadScopes returns a copy of ctx whose cached reads of the kinds of
 // scopes see only their scope:
 //
-//   - Get of an object outside the scope (another namespace, labels or fields
-//     the selector excludes) answers NotFound, as if it did not exist.
+//   - Get of an object in another namespace than the scope's fails with an
+//     error wrapping ErrOutOfScope; Get of an object in the scope's
+//     namespace that its labels or fields exclude answers NotFound, as if it
+//     did not exist (for this controller, it does not).
 //   - List returns the objects of the scope that match its options. A List
 //     in a namespace other than the scope's namespace fails with an error
 //     wrapping ErrOutOfScope (as controller-runtime's namespaced cache
@@ -74,12 +76,28 @@ func readScope(ctx context.Context, gvk schema.GroupVersionKind) informer.Scope 
 	return s[gvk]
 }
 
-// outOfDefaultNamespace is the error of a cached Get in a namespace other
-// than FactoryOptions.DefaultNamespace, as controller-runtime's cache with
-// DefaultNamespaces fails it.
-func outOfDefaultNamespace(gvk schema.GroupVersionKind, key ObjectKey, def string) error {
-	msg := fmt.Sprintf("cannot get %s %s/%s: the cache holds namespace %q only (FactoryOptions.DefaultNamespace); use Uncached() to read other namespaces",
-		gvk.Kind, key.Namespace, key.Name, def)
+// scopeNamespace returns the one namespace scope holds (its Namespace, or a
+// metadata.namespace=X in its FieldSelector), "" when it holds them all.
+func scopeNamespace(scope informer.Scope) string {
+	if scope.Namespace != "" || scope.FieldSelector == "" {
+		return scope.Namespace
+	}
+	// A scope of one namespace by field selector excludes the others just
+	// as well. (An invalid selector has no informer: the read fails there.)
+	if sel, err := fields.ParseSelector(scope.FieldSelector); err == nil {
+		ns, _ := sel.RequiresExactMatch("metadata.namespace")
+		return ns
+	}
+	return ""
+}
+
+// outOfScopeGet is the error of a cached Get in a namespace other than the
+// one the cache holds, as controller-runtime's cache restricted to
+// namespaces fails it: NotFound would tell the caller that an object which
+// may well exist does not.
+func outOfScopeGet(gvk schema.GroupVersionKind, key ObjectKey, ns string) error {
+	msg := fmt.Sprintf("cannot get %s %s/%s: the cache holds namespace %q only (builder.WithScope or FactoryOptions.DefaultNamespace); use Uncached() to read other namespaces",
+		gvk.Kind, key.Namespace, key.Name, ns)
 	return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
 }
 
@@ -87,15 +105,7 @@ func outOfDefaultNamespace(gvk schema.GroupVersionKind, key ObjectKey, def strin
 // namespace (InNamespace or a metadata.namespace field) outside scope's (its
 // Namespace, or a metadata.namespace=X in its FieldSelector).
 func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOptions) error {
-	scopeNS := scope.Namespace
-	if scopeNS == "" && scope.FieldSelector != "" {
-		// A scope of one namespace by field selector excludes the others
-		// just as well. (An invalid selector has no informer: the read fails
-		// there.)
-		if sel, err := fields.ParseSelector(scope.FieldSelector); err == nil {
-			scopeNS, _ = sel.RequiresExactMatch("metadata.namespace")
-		}
-	}
+	scopeNS := scopeNamespace(scope)
 	if scopeNS == "" {
 		return nil
 	}

@@ -127,10 +127,11 @@ func TestScopedReads(t *testing.T) {
 		if cm.Name != "in-2" || cm.Kind != "ConfigMap" {
 			t.Fatalf("scoped Get: %+v", cm)
 		}
-		for _, key := range []ObjectKey{{Namespace: ns, Name: "unlabeled"}, {Namespace: ns2, Name: "elsewhere"}} {
-			if err := c.Get(sctx, key, &cm); !apierrors.IsNotFound(err) {
-				t.Fatalf("scoped Get of %v, outside the scope: %v, want NotFound", key, err)
-			}
+		if err := c.Get(sctx, ObjectKey{Namespace: ns, Name: "unlabeled"}, &cm); !apierrors.IsNotFound(err) {
+			t.Fatalf("scoped Get of an object the selector excludes: %v, want NotFound", err)
+		}
+		if err := c.Get(sctx, ObjectKey{Namespace: ns2, Name: "elsewhere"}, &cm); !errors.Is(err, ErrOutOfScope) || !apierrors.IsBadRequest(err) {
+			t.Fatalf("scoped Get in another namespace: %v, want ErrOutOfScope", err)
 		}
 		if n := e.factory.NumInformers(); n != 1 {
 			t.Fatalf("the factory holds %d informers after scoped reads, want 1 (the scope's)", n)

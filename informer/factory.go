@@ -361,6 +361,12 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	if err != nil {
 		return nil, fmt.Errorf("informer: invalid field selector %q: %w", scope.FieldSelector, err)
 	}
+	if def := f.opts.DefaultNamespace; def != "" && mapping.Scope.Name() != meta.RESTScopeNameRoot {
+		if ns, ok := fs.RequiresExactMatch("metadata.namespace"); ok && ns != def {
+			return nil, fmt.Errorf("informer: %s with field selector %q: the factory is restricted to namespace %q (FactoryOptions.DefaultNamespace)",
+				mapping.Resource, scope.FieldSelector, def)
+		}
+	}
 	key := informerKey{form: fm, gvr: mapping.Resource, namespace: scope.Namespace, labels: ls.String(), fields: fs.String()}
 
 	f.mu.Lock()
