@@ -25,6 +25,7 @@
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
 //	reviews.go    access and identity reviews (kubectl auth can-i, kubectl auth whoami)
+//	podconnect.go pods' log, exec, attach and portforward (no kubelet to reach)
 //	ipalloc.go    Service cluster IPs
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments

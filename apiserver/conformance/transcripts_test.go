@@ -665,6 +665,28 @@ var transcripts = []transcript{
 		tr.Put(deploys+"/d/scale", `{"metadata":{"name":"d"},"spec":{"replicas":2}}`).Want(http.StatusOK)
 		tr.Get(deploys + "/d/scale").Want(http.StatusOK)
 	}},
+	{"pod-log-exec", func(tr *T) {
+		// kubectl logs / exec / attach / port-forward of pods no kubelet
+		// runs: the pod and container are checked, then no node answers.
+		tr.Post(pods, podBody).Want(http.StatusCreated)
+		tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"two"},"spec":{"containers":[{"name":"a","image":"i"},{"name":"b","image":"i"}]}}`).Want(http.StatusCreated)
+		tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bound"},"spec":{"nodeName":"node-0","containers":[{"name":"a","image":"i"}]}}`).Want(http.StatusCreated)
+		tr.Get(pods + "/p/log").Want(http.StatusNoContent)
+		tr.Get(pods + "/p/log?container=c&tailLines=10&follow=true").Want(http.StatusNoContent)
+		tr.Get(pods + "/p/log?container=zz").Want(http.StatusBadRequest)
+		tr.Get(pods + "/p/log?tailLines=abc").Want(http.StatusBadRequest)
+		tr.Get(pods + "/two/log").Want(http.StatusBadRequest)
+		tr.Get(pods + "/two/log?container=b").Want(http.StatusNoContent)
+		tr.Get(pods + "/bound/log").Want(http.StatusNotFound)
+		tr.Get(pods + "/missing/log").Want(http.StatusNotFound)
+		tr.Post(pods+"/p/exec?command=ls&stdout=true", "").Want(http.StatusBadRequest)
+		tr.Post(pods+"/two/exec?command=ls&stdout=true", "").Want(http.StatusBadRequest)
+		tr.Post(pods+"/p/exec?command=ls&container=zz", "").Want(http.StatusBadRequest)
+		tr.Post(pods+"/bound/exec?command=ls&stdout=true", "").Want(http.StatusNotFound)
+		tr.Get(pods + "/p/attach?stdout=true").Want(http.StatusBadRequest)
+		tr.Post(pods+"/two/portforward?ports=80", "").Want(http.StatusBadRequest)
+		tr.Get(cms + "/x/log").Want(http.StatusNotFound)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
