@@ -27,7 +27,7 @@ type crdServing struct {
 	crdName string
 	// versions are every version of the CRD, served or not.
 	versions []string
-	schema  *apiext.Structural // nil without a schema
+	schema   *apiext.Structural // nil without a schema
 	// schemaProps is the version's openAPIV3Schema, for OpenAPI documents.
 	schemaProps *apiext.JSONSchemaProps
 	columns     *apiext.Columns
