@@ -3,11 +3,14 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strings"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -69,11 +72,20 @@ func (s *Server) getScale(w http.ResponseWriter, k *kind, ns, name string) error
 // of the object.
 func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, body []byte, pt *types.PatchType, wo *writeOpts) error {
 	ri := requestInfo{gv: k.gvr.GroupVersion(), resource: k.gvr.Resource, namespace: ns, name: name, subresource: "scale"}
-	if pt == nil && k.crd == nil {
+	switch {
+	case pt == nil && k.crd == nil:
 		// A PUT's body is decoded and named before the object is read, with
 		// kube-apiserver's errors for built-ins.
 		if err := checkScaleBody(body, name); err != nil {
 			return err
+		}
+	case pt == nil:
+		// kube-apiserver's custom resource scale decoder has one answer for
+		// a body that is not an autoscaling/v1 Scale.
+		var sc autoscalingv1.Scale
+		err := json.Unmarshal(body, &sc)
+		if err != nil || sc.APIVersion != "" && sc.APIVersion != "autoscaling/v1" || sc.Kind != "" && sc.Kind != "Scale" {
+			return badRequest("no kind is registered for the type v1.Scale in scheme \"pkg/runtime/scheme.go:111\"")
 		}
 	}
 	o, err := s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
@@ -105,7 +117,7 @@ func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, bo
 		if sc.Name != "" && sc.Name != name {
 			return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", sc.Name, name)
 		}
-		if sc.Spec.Replicas < 0 {
+		if sc.Spec.Replicas < 0 && k.crd == nil { // a custom resource validates its replicas itself
 			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name,
 				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 		}
@@ -166,4 +178,35 @@ func checkScaleBody(body []byte, name string) error {
 		return badRequest("the name of the object (%s based on URL) was undeterminable: name must be provided", name)
 	}
 	return nil
+}
+
+// check is kube-apiserver's check of a custom resource's scale paths, on
+// every write: the replicas at specReplicasPath and statusReplicasPath,
+// when present, are integers from 0 to 2^31-1, the selector at
+// labelSelectorPath a string.
+func (sc *scaleInfo) check(obj map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	replicas := func(path []string) {
+		if len(path) == 0 {
+			return
+		}
+		p := field.NewPath("." + strings.Join(path, "."))
+		n, _, err := unstructured.NestedInt64(obj, path...)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(p, n, err.Error()))
+		case n < 0:
+			errs = append(errs, field.Invalid(p, n, "should be a non-negative integer"))
+		case n > math.MaxInt32:
+			errs = append(errs, field.Invalid(p, n, fmt.Sprintf("should be less than or equal to %d", math.MaxInt32)))
+		}
+	}
+	replicas(sc.specReplicas)
+	replicas(sc.statusReplicas)
+	if len(sc.selector) > 0 {
+		if _, _, err := unstructured.NestedString(obj, sc.selector...); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("."+strings.Join(sc.selector, ".")), "", err.Error()))
+		}
+	}
+	return errs
 }

@@ -616,6 +616,9 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 	}
 	if k.crd != nil {
 		errs = append(errs, k.crd.validate(u.Object)...)
+		if k.scale != nil {
+			errs = append(errs, k.scale.check(u.Object)...)
+		}
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, u.GetName(), errs)
