@@ -125,7 +125,10 @@ func builtinKinds() []*kind {
 			if str(cm, "image") == "" {
 				errs = append(errs, field.Required(p.Child("image"), ""))
 			}
+			errs = append(errs, oneOf(p.Child("imagePullPolicy"), str(cm, "imagePullPolicy"), "Always", "IfNotPresent", "Never")...)
 		}
+		errs = append(errs, oneOf(field.NewPath("spec", "restartPolicy"), str(o, "spec", "restartPolicy"), "Always", "OnFailure", "Never")...)
+		errs = append(errs, oneOf(field.NewPath("spec", "dnsPolicy"), str(o, "spec", "dnsPolicy"), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
 		return errs
 	}
 
@@ -537,4 +540,13 @@ func mergeStringData(o map[string]any) (map[string]any, error) {
 	}
 	o["data"] = data
 	return o, nil
+}
+
+// oneOf is kube-apiserver's Unsupported value error for a defaulted enum
+// field whose value is not one of supported (nothing when it is, or empty).
+func oneOf(p *field.Path, v string, supported ...string) field.ErrorList {
+	if v == "" || slices.Contains(supported, v) {
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, v, supported)}
 }

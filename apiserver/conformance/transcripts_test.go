@@ -687,6 +687,16 @@ var transcripts = []transcript{
 		tr.Post(pods+"/two/portforward?ports=80", "").Want(http.StatusBadRequest)
 		tr.Get(cms + "/x/log").Want(http.StatusNotFound)
 	}},
+	{"pod-enum-validation", func(tr *T) {
+		pod := func(name, spec, container string) string {
+			return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `"},"spec":{` + spec + `"containers":[{"name":"c","image":"i"` + container + `}]}}`
+		}
+		tr.Post(pods, pod("rp", `"restartPolicy":"Sometimes",`, "")).Want(http.StatusUnprocessableEntity)
+		tr.Post(pods, pod("dns", `"dnsPolicy":"Bogus",`, "")).Want(http.StatusUnprocessableEntity)
+		tr.Post(pods, pod("pull", "", `,"imagePullPolicy":"Sometimes"`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(pods, pod("all", `"restartPolicy":"Sometimes","dnsPolicy":"Bogus",`, `,"imagePullPolicy":"Sometimes"`)).Want(http.StatusUnprocessableEntity)
+		tr.Post(pods, pod("ok", `"restartPolicy":"OnFailure","dnsPolicy":"None","dnsConfig":{"nameservers":["1.1.1.1"]},`, `,"imagePullPolicy":"Never"`)).Want(http.StatusCreated)
+	}},
 	{"too-large-resource-version", func(tr *T) {
 		// Events (read from etcd by kube-apiserver) answer at once; cached
 		// kinds wait up to 3 s for the revision first, so they are not
