@@ -80,7 +80,8 @@
 // SetControllerReference / SetOwnerReference (same namespace, at most one
 // controller: *AlreadyOwnedError), UpdateStatus (writes the status only when
 // it changed, so that your own status write does not start a hot loop),
-// CreateOrUpdate (writes only when the object changed) and Name
+// CreateOrUpdate (writes only when the object changed), CreateOrPatch (the
+// same with merge patches of only what changed, the status included) and Name
 // (deterministic names: a second create of the same object is AlreadyExists,
 // never a duplicate; treat it with client.IgnoreAlreadyExists).
 package controller

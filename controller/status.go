@@ -187,3 +187,161 @@ func CreateOrUpdate(ctx context.Context, c ObjectWriter, obj client.Object, muta
 	}
 	return OperationResultUpdated, nil
 }
+
+// Results of CreateOrPatch besides those of CreateOrUpdate, with
+// controller-runtime's values.
+const (
+	// OperationResultUpdatedStatus means the object and its status were
+	// patched.
+	OperationResultUpdatedStatus OperationResult = "updatedStatus"
+	// OperationResultUpdatedStatusOnly means only the status was patched.
+	OperationResultUpdatedStatusOnly OperationResult = "updatedStatusOnly"
+)
+
+// ObjectPatcher reads, creates and patches objects: *client.Client is one.
+type ObjectPatcher interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object) error
+	Create(ctx context.Context, obj client.Object, opts ...client.WriteOption) error
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.WriteOption) error
+}
+
+// StatusPatcher patches an object's status subresource:
+// (*client.Client).Status() is one.
+type StatusPatcher interface {
+	Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.WriteOption) error
+}
+
+// CreateOrPatch is CreateOrUpdate with JSON merge patches instead of an
+// update, as controller-runtime's CreateOrPatch: only what mutate changed is
+// sent, with no resourceVersion, so a concurrent change of other fields is
+// not a conflict; and a change of the status is written too, with status
+// (nil when the kind has no status subresource: a status change is then an
+// error). It reads the object into obj; if it is missing, it runs mutate and
+// creates obj (the status a create sends is ignored by the server for kinds
+// with a status subresource). If it exists, it runs mutate on what was read,
+// patches the object if anything but the status changed and the status if
+// it changed, and reports which: OperationResultNone,
+// OperationResultUpdated, OperationResultUpdatedStatus (both) or
+// OperationResultUpdatedStatusOnly. Changes are found with equality.Semantic
+// against a DeepCopyObject taken before mutate. The notes of CreateOrUpdate
+// on mutate and on reads from the cache apply.
+func CreateOrPatch(ctx context.Context, c ObjectPatcher, status StatusPatcher, obj client.Object, mutate func() error) (OperationResult, error) {
+	if c == nil || isNil(c) {
+		return OperationResultNone, errors.New("CreateOrPatch: nil ObjectPatcher")
+	}
+	if isNil(obj) {
+		return OperationResultNone, errors.New("CreateOrPatch: nil object")
+	}
+	key := client.KeyOf(obj)
+	run := func() error {
+		if mutate == nil {
+			return nil
+		}
+		if err := mutate(); err != nil {
+			return err
+		}
+		if client.KeyOf(obj) != key {
+			return fmt.Errorf("CreateOrPatch: mutate changed the object's key from %s to %s", describeKey(key.Namespace, key.Name), describe(obj))
+		}
+		return nil
+	}
+	if err := c.Get(ctx, key, obj); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return OperationResultNone, err
+		}
+		if err := run(); err != nil {
+			return OperationResultNone, err
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			return OperationResultNone, err
+		}
+		return OperationResultCreated, nil
+	}
+	before, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return OperationResultNone, fmt.Errorf("CreateOrPatch: %T.DeepCopyObject is not a client.Object", obj)
+	}
+	if err := run(); err != nil {
+		return OperationResultNone, err
+	}
+	beforeMain, beforeStatus, err := splitStatus(before)
+	if err != nil {
+		return OperationResultNone, err
+	}
+	afterMain, afterStatus, err := splitStatus(obj)
+	if err != nil {
+		return OperationResultNone, err
+	}
+	mainChanged := !equality.Semantic.DeepEqual(beforeMain, afterMain)
+	statusChanged := !equality.Semantic.DeepEqual(beforeStatus, afterStatus)
+	if statusChanged && (status == nil || isNil(status)) {
+		return OperationResultNone, fmt.Errorf("CreateOrPatch: mutate changed the status of %s, and no StatusPatcher was given", describe(obj))
+	}
+	// The status as mutate left it: a patch of the object fills obj with
+	// the server's answer, whose status is the stored one.
+	var wanted map[string]any
+	if statusChanged {
+		if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+			wanted, _ = m["status"].(map[string]any)
+		}
+	}
+	result := OperationResultNone
+	if mainChanged {
+		if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return OperationResultNone, err
+		}
+		result = OperationResultUpdated
+	}
+	if statusChanged {
+		if mainChanged {
+			// Patch the status the server now has to the one mutate wanted.
+			base, ok := obj.DeepCopyObject().(client.Object)
+			if !ok {
+				return result, fmt.Errorf("CreateOrPatch: %T.DeepCopyObject is not a client.Object", obj)
+			}
+			if err := setStatus(obj, wanted); err != nil {
+				return result, err
+			}
+			before = base
+		}
+		if err := status.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return result, err
+		}
+		if mainChanged {
+			result = OperationResultUpdatedStatus
+		} else {
+			result = OperationResultUpdatedStatusOnly
+		}
+	}
+	return result, nil
+}
+
+// splitStatus returns obj as unstructured content without its status, and
+// its status.
+func splitStatus(obj client.Object) (map[string]any, any, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CreateOrPatch: %s: %w", describe(obj), err)
+	}
+	st := m["status"]
+	delete(m, "status")
+	return m, st, nil
+}
+
+// setStatus sets obj's status to st (unstructured content), through a JSON
+// round trip of the whole object.
+func setStatus(obj client.Object, st map[string]any) error {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("CreateOrPatch: %s: %w", describe(obj), err)
+	}
+	if st == nil {
+		delete(m, "status")
+	} else {
+		m["status"] = st
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
+		return fmt.Errorf("CreateOrPatch: %s: %w", describe(obj), err)
+	}
+	return nil
+}
