@@ -2,13 +2,20 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/client"
@@ -105,4 +112,77 @@ func TestCreateOrPatch(t *testing.T) {
 			t.Fatal("nil object accepted")
 		}
 	})
+}
+
+// noStatusSubresource stores one unstructured object of a kind whose status
+// is written with the object (a custom resource without the status
+// subresource): Patch applies JSON merge patches to all of it; the status
+// subresource does not exist.
+type noStatusSubresource struct {
+	stored  map[string]any
+	patches int
+}
+
+func (f *noStatusSubresource) Get(_ context.Context, _ client.ObjectKey, obj client.Object) error {
+	obj.(*unstructured.Unstructured).Object = runtime.DeepCopyJSON(f.stored)
+	return nil
+}
+
+func (f *noStatusSubresource) Create(context.Context, client.Object, ...client.WriteOption) error {
+	return errors.New("unexpected Create")
+}
+
+func (f *noStatusSubresource) Patch(_ context.Context, obj client.Object, p client.Patch, _ ...client.WriteOption) error {
+	data, err := p.Data(obj)
+	if err != nil {
+		return err
+	}
+	cur, err := json.Marshal(f.stored)
+	if err != nil {
+		return err
+	}
+	merged, err := jsonpatch.MergePatch(cur, data)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(merged, &m); err != nil {
+		return err
+	}
+	f.stored, f.patches = m, f.patches+1
+	obj.(*unstructured.Unstructured).Object = runtime.DeepCopyJSON(m)
+	return nil
+}
+
+type statusNotServed struct{}
+
+func (statusNotServed) Patch(context.Context, client.Object, client.Patch, ...client.WriteOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "gadgets"}, "g")
+}
+
+// For a kind whose status goes with the object, one patch of the object
+// writes a change of both: the status subresource is not asked for.
+func TestCreateOrPatchStatusWithTheObject(t *testing.T) {
+	f := &noStatusSubresource{stored: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Gadget",
+		"metadata": map[string]any{"namespace": "ns", "name": "g"},
+		"spec":     map[string]any{"size": int64(1)},
+		"status":   map[string]any{"state": "old", "observed": int64(1)},
+	}}
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("example.com/v1")
+	obj.SetKind("Gadget")
+	obj.SetNamespace("ns")
+	obj.SetName("g")
+	got, err := CreateOrPatch(context.Background(), f, statusNotServed{}, obj, func() error {
+		obj.Object["spec"] = map[string]any{"size": int64(2)}
+		obj.Object["status"] = map[string]any{"state": "new", "observed": int64(2)}
+		return nil
+	})
+	if err != nil || got != OperationResultUpdated {
+		t.Fatalf("CreateOrPatch: %q, %v; want %q", got, err, OperationResultUpdated)
+	}
+	if f.patches != 1 || f.stored["status"].(map[string]any)["state"] != "new" {
+		t.Fatalf("%d patches, stored %v", f.patches, f.stored)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -281,8 +282,11 @@ func CreateOrPatch(ctx context.Context, c ObjectPatcher, status StatusPatcher, o
 	// the server's answer, whose status is the stored one.
 	var wanted map[string]any
 	if statusChanged {
+		// A copy: an *unstructured.Unstructured hands out its own maps.
 		if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
-			wanted, _ = m["status"].(map[string]any)
+			if b, err := json.Marshal(m["status"]); err == nil {
+				_ = json.Unmarshal(b, &wanted)
+			}
 		}
 	}
 	result := OperationResultNone
@@ -291,6 +295,13 @@ func CreateOrPatch(ctx context.Context, c ObjectPatcher, status StatusPatcher, o
 			return OperationResultNone, err
 		}
 		result = OperationResultUpdated
+	}
+	if statusChanged && mainChanged {
+		// A kind without a status subresource took the status with the
+		// object: nothing is left to patch.
+		if _, st, err := splitStatus(obj); err == nil && equality.Semantic.DeepEqual(jsonNormal(st), anyMap(wanted)) {
+			statusChanged = false
+		}
 	}
 	if statusChanged {
 		if mainChanged {
@@ -316,13 +327,36 @@ func CreateOrPatch(ctx context.Context, c ObjectPatcher, status StatusPatcher, o
 	return result, nil
 }
 
+// jsonNormal is v through a JSON round trip (numbers become float64), to
+// compare with what such a round trip made; nil if v does not marshal.
+func jsonNormal(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// anyMap is m as the value of a map[string]any entry: nil when m is nil.
+func anyMap(m map[string]any) any {
+	if m == nil {
+		return nil
+	}
+	return m
+}
+
 // splitStatus returns obj as unstructured content without its status, and
-// its status.
+// its status. obj is not modified.
 func splitStatus(obj client.Object) (map[string]any, any, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("CreateOrPatch: %s: %w", describe(obj), err)
 	}
+	m = maps.Clone(m) // an *unstructured.Unstructured hands out its own map
 	st := m["status"]
 	delete(m, "status")
 	return m, st, nil
