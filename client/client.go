@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,6 +109,10 @@ type Client struct {
 	throttle func(ctx context.Context) error
 	// indexes are the field indexes of IndexField.
 	indexes fieldIndexes
+	// synced holds the informers reads have found synced, by
+	// informerKey: a read of the same kind, form and scope goes to its
+	// informer at once.
+	synced sync.Map // informerKey → *informer.Informer[informer.Object]
 }
 
 // throttleFor returns the wait of cfg's client-side rate limit, as
@@ -292,7 +297,7 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 			return outOfScopeGet(gvk, key, ns)
 		}
 	}
-	inf, err := c.informerFor(ctx, obj, scope)
+	inf, err := c.informerFor(ctx, gvk, obj, scope)
 	if err != nil {
 		return err
 	}
@@ -316,9 +321,26 @@ func isNil(obj runtime.Object) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// informerFor returns the synced informer of obj's kind and form within
-// scope, starting it on first use.
-func (c *Client) informerFor(ctx context.Context, obj Object, scope informer.Scope) (*informer.Informer[informer.Object], error) {
+// informerKey names an informer the client reads: a kind, the Go type of
+// its objects (typed, unstructured or metadata-only) and a scope.
+type informerKey struct {
+	gvk   schema.GroupVersionKind
+	t     reflect.Type
+	scope informer.Scope
+}
+
+// informerFor returns the synced informer of obj's kind (gvk) and form
+// within scope, starting it on first use. Once an informer has synced, the
+// client keeps it: later reads skip the factory's lookup and the waits.
+func (c *Client) informerFor(ctx context.Context, gvk schema.GroupVersionKind, obj Object, scope informer.Scope) (*informer.Informer[informer.Object], error) {
+	key := informerKey{gvk: gvk, t: reflect.TypeOf(obj), scope: scope}
+	if v, ok := c.synced.Load(key); ok {
+		inf := v.(*informer.Informer[informer.Object])
+		if err := c.index(inf, obj); err != nil {
+			return nil, err
+		}
+		return inf, nil
+	}
 	inf, err := c.factory.ForObject(obj, scope)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -332,6 +354,7 @@ func (c *Client) informerFor(ctx context.Context, obj Object, scope informer.Sco
 	if err := inf.WaitForCacheSync(ctx); err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	c.synced.Store(key, inf)
 	return inf, nil
 }
 
@@ -409,7 +432,7 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if err := checkListScope(gvk, scope, o); err != nil {
 		return err
 	}
-	inf, err := c.informerFor(ctx, item, scope)
+	inf, err := c.informerFor(ctx, gvk, item, scope)
 	if err != nil {
 		return err
 	}
