@@ -50,9 +50,10 @@
 // EventRecorder: Event and Eventf never block (a goroutine run by
 // Recorder.Start writes them, in order, through the Client), a repeated
 // event counts on the existing Event (count and lastTimestamp patched), and
-// a spam filter caps each object's events (25, then one per 5 minutes).
-// client-go's aggregation of similar events with different messages is not
-// done. manager.Manager.Recorder hands them out.
+// a spam filter caps each object's events (25, then one per 5 minutes), and
+// from the tenth distinct message within 10 minutes, similar events (same
+// object, type and reason) are combined into one Event, as client-go's
+// EventAggregator does. manager.Manager.Recorder hands them out.
 //
 // A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
 // or an object's metadata) is ignored, as by controller-runtime and

@@ -90,7 +90,10 @@ const (
 // Recording never blocks and never fails the caller: events are written by
 // Start's goroutine, in order. An event equal to a recent one (same object,
 // type, reason and message) is not written again: the existing Event's count
-// and lastTimestamp are patched, as client-go does. A spam filter caps the
+// and lastTimestamp are patched, as client-go does; from the tenth distinct
+// message of similar events (same object, type and reason) within 10
+// minutes, they are written as one Event "(combined from similar events):
+// <message>", as client-go's EventAggregator does. A spam filter caps the
 // events of one object (Burst, then one per Refill), so that a controller in
 // a hot loop cannot flood the API server. Writes go through the Client, so
 // they share its rate limit.
@@ -101,14 +104,32 @@ type Recorder struct {
 	queue     chan *corev1.Event
 	running   atomic.Bool // Start is running
 
-	mu sync.Mutex // guards seen and spam
+	mu sync.Mutex // guards seen, spam and similar
 	// seen remembers the last Event written for each recent event key, so
-	// that a repeat patches it; spam holds each recent object's filter. Both
-	// forget their least recently used entries beyond recorderCacheSize, as
-	// client-go's LRU caches: an object in a hot loop keeps its filter.
-	seen lru[*seenEvent]
-	spam lru[*rate.Limiter]
+	// that a repeat patches it; spam holds each recent object's filter;
+	// similar the messages of each recent object, type and reason (see
+	// aggregate). All forget their least recently used entries beyond
+	// recorderCacheSize, as client-go's LRU caches: an object in a hot loop
+	// keeps its filter.
+	seen    lru[*seenEvent]
+	spam    lru[*rate.Limiter]
+	similar lru[*similarEvents]
 }
+
+// similarEvents are the distinct messages recently recorded with one
+// object, type and reason.
+type similarEvents struct {
+	messages map[string]struct{}
+	last     time.Time // when the last of them was recorded
+}
+
+// Aggregation of similar events, as client-go's EventAggregator: from the
+// aggregateMax-th distinct message recorded within aggregateWindow with the
+// same object, type and reason, the events are written as one Event.
+const (
+	aggregateMax    = 10
+	aggregateWindow = 10 * time.Minute
+)
 
 // seenEvent is what a Recorder remembers of an Event it wrote.
 type seenEvent struct {
@@ -322,11 +343,49 @@ func eventKey(ev *corev1.Event) string {
 		"\x00" + string(o.UID) + "\x00" + o.APIVersion + "\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.Message
 }
 
+// aggregateKey identifies the events that are similar: the same but for
+// their message. Its leading "\x01" keeps it apart from every eventKey.
+func aggregateKey(ev *corev1.Event) string {
+	o := ev.InvolvedObject
+	return "\x01" + ev.Source.Component + "\x00" + ev.Source.Host + "\x00" + o.Kind + "\x00" + o.Namespace + "\x00" + o.Name +
+		"\x00" + string(o.UID) + "\x00" + o.APIVersion + "\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.ReportingController
+}
+
+// aggregate returns the key under which ev is written (the same key means
+// the same Event, counted): its own key, until aggregateMax distinct
+// messages of similar events came within aggregateWindow; then, as
+// client-go's EventAggregator, the similar events' key, with ev's message
+// prefixed "(combined from similar events): ", so that a controller that
+// varies its message (a timestamp, an error text) makes one Event, not one
+// per message. r.mu is held.
+func (r *Recorder) aggregate(ev *corev1.Event) string {
+	akey := aggregateKey(ev)
+	now := ev.LastTimestamp.Time
+	e, ok := r.similar.get(akey)
+	if !ok || now.Sub(e.last) > aggregateWindow {
+		e = &similarEvents{messages: map[string]struct{}{}}
+		r.similar.put(akey, e)
+	}
+	e.last = now
+	e.messages[ev.Message] = struct{}{}
+	if len(e.messages) < aggregateMax {
+		return eventKey(ev)
+	}
+	for m := range e.messages { // keep the set bounded, as client-go's PopAny
+		if m != ev.Message {
+			delete(e.messages, m)
+			break
+		}
+	}
+	ev.Message = "(combined from similar events): " + ev.Message
+	return akey
+}
+
 // write writes ev: a patch of the Event it repeats, or a new Event; it
 // retries what failed for a reason other than the server's refusal.
 func (r *Recorder) write(ctx context.Context, ev *corev1.Event) {
-	key := eventKey(ev)
 	r.mu.Lock()
+	key := r.aggregate(ev)
 	prev, _ := r.seen.get(key)
 	var repeat seenEvent
 	if prev != nil {

@@ -306,3 +306,48 @@ func TestRecorderSpamFilterKeepsHotObjects(t *testing.T) {
 		}
 	}
 }
+
+// From the tenth distinct message of similar events (same object, type and
+// reason) on, the events are written as one Event, "(combined from similar
+// events): <last message>", counted — client-go's EventAggregator.
+func TestRecorderAggregatesSimilarEvents(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
+		ctx := timeout(t)
+		e := newEnv(t, ae, Options{})
+		ns := e.Namespace
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "varied"}}
+		if err := e.c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewRecorder(e.c, "aggregator", RecorderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 12 {
+			r.Eventf(cm, corev1.EventTypeWarning, "SyncFailed", "attempt %d failed", i)
+		}
+		r.Event(cm, corev1.EventTypeNormal, "Synced", "synced") // another reason: its own Event
+		startRecorder(t, r)
+		var combined *corev1.Event
+		eventually(t, ctx, "the events, nine plain and one combined of three", func() error {
+			evs := eventsAbout(t, ctx, e.c, ns, "varied")
+			plain := 0
+			combined = nil
+			for i := range evs {
+				switch {
+				case strings.HasPrefix(evs[i].Message, "(combined from similar events): "):
+					combined = &evs[i]
+				case evs[i].Reason == "SyncFailed":
+					plain++
+				}
+			}
+			if plain != 9 || combined == nil || combined.Count != 3 || len(evs) != 11 {
+				return fmt.Errorf("%d events: %d plain, combined %v", len(evs), plain, combined)
+			}
+			return nil
+		})
+		if combined.Message != "(combined from similar events): attempt 11 failed" || combined.Type != corev1.EventTypeWarning {
+			t.Errorf("combined event: %s %q", combined.Type, combined.Message)
+		}
+	})
+}
