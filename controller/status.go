@@ -151,30 +151,9 @@ func CreateOrUpdate(ctx context.Context, c ObjectWriter, obj client.Object, muta
 	if isNil(obj) {
 		return OperationResultNone, errors.New("CreateOrUpdate: nil object")
 	}
-	key := client.KeyOf(obj)
-	run := func() error {
-		if mutate == nil {
-			return nil
-		}
-		if err := mutate(); err != nil {
-			return err
-		}
-		if client.KeyOf(obj) != key {
-			return fmt.Errorf("CreateOrUpdate: mutate changed the object's key from %s to %s", describeKey(key.Namespace, key.Name), describe(obj))
-		}
-		return nil
-	}
-	if err := c.Get(ctx, key, obj); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return OperationResultNone, err
-		}
-		if err := run(); err != nil {
-			return OperationResultNone, err
-		}
-		if err := c.Create(ctx, obj); err != nil {
-			return OperationResultNone, err
-		}
-		return OperationResultCreated, nil
+	created, run, err := getOrCreate(ctx, "CreateOrUpdate", c, obj, mutate)
+	if err != nil || created {
+		return createdResult(created), err
 	}
 	existing := obj.DeepCopyObject()
 	if err := run(); err != nil {
@@ -187,6 +166,56 @@ func CreateOrUpdate(ctx context.Context, c ObjectWriter, obj client.Object, muta
 		return OperationResultNone, err
 	}
 	return OperationResultUpdated, nil
+}
+
+// getCreator reads and creates objects: what CreateOrUpdate and
+// CreateOrPatch share of their writers.
+type getCreator interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object) error
+	Create(ctx context.Context, obj client.Object, opts ...client.WriteOption) error
+}
+
+// getOrCreate reads the object named by obj's namespace and name into obj.
+// When it is missing, it runs mutate and creates obj (created is true).
+// Otherwise obj holds what was read, and the caller runs mutate with run,
+// which refuses a mutate that changed the object's key. op names the caller
+// in errors.
+func getOrCreate(ctx context.Context, op string, c getCreator, obj client.Object, mutate func() error) (created bool, run func() error, err error) {
+	key := client.KeyOf(obj)
+	run = func() error {
+		if mutate == nil {
+			return nil
+		}
+		if err := mutate(); err != nil {
+			return err
+		}
+		if client.KeyOf(obj) != key {
+			return fmt.Errorf("%s: mutate changed the object's key from %s to %s", op, describeKey(key.Namespace, key.Name), describe(obj))
+		}
+		return nil
+	}
+	if err := c.Get(ctx, key, obj); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return false, nil, err
+		}
+		if err := run(); err != nil {
+			return false, nil, err
+		}
+		if err := c.Create(ctx, obj); err != nil {
+			return false, nil, err
+		}
+		return true, nil, nil
+	}
+	return false, run, nil
+}
+
+// createdResult is OperationResultCreated when created, else
+// OperationResultNone (the result of a getOrCreate that ended the call).
+func createdResult(created bool) OperationResult {
+	if created {
+		return OperationResultCreated
+	}
+	return OperationResultNone
 }
 
 // Results of CreateOrPatch besides those of CreateOrUpdate, with
@@ -233,30 +262,9 @@ func CreateOrPatch(ctx context.Context, c ObjectPatcher, status StatusPatcher, o
 	if isNil(obj) {
 		return OperationResultNone, errors.New("CreateOrPatch: nil object")
 	}
-	key := client.KeyOf(obj)
-	run := func() error {
-		if mutate == nil {
-			return nil
-		}
-		if err := mutate(); err != nil {
-			return err
-		}
-		if client.KeyOf(obj) != key {
-			return fmt.Errorf("CreateOrPatch: mutate changed the object's key from %s to %s", describeKey(key.Namespace, key.Name), describe(obj))
-		}
-		return nil
-	}
-	if err := c.Get(ctx, key, obj); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return OperationResultNone, err
-		}
-		if err := run(); err != nil {
-			return OperationResultNone, err
-		}
-		if err := c.Create(ctx, obj); err != nil {
-			return OperationResultNone, err
-		}
-		return OperationResultCreated, nil
+	created, run, err := getOrCreate(ctx, "CreateOrPatch", c, obj, mutate)
+	if err != nil || created {
+		return createdResult(created), err
 	}
 	before, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
