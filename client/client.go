@@ -286,16 +286,11 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if err != nil {
 		return err
 	}
-	scope := readScope(ctx, gvk)
+	scope := c.cachedScope(ctx, gvk, m)
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		key.Namespace = "" // as the server (and url) ignore it
-	} else {
-		if def := c.factory.DefaultNamespace(); def != "" && scope.Namespace == "" {
-			scope.Namespace = def // the factory restricts the kind's informers to it
-		}
-		if ns := scopeNamespace(scope); ns != "" && key.Namespace != ns {
-			return outOfScopeGet(gvk, key, ns)
-		}
+	} else if ns := scopeNamespace(scope); ns != "" && key.Namespace != ns {
+		return outOfScopeGet(gvk, key, ns)
 	}
 	inf, err := c.informerFor(ctx, gvk, obj, scope)
 	if err != nil {
@@ -321,6 +316,18 @@ func isNil(obj runtime.Object) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
+// cachedScope returns the scope of the cached reads of gvk (mapped to m)
+// with ctx: its ReadScopes, with the factory's DefaultNamespace for a
+// namespaced kind whose scope names no namespace (the factory restricts the
+// kind's informers to it).
+func (c *Client) cachedScope(ctx context.Context, gvk schema.GroupVersionKind, m *meta.RESTMapping) informer.Scope {
+	scope := readScope(ctx, gvk)
+	if def := c.factory.DefaultNamespace(); def != "" && scope.Namespace == "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
+		scope.Namespace = def
+	}
+	return scope
+}
+
 // informerKey names an informer the client reads: a kind, the Go type of
 // its objects (typed, unstructured or metadata-only) and a scope.
 type informerKey struct {
@@ -336,7 +343,7 @@ func (c *Client) informerFor(ctx context.Context, gvk schema.GroupVersionKind, o
 	key := informerKey{gvk: gvk, t: reflect.TypeOf(obj), scope: scope}
 	if v, ok := c.synced.Load(key); ok {
 		inf := v.(*informer.Informer[informer.Object])
-		if err := c.index(inf, obj); err != nil {
+		if err := c.index(inf, gvk, obj); err != nil {
 			return nil, err
 		}
 		return inf, nil
@@ -345,7 +352,7 @@ func (c *Client) informerFor(ctx context.Context, gvk schema.GroupVersionKind, o
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	if err := c.index(inf, obj); err != nil {
+	if err := c.index(inf, gvk, obj); err != nil {
 		return nil, err
 	}
 	if err := c.factory.WaitForStart(ctx); err != nil {
@@ -425,10 +432,7 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		o.Namespace = "" // as the server (and url) ignore it
 	}
-	scope := readScope(ctx, gvk)
-	if def := c.factory.DefaultNamespace(); def != "" && scope.Namespace == "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
-		scope.Namespace = def // the factory restricts the kind's informers to it
-	}
+	scope := c.cachedScope(ctx, gvk, m)
 	if err := checkListScope(gvk, scope, o); err != nil {
 		return err
 	}

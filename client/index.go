@@ -97,17 +97,13 @@ func (c *Client) IndexField(obj Object, field string, extract func(Object) []str
 	return nil
 }
 
-// index gives inf, an informer of obj's kind and form, the field indexes it
-// does not have yet.
-func (c *Client) index(inf *informer.Informer[informer.Object], obj Object) error {
+// index gives inf, an informer of obj's kind (gvk) and form, the field
+// indexes it does not have yet.
+func (c *Client) index(inf *informer.Informer[informer.Object], gvk schema.GroupVersionKind, obj Object) error {
 	ix := &c.indexes
 	p := ix.byKind.Load()
 	if p == nil {
 		return nil // no field index at all: the common case costs one load
-	}
-	gvk, err := c.gvkFor(obj)
-	if err != nil {
-		return err
 	}
 	key := indexKey{gvk, reflect.TypeOf(obj)}
 	if len((*p)[key]) == 0 {
