@@ -291,36 +291,84 @@ func DefaultRateLimiter[K comparable](clock Clock) RateLimiter[K] {
 	if clock == nil {
 		clock = RealClock{}
 	}
+	_, real := clock.(RealClock)
 	return &defaultLimiter[K]{
 		bucket:   Bucket[K]{clock: clock, epoch: clock.Now(), interval: 1e9 / DefaultQPS, window: DefaultBurst * 1e9 / DefaultQPS},
 		failures: make(map[K]int),
+		real:     real,
 	}
 }
 
 type defaultLimiter[K comparable] struct {
-	// bucket's own mutex guards the bucket and failures.
-	bucket   Bucket[K]
+	// bucket's own mutex guards the bucket, slot, slotN and failures.
+	bucket Bucket[K]
+	// slot is one failing key whose count, slotN, is kept outside the map:
+	// a controller mostly has at most one key in backoff at a time, and a
+	// failure followed by a success then costs no hashing, no map growth
+	// and no new hash seed (Go draws one, a random number, whenever a map
+	// becomes empty). slotN == 0 means the slot is free (slot is then the
+	// zero K, holding no reference).
+	slot  K
+	slotN int
+	// failures counts the failures of the other keys since they were last
+	// forgotten (absent means 0). Invariant: it never holds slot while
+	// slotN > 0, so a key's count is in exactly one place.
 	failures map[K]int
+	// real: the clock is RealClock, read without an interface call.
+	real bool
 }
 
 func (r *defaultLimiter[K]) When(key K) time.Duration {
-	now := int64(r.bucket.clock.Since(r.bucket.epoch))
+	var now int64
+	if r.real {
+		now = int64(time.Since(r.bucket.epoch))
+	} else {
+		now = int64(r.bucket.clock.Since(r.bucket.epoch))
+	}
 	r.bucket.mu.Lock()
-	f := r.failures[key]
-	r.failures[key] = f + 1
+	f := r.fail(key)
 	d := r.bucket.take(now)
 	r.bucket.mu.Unlock()
 	return max(d, backoff(DefaultBaseDelay, DefaultMaxDelay, f))
 }
 
+// fail counts a failure of key and returns the count before it. The mutex
+// is held.
+func (r *defaultLimiter[K]) fail(key K) int {
+	if r.slotN > 0 {
+		if r.slot == key {
+			f := r.slotN
+			r.slotN++
+			return f
+		}
+	} else if len(r.failures) == 0 {
+		r.slot, r.slotN = key, 1
+		return 0
+	} else if _, ok := r.failures[key]; !ok {
+		r.slot, r.slotN = key, 1
+		return 0
+	}
+	f := r.failures[key]
+	r.failures[key] = f + 1
+	return f
+}
+
 func (r *defaultLimiter[K]) Forget(key K) {
 	r.bucket.mu.Lock()
-	delete(r.failures, key)
+	if r.slotN > 0 && r.slot == key {
+		var zero K
+		r.slot, r.slotN = zero, 0
+	} else if len(r.failures) > 0 {
+		delete(r.failures, key)
+	}
 	r.bucket.mu.Unlock()
 }
 
 func (r *defaultLimiter[K]) NumRequeues(key K) int {
 	r.bucket.mu.Lock()
 	defer r.bucket.mu.Unlock()
+	if r.slotN > 0 && r.slot == key {
+		return r.slotN
+	}
 	return r.failures[key]
 }

@@ -234,3 +234,45 @@ func TestLimiterOptionErrors(t *testing.T) {
 		t.Error("nil limiter accepted")
 	}
 }
+
+// FuzzDefaultLimiter drives the fused default limiter and its definition,
+// MaxOf(Exponential, Bucket), with the same When/Forget/NumRequeues calls on a
+// few keys (the zero key among them) and clock advances, and checks that they
+// answer alike and agree on every key's count after each step: the fused one
+// keeps one key outside its map, and keys move between the two.
+func FuzzDefaultLimiter(f *testing.F) {
+	f.Add([]byte{0, 4, 1, 5, 2, 8, 12, 0, 1, 6, 3})
+	f.Add([]byte{1, 1, 1, 5, 0, 0, 9, 2, 2, 6, 4, 5})
+	f.Add([]byte{2, 6, 1, 2, 5, 10, 1, 3})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		clockA, clockB := newFakeClock(), newFakeClock()
+		fused := DefaultRateLimiter[int](clockA)
+		exp, _ := NewExponential[int](ExponentialOptions{})
+		bucket, _ := NewBucket[int](BucketOptions{Clock: clockB})
+		composed, err := NewMaxOf[int](exp, bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, op := range ops {
+			key := int(op & 3)
+			switch op >> 2 & 3 {
+			case 0, 1:
+				if a, b := fused.When(key), composed.When(key); a != b {
+					t.Fatalf("op %d When(%d): fused %v, MaxOf %v", i, key, a, b)
+				}
+			case 2:
+				fused.Forget(key)
+				composed.Forget(key)
+			case 3:
+				d := time.Duration(op>>4) * 100 * time.Millisecond
+				clockA.Advance(d)
+				clockB.Advance(d)
+			}
+			for k := range 4 {
+				if a, b := fused.NumRequeues(k), composed.NumRequeues(k); a != b {
+					t.Fatalf("op %d: NumRequeues(%d) fused %d, MaxOf %d", i, k, a, b)
+				}
+			}
+		}
+	})
+}
