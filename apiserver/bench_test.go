@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -211,4 +212,94 @@ func BenchmarkHandler(b *testing.B) {
 			do("GET", cmPath+"/hu", "", http.StatusOK)
 		}
 	})
+}
+
+// discardWatch is a ResponseWriter for an in-process watch: it counts the
+// events written (one per line) and keeps nothing.
+type discardWatch struct {
+	h      http.Header
+	mu     sync.Mutex // guards events and cond's waiters
+	cond   *sync.Cond
+	events int
+}
+
+func newDiscardWatch() *discardWatch {
+	d := &discardWatch{h: http.Header{}}
+	d.cond = sync.NewCond(&d.mu)
+	return d
+}
+
+func (d *discardWatch) Header() http.Header { return d.h }
+func (d *discardWatch) WriteHeader(int)     {}
+func (d *discardWatch) Flush()              {}
+func (d *discardWatch) Write(p []byte) (int, error) {
+	n := bytes.Count(p, []byte("\n"))
+	d.mu.Lock()
+	d.events += n
+	d.cond.Broadcast()
+	d.mu.Unlock()
+	return len(p), nil
+}
+
+// wait blocks until n events were written.
+func (d *discardWatch) wait(n int) {
+	d.mu.Lock()
+	for d.events < n {
+		d.cond.Wait()
+	}
+	d.mu.Unlock()
+}
+
+// BenchmarkHandlerPut measures an update (PUT) of a small ConfigMap through
+// the server's handler in process, as bench/'s e2eDirect writer sends it,
+// with 0, 1 and 2 watches of the namespace served in process (their event
+// encoding and delivery included: the timer stops once every watch got
+// every event).
+func BenchmarkHandlerPut(b *testing.B) {
+	for _, watchers := range []int{0, 1, 2} {
+		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
+			srv, err := apiserver.New(apiserver.Options{Token: "t", HistoryEvents: 1000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := srv.Handler()
+			body := func(seq int) string {
+				return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p","namespace":"default","labels":{"app":"bench"}},"data":{"seq":"` + fmt.Sprint(seq) + `"}}`
+			}
+			do := func(method, path, body string, want int) {
+				req := httptest.NewRequest(method, path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer t")
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != want {
+					b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+				}
+			}
+			do("POST", cmPath, body(-1), http.StatusCreated)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			ws := make([]*discardWatch, watchers)
+			for i := range ws {
+				ws[i] = newDiscardWatch()
+				req := httptest.NewRequest("GET", cmPath+"?watch=true&resourceVersion=0", nil).WithContext(ctx)
+				req.Header.Set("Authorization", "Bearer t")
+				wg.Go(func() { h.ServeHTTP(ws[i], req) })
+				ws[i].wait(1) // the initial ADDED event
+			}
+			defer func() {
+				cancel()
+				wg.Wait()
+			}()
+			b.ReportAllocs()
+			seq := 0
+			for b.Loop() {
+				do("PUT", cmPath+"/p", body(seq), http.StatusOK)
+				seq++
+			}
+			for _, w := range ws {
+				w.wait(1 + seq)
+			}
+		})
+	}
 }
