@@ -57,8 +57,53 @@ func (v *valueTypes) CreateDecoder(typ reflect2.Type) jsoniter.ValDecoder {
 		if v.dropManagedFields {
 			return skipDecoder{}
 		}
+	case stringMapType:
+		return stringMapDecoder{}
 	}
 	return nil
+}
+
+var stringMapType = reflect2.TypeOf(map[string]string(nil))
+
+// stringMapDecoder decodes a map[string]string (labels, annotations, a
+// ConfigMap's data, node selectors, a CR's parameters) as json-iterator's
+// own map decoder reads it — null is a nil map, {} an empty one, a later
+// duplicate key wins — without its two allocations per entry (a key and a
+// value temporary, on top of the strings themselves), and into a map made
+// for its number of entries (collected first, on the stack for up to 16),
+// not grown as it fills.
+type stringMapDecoder struct{}
+
+// stringPair is one entry of a map being decoded.
+type stringPair struct{ k, v string }
+
+func (stringMapDecoder) Decode(ptr unsafe.Pointer, iter *jsoniter.Iterator) {
+	m := (*map[string]string)(ptr)
+	switch iter.WhatIsNext() {
+	case jsoniter.NilValue:
+		iter.ReadNil()
+		*m = nil
+		return
+	case jsoniter.ObjectValue:
+	default:
+		iter.ReportError("map[string]string", "not an object")
+		return
+	}
+	var buf [16]stringPair
+	pairs := buf[:0]
+	iter.ReadMapCB(func(iter *jsoniter.Iterator, k string) bool {
+		pairs = append(pairs, stringPair{k, iter.ReadString()})
+		return iter.Error == nil
+	})
+	if iter.Error != nil {
+		return
+	}
+	if *m == nil {
+		*m = make(map[string]string, len(pairs))
+	}
+	for _, p := range pairs {
+		(*m)[p.k] = p.v
+	}
 }
 
 var managedFieldsType = reflect2.TypeOf([]metav1.ManagedFieldsEntry(nil))
