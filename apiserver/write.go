@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -305,27 +304,28 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 }
 
 // encodeStored encodes obj exactly as json.Marshal does once its
-// metadata.resourceVersion is set (keys sorted, each value by json.Marshal),
-// but without it: off is where `"resourceVersion":"<rv>"` goes (separators
-// are in place). obj's metadata must be a map without resourceVersion.
+// metadata.resourceVersion is set (keys sorted, values as json.Marshal
+// encodes them: see appendJSON), but without it: off is where
+// `"resourceVersion":"<rv>"` goes (separators are in place). obj's metadata
+// must be a map without resourceVersion.
 func encodeStored(obj map[string]any) (pre []byte, off int, err error) {
 	m, ok := obj["metadata"].(map[string]any)
 	if !ok {
 		return nil, 0, fmt.Errorf("metadata is %T, not an object", obj["metadata"])
 	}
-	appendJSON := func(b []byte, v any) ([]byte, error) {
-		j, err := json.Marshal(v)
-		return append(b, j...), err
+	var arr [16]string
+	keys := arr[:0]
+	for key := range obj {
+		keys = append(keys, key)
 	}
+	slices.Sort(keys)
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
-	for i, key := range slices.Sorted(maps.Keys(obj)) {
+	for i, key := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendJSON(b, key); err != nil {
-			return nil, 0, err
-		}
+		b = appendJSONString(b, key)
 		b = append(b, ':')
 		if key != "metadata" {
 			if b, err = appendJSON(b, obj[key]); err != nil {
@@ -334,7 +334,12 @@ func encodeStored(obj map[string]any) (pre []byte, off int, err error) {
 			continue
 		}
 		b = append(b, '{')
-		mkeys := append(slices.Collect(maps.Keys(m)), "resourceVersion")
+		var marr [24]string
+		mkeys := marr[:0]
+		for mk := range m {
+			mkeys = append(mkeys, mk)
+		}
+		mkeys = append(mkeys, "resourceVersion")
 		slices.Sort(mkeys)
 		for j, mk := range mkeys {
 			if j > 0 {
@@ -344,9 +349,7 @@ func encodeStored(obj map[string]any) (pre []byte, off int, err error) {
 				off = len(b)
 				continue
 			}
-			if b, err = appendJSON(b, mk); err != nil {
-				return nil, 0, err
-			}
+			b = appendJSONString(b, mk)
 			b = append(b, ':')
 			if b, err = appendJSON(b, m[mk]); err != nil {
 				return nil, 0, err
