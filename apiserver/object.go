@@ -107,6 +107,9 @@ func decodeMap(b []byte) (map[string]any, error) {
 	if len(b) == 0 || b[0] != '{' {
 		return nil, fmt.Errorf("expected a JSON object")
 	}
+	if m, ok := fastDecode(b); ok {
+		return m, nil
+	}
 	var m map[string]any
 	if err := utiljson.Unmarshal(b, &m); err != nil {
 		return nil, err
