@@ -299,14 +299,12 @@ func (f *FIFO[T]) Bookmark(resourceVersion string) error {
 // if an object is invalid or fails Transform.
 func (f *FIFO[T]) Replace(objs []T, resourceVersion string) error {
 	batch := make([]Delta[T], 0, len(objs))
-	listed := make(map[string]struct{}, len(objs))
 	for _, obj := range objs {
 		obj, key, err := f.prepare(obj)
 		if err != nil {
 			return fmt.Errorf("fifo: replace: %w", err)
 		}
 		batch = append(batch, Delta[T]{Type: Replaced, Object: obj, Key: key, ResourceVersion: resourceVersion})
-		listed[key] = struct{}{}
 	}
 
 	f.mu.Lock()
@@ -315,6 +313,19 @@ func (f *FIFO[T]) Replace(objs []T, resourceVersion string) error {
 		return ErrClosed
 	}
 	last, order := f.pendingLocked()
+	var knownKeys []string
+	if f.known != nil {
+		knownKeys = f.known.ListKeys()
+	}
+	// The listed keys, for the deletions; none can be missing when nothing
+	// is known or queued (the initial list), so the set is not built then.
+	var listed map[string]struct{}
+	if len(order) > 0 || len(knownKeys) > 0 {
+		listed = make(map[string]struct{}, len(objs))
+		for i := range batch {
+			listed[batch[i].Key] = struct{}{}
+		}
+	}
 	for _, key := range order {
 		if _, ok := listed[key]; ok {
 			continue
@@ -324,7 +335,7 @@ func (f *FIFO[T]) Replace(objs []T, resourceVersion string) error {
 		}
 	}
 	if f.known != nil {
-		for _, key := range f.known.ListKeys() {
+		for _, key := range knownKeys {
 			if _, ok := listed[key]; ok {
 				continue
 			}
