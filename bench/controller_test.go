@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -698,6 +699,24 @@ func feed(t *seqTracker, n int, event func(i int) *corev1.ConfigMap, send func(*
 	}
 }
 
+// inprocPrebuilt reports BENCH_INPROC_EVENTS: "inline" (the default: the
+// feeder builds each event, a ConfigMap with its maps and strings, while it
+// feeds, so that building them shares the cores with the pipelines) or
+// "prebuilt" (all events are built before the timer starts, as decoded
+// objects waiting in a watch would be: the cores go to the pipelines alone,
+// and the pending events are a large live heap for the garbage collector).
+func inprocPrebuilt(tb testing.TB) bool {
+	switch v := os.Getenv("BENCH_INPROC_EVENTS"); v {
+	case "", "inline":
+		return false
+	case "prebuilt":
+		return true
+	default:
+		tb.Fatalf("BENCH_INPROC_EVENTS=%q: want inline or prebuilt", v)
+		return false
+	}
+}
+
 // runInproc feeds max(n, inprocKeys) events to c (at rate events/s, or as
 // fast as it accepts them with rate 0) and times them from the first event
 // until a reconcile saw the last event of every object.
@@ -713,10 +732,23 @@ func runInproc(tb testing.TB, c inprocContender, workers, n int, rate float64) s
 	if !waitFor(e2eTimeout, func() bool { return t.initialN.Load() == inprocKeys }) {
 		tb.Fatalf("%s reconciled %d of %d objects of its initial list", c.name, t.initialN.Load(), inprocKeys)
 	}
+	event := func(i int) *corev1.ConfigMap { return inprocCM(i%inprocKeys, i, i+2) }
+	if inprocPrebuilt(tb) {
+		events := make([]*corev1.ConfigMap, n)
+		for i := range events {
+			events[i] = event(i)
+		}
+		runtime.GC()
+		event = func(i int) *corev1.ConfigMap {
+			e := events[i]
+			events[i] = nil // the feeder holds each event only until it is sent
+			return e
+		}
+	}
 	cpu0 := cpuTime()
 	resetTimer(tb)
 	start := t.now()
-	feed(t, n, func(i int) *corev1.ConfigMap { return inprocCM(i%inprocKeys, i, i+2) }, send, rate)
+	feed(t, n, event, send, rate)
 	if !waitFor(e2eTimeout, func() bool { return t.finished.Load() == inprocKeys }) {
 		tb.Fatalf("%s: %d of %d objects reached their last event", c.name, t.finished.Load(), inprocKeys)
 	}
@@ -780,7 +812,8 @@ func TestEventToReconcileContenders(t *testing.T) {
 // achieved and every object's last event reconciled within 10 ms of the last
 // send. A bisection on a log scale between 50k and 3.2M events/s (to within
 // 5 %), each probe BENCH_SUSTAINED_EVENTS events (default 300,000) paced as
-// in BenchmarkEventToReconcileInProcess; run with -benchtime 1x.
+// in BenchmarkEventToReconcileInProcess (BENCH_INPROC_EVENTS=prebuilt
+// builds the events before each probe); run with -benchtime 1x.
 func BenchmarkEventToReconcileSustained(b *testing.B) {
 	n := 300_000
 	if v := os.Getenv("BENCH_SUSTAINED_EVENTS"); v != "" {
