@@ -76,30 +76,3 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 	})
 }
-
-// TestEncodeStored checks that encodeStored leaves the gap for the
-// resourceVersion where json.Marshal puts it.
-func TestEncodeStored(t *testing.T) {
-	for _, obj := range []map[string]any{
-		{"metadata": map[string]any{}},
-		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "n", "uid": "u", "labels": map[string]any{"&": "<"}}, "data": map[string]any{"k": "v"}},
-		{"z": 1.5, "metadata": map[string]any{"a": int64(1), "z": nil, "resourceVersiom": "x", "resourceVersioo": "y"}, "a": []any{}},
-	} {
-		pre, off, err := encodeStored(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := string(pre[:off]) + `"resourceVersion":"42"` + string(pre[off:])
-		meta(obj)["resourceVersion"] = "42"
-		want, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != string(want) {
-			t.Errorf("got %s, want %s", got, want)
-		}
-	}
-	if _, _, err := encodeStored(map[string]any{"metadata": "x"}); err == nil {
-		t.Error("metadata of another type encoded without error")
-	}
-}

@@ -47,6 +47,9 @@ type Server struct {
 	openapi  *openAPI
 	crdMu    sync.Mutex // serializes syncCRD, so the registry follows the store's order
 	ips      *ipAllocator
+	// decoded caches the decoded form of recently written objects for
+	// their next update.
+	decoded *decodedCache
 
 	inflight  atomic.Int64  // requests being served
 	ready     chan struct{} // closed once the server accepts connections
@@ -76,7 +79,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator()}
+	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator(), decoded: newDecodedCache()}
 	s.reg.add(builtinKinds()...)
 	s.reg.add(reviewKinds()...)
 	if s.openapi, err = newOpenAPI(); err != nil {

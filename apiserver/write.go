@@ -609,7 +609,7 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 	if old == nil {
 		errs = apivalidation.ValidateObjectMetaAccessor(u, k.namespaced, k.nameValidation, field.NewPath("metadata"))
 	} else {
-		errs = apivalidation.ValidateObjectMetaAccessorUpdate(u, old, field.NewPath("metadata"))
+		errs = validateMetaUpdate(u, old, field.NewPath("metadata"))
 	}
 	if k.validate != nil {
 		errs = append(errs, k.validate(u.Object)...)
@@ -627,6 +627,40 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 		return apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, u.GetName(), errs)
 	}
 	return nil
+}
+
+// validateMetaUpdate is apivalidation.ValidateObjectMetaAccessorUpdate,
+// without its cost in the usual update: when the fields it checks for
+// immutability hold the same values as before (which its own checks then
+// pass: its getters read equal values alike), the old object is not being
+// deleted and the resourceVersion and generation are fine, only the checks
+// of the new labels, annotations, owner references and managed fields can
+// fail, and they are called as it calls them. Otherwise it is called.
+func validateMetaUpdate(u, old *unstructured.Unstructured, fldPath *field.Path) field.ErrorList {
+	m, mok := u.Object["metadata"].(map[string]any)
+	om, omok := old.Object["metadata"].(map[string]any)
+	fast := mok && omok && str(om, "deletionTimestamp") == "" && str(m, "resourceVersion") != "" && u.GetGeneration() >= 0
+	for _, f := range []string{"generation", "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		if !fast {
+			break
+		}
+		v, ok := m[f]
+		ov, ook := om[f]
+		fast = ok == ook && jsonEqual(v, ov)
+	}
+	if !fast {
+		return apivalidation.ValidateObjectMetaAccessorUpdate(u, old, fldPath)
+	}
+	var errs field.ErrorList
+	errs = append(errs, metavalidation.ValidateLabels(u.GetLabels(), fldPath.Child("labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(u.GetAnnotations(), fldPath.Child("annotations"))...)
+	if _, ok := m["ownerReferences"]; ok {
+		errs = append(errs, apivalidation.ValidateOwnerReferences(u.GetOwnerReferences(), fldPath.Child("ownerReferences"))...)
+	}
+	if _, ok := m["managedFields"]; ok {
+		errs = append(errs, metavalidation.ValidateManagedFields(u.GetManagedFields(), fldPath.Child("managedFields"), metavalidation.CoveredByDeclarative)...)
+	}
+	return errs
 }
 
 // checkNamespace refuses writes into a namespace that is missing or terminating.
@@ -689,7 +723,18 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		return err
 	}
 	o, err := s.update(k, ri, wo, func(*storage.Object) (map[string]any, error) {
-		return runtime.DeepCopyJSON(obj), nil
+		if obj != nil { // the first attempt takes the decoded body as it is
+			next := obj
+			obj = nil
+			return next, nil
+		}
+		// Another attempt (the object changed meanwhile) starts again from
+		// the body: the first one changed obj.
+		next, err := s.decodeBody(k, body, wo)
+		if err != nil {
+			return nil, err
+		}
+		return s.toStorage(k, next)
 	})
 	if err != nil {
 		return err
@@ -709,15 +754,18 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *storage.Object) (map[string]any, error)) (*storage.Object, error) {
 	var dryResult *storage.Object
 	var oldObj *storage.Object
+	var written map[string]any // the state encoded by the last attempt
 	o, deleted, err := s.store.Write(k.storageResource, ri.namespace, ri.name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
 		oldObj = cur
 		obj, err := next(cur)
 		if err != nil {
 			return nil, false, err
 		}
-		old, err := decodeMap(cur.Data)
-		if err != nil {
-			return nil, false, fmt.Errorf("decoding stored object: %w", err)
+		old, ok := s.decoded.get(cur) // read-only
+		if !ok {
+			if old, err = decodeMap(cur.Data); err != nil {
+				return nil, false, fmt.Errorf("decoding stored object: %w", err)
+			}
 		}
 		obj, changed, del, err := s.prepareUpdate(k, ri, obj, old, cur, wo)
 		if err != nil || !changed {
@@ -727,6 +775,7 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 			dryResult, err = k.encoder(obj)(cur.ResourceVersion)
 			return nil, false, err
 		}
+		written = obj
 		return k.encoder(obj), del, nil
 	})
 	if err != nil {
@@ -736,6 +785,9 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 		return dryResult, nil
 	}
 	if o != oldObj { // written
+		if !deleted {
+			s.decoded.put(o, written)
+		}
 		s.afterWrite(k, oldObj, o)
 		if deleted {
 			s.afterDelete(k, o)
@@ -759,7 +811,8 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 }
 
 // prepareUpdate applies the update rules to obj (the requested new state,
-// stored form) given the current state old. It reports whether anything
+// stored form) given the current state old, which it does not modify (it
+// may be shared: see decodedCache). It reports whether anything
 // changed and whether the object is now deleted (finalizers emptied while
 // deleting).
 func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any, cur *storage.Object, wo *writeOpts) (map[string]any, bool, bool, error) {
@@ -838,7 +891,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	}
 	for _, f := range []string{"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"} {
 		if v, ok := om[f]; ok {
-			m[f] = v
+			m[f] = runtime.DeepCopyJSONValue(v) // old is read-only
 		} else {
 			delete(m, f)
 		}

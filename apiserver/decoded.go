@@ -1,0 +1,97 @@
+package apiserver
+
+import (
+	"hash/maphash"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+// decodedCache keeps the decoded form (decodeMap's) of recently written
+// objects, so that the next update of an object compares with its current
+// state without decoding it again. It is bounded: one entry per slot, a
+// slot chosen by the object's key; a newer write or another key in the
+// same slot replaces an entry. Entries are read-only: their maps are shared
+// by every writer that finds them. The zero value is not usable: see
+// newDecodedCache. It is safe for concurrent use.
+type decodedCache struct {
+	seed  maphash.Seed
+	slots []atomic.Pointer[decodedEntry] // len is a power of two
+}
+
+// decodedEntry is the decoded form of one stored object.
+type decodedEntry struct {
+	o *storage.Object
+	m map[string]any
+}
+
+// decodedCacheSlots bounds the entries of a decodedCache.
+const decodedCacheSlots = 4096
+
+func newDecodedCache() *decodedCache {
+	return &decodedCache{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[decodedEntry], decodedCacheSlots)}
+}
+
+func (c *decodedCache) slot(o *storage.Object) *atomic.Pointer[decodedEntry] {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	_, _ = h.WriteString(o.Namespace)
+	_ = h.WriteByte('/')
+	_, _ = h.WriteString(o.Name)
+	return &c.slots[h.Sum64()&uint64(len(c.slots)-1)]
+}
+
+// get returns the decoded form of o if the cache has it. The map must not
+// be modified.
+func (c *decodedCache) get(o *storage.Object) (map[string]any, bool) {
+	if e := c.slot(o).Load(); e != nil && e.o == o {
+		return e.m, true
+	}
+	return nil, false
+}
+
+// put records m as the decoded form of o, when it is exactly what
+// decodeMap(o.Data) gives (see canonicalJSON): m is o's state as it was
+// encoded, and must not be modified from now on.
+func (c *decodedCache) put(o *storage.Object, m map[string]any) {
+	if !canonicalJSON(m) {
+		return
+	}
+	c.slot(o).Store(&decodedEntry{o: o, m: m})
+}
+
+// canonicalJSON reports whether decoding the JSON encoding of v gives v
+// back, value for value (as reflect.DeepEqual, jsonEqual and the encoding
+// see them): a tree of non-nil maps and slices, valid UTF-8 strings,
+// int64, bool and nil. Floats are not (an integral one comes back as an
+// int64), nor any other Go type.
+func canonicalJSON(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return false
+		}
+		for k, e := range x {
+			if !utf8.ValidString(k) || !canonicalJSON(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		if x == nil {
+			return false
+		}
+		for _, e := range x {
+			if !canonicalJSON(e) {
+				return false
+			}
+		}
+		return true
+	case string:
+		return utf8.ValidString(x)
+	case int64, bool, nil:
+		return true
+	}
+	return false
+}

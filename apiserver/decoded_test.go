@@ -1,0 +1,92 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCanonicalJSON(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{
+		{map[string]any{"a": []any{int64(1), "s", true, nil, map[string]any{}}, "b": []any{}}, true},
+		{map[string]any{"f": 1.5}, false},
+		{map[string]any{"f": float64(3)}, false},
+		{map[string]any{"i": 3}, false},
+		{map[string]any{"m": map[string]any(nil)}, false},
+		{map[string]any{"l": []any(nil)}, false},
+		{map[string]any{"s": "a\xffb"}, false},
+		{map[string]any{"k\xff": "v"}, false},
+		{map[string]any{"l": []string{"a"}}, false},
+		{map[string]any(nil), false},
+	} {
+		if got := canonicalJSON(tc.v); got != tc.want {
+			t.Errorf("canonicalJSON(%#v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestDecodedCacheMatchesStorage writes objects of several kinds in several
+// ways and checks that every decoded form the cache keeps is what decoding
+// the stored bytes gives, and that an update from the cache answers as one
+// without it (an unchanged PUT keeps its resourceVersion).
+func TestDecodedCacheMatchesStorage(t *testing.T) {
+	s, err := New(Options{Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(method, path, ctype, body string, want int) string {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Content-Type", ctype)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	const ns = "/api/v1/namespaces/default/"
+	const js, merge = "application/json", "application/merge-patch+json"
+	cm := func(v string) string {
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"a":"b"},"annotations":{"x":"<y>"}},"data":{"k":"` + v + `","u":"\u00e9\u2028"}}`
+	}
+	do("POST", ns+"configmaps", js, cm("0"), http.StatusCreated)
+	do("POST", ns+"pods", js, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":"0.5"}}}]}}`, http.StatusCreated)
+	do("POST", ns+"services", js, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc"},"spec":{"ports":[{"port":80}]}}`, http.StatusCreated)
+	for i := range 3 {
+		first := do("PUT", ns+"configmaps/cm", js, cm(fmt.Sprint(i)), http.StatusOK)
+		again := do("PUT", ns+"configmaps/cm", js, cm(fmt.Sprint(i)), http.StatusOK)
+		if first != again {
+			t.Fatalf("an unchanged PUT answered\n%s\nafter\n%s", again, first)
+		}
+		do("PATCH", ns+"configmaps/cm", merge, fmt.Sprintf(`{"metadata":{"annotations":{"i":"%d"}}}`, i), http.StatusOK)
+		do("PATCH", ns+"pods/p", merge, fmt.Sprintf(`{"metadata":{"labels":{"i":"%d"}}}`, i), http.StatusOK)
+		do("PATCH", ns+"pods/p/status", merge, fmt.Sprintf(`{"status":{"message":"%d"}}`, i), http.StatusOK)
+		do("PUT", ns+"services/svc", js, fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","labels":{"i":"%d"}},"spec":{"ports":[{"port":80}]}}`, i), http.StatusOK)
+	}
+	entries := 0
+	for i := range s.decoded.slots {
+		e := s.decoded.slots[i].Load()
+		if e == nil {
+			continue
+		}
+		entries++
+		want, err := decodeMap(e.o.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(e.m, want) {
+			t.Errorf("cached %s:\n%#v\nstored:\n%#v", e.o.Key(), e.m, want)
+		}
+	}
+	if entries != 3 {
+		t.Errorf("%d objects cached, want the 3 updated", entries)
+	}
+}
