@@ -475,6 +475,9 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(batch []Delta[T]) error)
 	// f.mu is held.
 	n := int(f.queue.Front().n)
 	batch := f.inflight[:0]
+	if cap(batch) < n {
+		batch = make([]Delta[T], 0, n) // a relist: one allocation, not a doubling per size
+	}
 	for range n {
 		s, _ := f.queue.Pop()
 		batch = append(batch, s.d)
