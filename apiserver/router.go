@@ -28,7 +28,11 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 // parseResourcePath parses a resource path. ok is false when the path is not
 // under /api or /apis or has no resource.
 func parseResourcePath(path string) (ri requestInfo, ok bool) {
-	parts := splitPath(path)
+	return parseResourceParts(splitPath(path))
+}
+
+// parseResourceParts is parseResourcePath on the path's segments.
+func parseResourceParts(parts []string) (ri requestInfo, ok bool) {
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
 		ri.gv = schema.GroupVersion{Version: parts[1]}
@@ -104,7 +108,7 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 		case len(parts) == 3 && parts[0] == "apis":
 			s.serveResourceList(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
 		default:
-			ri, ok := parseResourcePath(path)
+			ri, ok := parseResourceParts(parts)
 			if !ok {
 				s.notFound(w, r)
 				return

@@ -269,8 +269,14 @@ func (s *Server) toStorage(k *kind, obj map[string]any) (map[string]any, error) 
 			return nil, badRequest("converting %s: %v", k.kind, err)
 		}
 	}
-	gv, kd := k.storageVersion, k.kind
-	obj["apiVersion"], obj["kind"] = gv, kd
+	// Set only when they differ: the usual body has them already, and
+	// storing a string in a map allocates.
+	if av, _ := obj["apiVersion"].(string); av != k.storageVersion {
+		obj["apiVersion"] = k.storageVersion
+	}
+	if kd, _ := obj["kind"].(string); kd != k.kind {
+		obj["kind"] = k.kind
+	}
 	return obj, nil
 }
 
@@ -385,6 +391,9 @@ func (wo *writeOpts) summary(body []byte) string {
 // writeOptions reads the dryRun and fieldValidation parameters.
 func writeOptions(q url.Values, verb string) (*writeOpts, error) {
 	dry, fv, fm := q["dryRun"], q.Get("fieldValidation"), q.Get("fieldManager")
+	if len(dry) == 0 && fv == "" && fm == "" { // nothing to validate
+		return &writeOpts{fieldValidation: metav1.FieldValidationWarn}, nil
+	}
 	var errs field.ErrorList
 	switch verb {
 	case "Create":
@@ -651,9 +660,14 @@ func validateMetaUpdate(u, old *unstructured.Unstructured, fldPath *field.Path) 
 	if !fast {
 		return apivalidation.ValidateObjectMetaAccessorUpdate(u, old, fldPath)
 	}
+	// Empty (or absent) labels and annotations have nothing to check.
 	var errs field.ErrorList
-	errs = append(errs, metavalidation.ValidateLabels(u.GetLabels(), fldPath.Child("labels"))...)
-	errs = append(errs, apivalidation.ValidateAnnotations(u.GetAnnotations(), fldPath.Child("annotations"))...)
+	if length(m, "labels") > 0 {
+		errs = append(errs, metavalidation.ValidateLabels(u.GetLabels(), fldPath.Child("labels"))...)
+	}
+	if length(m, "annotations") > 0 {
+		errs = append(errs, apivalidation.ValidateAnnotations(u.GetAnnotations(), fldPath.Child("annotations"))...)
+	}
 	if _, ok := m["ownerReferences"]; ok {
 		errs = append(errs, apivalidation.ValidateOwnerReferences(u.GetOwnerReferences(), fldPath.Child("ownerReferences"))...)
 	}
