@@ -273,16 +273,52 @@ func (ix *Indexer[T]) LoadAndDelete(key string) (old T, deleted bool, err error)
 // or an index func fails, nothing changes.
 func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 	spec := ix.spec.Load()
+	b := newBuilder(spec, ix.nsIndex, len(objs))
 	ix.mu.RLock() // only to borrow existing key strings; writers wait for the swap anyway
-	st, err := ix.build(spec, objs, ix.st.items)
+	err := b.add(objs, ix.st.items)
 	ix.mu.RUnlock()
 	if err != nil {
 		return err
 	}
+	return ix.publish(spec, b.st, resourceVersion)
+}
+
+// ReplaceFrom is Replace for a list whose objects arrive in order, in
+// batches sent on batches until it is closed: the new content is built as
+// they arrive (on the caller's goroutine), so that the producer of the
+// batches — the informer, interning the objects of a relist — works in
+// parallel with the building instead of before it. Nothing changes before
+// batches is closed; then the content is swapped as by Replace. If an
+// object is invalid or an index func fails, the rest of the batches are
+// received and dropped, nothing changes, and the error is returned. size
+// is the number of objects expected (a capacity hint). A batch belongs to
+// the Indexer once sent.
+func (ix *Indexer[T]) ReplaceFrom(size int, batches <-chan []T, resourceVersion string) error {
+	spec := ix.spec.Load()
+	b := newBuilder(spec, ix.nsIndex, size)
+	var err error
+	for objs := range batches {
+		if err != nil {
+			continue // drained, so that the sender never blocks
+		}
+		ix.mu.RLock() // as in Replace, per batch: readers and writers go on between batches
+		err = b.add(objs, ix.st.items)
+		ix.mu.RUnlock()
+	}
+	if err != nil {
+		return err
+	}
+	return ix.publish(spec, b.st, resourceVersion)
+}
+
+// publish swaps in st, built with spec (rebuilt from its objects if the
+// indexes changed meanwhile), as the content at resourceVersion.
+func (ix *Indexer[T]) publish(spec *indexSpec[T], st state[T], resourceVersion string) error {
 	var reports []error
 	ix.mu.Lock()
 	if cur := ix.spec.Load(); cur != spec {
-		if st, err = ix.build(cur, objs, ix.st.items); err != nil {
+		var err error
+		if st, err = ix.build(cur, st.objs, ix.st.items); err != nil {
 			ix.mu.Unlock()
 			return err
 		}
@@ -307,16 +343,37 @@ func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 // build makes the state for objs. Keys of objects already in prev (the
 // current items, read under mu) are reused instead of allocated again.
 func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T, prev map[string]*entry[T]) (state[T], error) {
-	st := newState[T](spec, ix.nsIndex, len(objs))
+	b := newBuilder(spec, ix.nsIndex, len(objs))
+	if err := b.add(objs, prev); err != nil {
+		return state[T]{}, err
+	}
+	return b.st, nil
+}
+
+// builder builds the state of a Replace, a batch of objects at a time.
+type builder[T Object] struct {
+	spec *indexSpec[T]
+	st   state[T]
+}
+
+func newBuilder[T Object](spec *indexSpec[T], nsIndex bool, size int) *builder[T] {
+	return &builder[T]{spec: spec, st: newState[T](spec, nsIndex, size)}
+}
+
+// add adds objs, a later object winning over an earlier one with its key.
+// Keys of objects already in prev (the current items, read under mu) are
+// reused instead of allocated again.
+func (b *builder[T]) add(objs []T, prev map[string]*entry[T]) error {
+	st := &b.st
 	var buf [keyBufSize]byte
 	for _, obj := range objs {
 		if err := validObject(obj); err != nil {
-			return state[T]{}, fmt.Errorf("cache: replace: %w", err)
+			return fmt.Errorf("cache: replace: %w", err)
 		}
 		var vb [valsBuf][]string
-		vals, err := spec.values(obj, vb[:0])
+		vals, err := b.spec.values(obj, vb[:0])
 		if err != nil {
-			return state[T]{}, fmt.Errorf("cache: replace %s: %w", Key(obj), err)
+			return fmt.Errorf("cache: replace %s: %w", Key(obj), err)
 		}
 		k := appendKey(buf[:0], obj.GetNamespace(), obj.GetName())
 		if e := st.items[string(k)]; e != nil {
@@ -329,7 +386,7 @@ func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T, prev map[string]*entry
 		}
 		st.insert(Key(obj), obj, vals)
 	}
-	return st, nil
+	return nil
 }
 
 // AddIndexers registers more indexes. It may be called while the Indexer

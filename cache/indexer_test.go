@@ -280,53 +280,77 @@ func TestIndexerTranscript(t *testing.T) {
 			},
 		},
 	}
+	// Each transcript runs with Replace, and with ReplaceFrom fed the same
+	// objects in batches of two: the outcome is the same.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ix, err := New(tt.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, s := range tt.steps {
-				var err error
+		for _, from := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/ReplaceFrom=%t", tt.name, from), func(t *testing.T) {
+				runTranscript(t, tt.opts, tt.steps, from)
+			})
+		}
+	}
+}
+
+// replaceFrom calls ReplaceFrom with objs sent in batches of two.
+func replaceFrom(ix *Indexer[*corev1.Pod], objs []*corev1.Pod, rv string) error {
+	batches := make(chan []*corev1.Pod)
+	go func() {
+		defer close(batches)
+		for i := 0; i < len(objs); i += 2 {
+			batches <- objs[i:min(i+2, len(objs))]
+		}
+	}()
+	return ix.ReplaceFrom(len(objs), batches, rv)
+}
+
+func runTranscript(t *testing.T, opts Options[*corev1.Pod], steps []step, from bool) {
+	ix, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		var err error
+		switch s.op {
+		case "add", "update", "delete":
+			for _, p := range s.objs {
+				var e error
 				switch s.op {
-				case "add", "update", "delete":
-					for _, p := range s.objs {
-						var e error
-						switch s.op {
-						case "add":
-							e = ix.Add(p)
-						case "update":
-							e = ix.Update(p)
-						case "delete":
-							e = ix.Delete(p)
-						}
-						err = errors.Join(err, e)
-						if e == nil && s.op != "delete" {
-							if got, ok := ix.Get(p.Namespace, p.Name); !ok || got != p {
-								t.Fatalf("step %d: Get after %s did not return the stored pointer", i, s.op)
-							}
-						}
-					}
-				case "deleteKey":
-					err = ix.DeleteByKey(s.key)
-				case "replace":
-					err = ix.Replace(s.objs, s.rv)
-				case "addIndex":
-					err = ix.AddIndexers(s.index)
-				default:
-					t.Fatalf("unknown op %q", s.op)
+				case "add":
+					e = ix.Add(p)
+				case "update":
+					e = ix.Update(p)
+				case "delete":
+					e = ix.Delete(p)
 				}
-				if s.wantErr == nil && err != nil || s.wantErr != nil && !errors.Is(err, s.wantErr) {
-					t.Fatalf("step %d (%s): error %v, want %v", i, s.op, err, s.wantErr)
-				}
-				checkInvariants(t, ix)
-				if s.want != "" {
-					if got := view(t, ix); got != s.want {
-						t.Fatalf("step %d (%s):\n got %s\nwant %s", i, s.op, got, s.want)
+				err = errors.Join(err, e)
+				if e == nil && s.op != "delete" {
+					if got, ok := ix.Get(p.Namespace, p.Name); !ok || got != p {
+						t.Fatalf("step %d: Get after %s did not return the stored pointer", i, s.op)
 					}
 				}
 			}
-		})
+		case "deleteKey":
+			err = ix.DeleteByKey(s.key)
+		case "replace":
+			if from {
+				err = replaceFrom(ix, s.objs, s.rv)
+			} else {
+				err = ix.Replace(s.objs, s.rv)
+			}
+		case "addIndex":
+			err = ix.AddIndexers(s.index)
+		default:
+			t.Fatalf("unknown op %q", s.op)
+		}
+		if s.wantErr == nil && err != nil || s.wantErr != nil && !errors.Is(err, s.wantErr) {
+			t.Fatalf("step %d (%s): error %v, want %v", i, s.op, err, s.wantErr)
+		}
+		checkInvariants(t, ix)
+		if s.want != "" {
+			if got := view(t, ix); got != s.want {
+				t.Fatalf("step %d (%s):\n got %s\nwant %s", i, s.op, got, s.want)
+			}
+		}
 	}
 }
 
@@ -508,5 +532,38 @@ func TestSameSet(t *testing.T) {
 		if got := sameSet(tt.a, tt.b); got != tt.want {
 			t.Errorf("sameSet(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
 		}
+	}
+}
+
+// TestReplaceFromAcrossAddIndexers: an index added while ReplaceFrom
+// receives its batches (readers and writers go on between batches) covers
+// the whole new content once it is swapped in.
+func TestReplaceFromAcrossAddIndexers(t *testing.T) {
+	ix, err := New(Options[*corev1.Pod]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Add(pod("a", "old", "1", "app=db")); err != nil {
+		t.Fatal(err)
+	}
+	batches := make(chan []*corev1.Pod)
+	done := make(chan error)
+	go func() { done <- ix.ReplaceFrom(3, batches, "9") }()
+	batches <- []*corev1.Pod{pod("a", "x", "5", "app=web")}
+	if err := ix.AddIndexers(map[string]IndexFunc[*corev1.Pod]{"app": byApp}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ix.Get("a", "old"); !ok || got.ResourceVersion != "1" {
+		t.Fatal("the content changed before the last batch")
+	}
+	batches <- []*corev1.Pod{pod("b", "y", "6", "app=web"), pod("b", "z", "7", "app=db")}
+	close(batches)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, ix)
+	want := "a/x@5 b/y@6 b/z@7 | namespace{a:[a/x] b:[b/y b/z]} | app{db:[b/z] web:[a/x b/y]} | rv=9"
+	if got := view(t, ix); got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
 	}
 }

@@ -7,7 +7,8 @@
 // into an in-order FIFO; one goroutine pops the FIFO, applies each delta to
 // the cache, and THEN queues a notification for every handler, so a handler
 // that reads the cache sees at least the state of its event. A relist is
-// applied as one atomic cache Replace; objects that disappeared during the
+// applied as one atomic cache Replace (built while the objects are interned,
+// for large lists); objects that disappeared during the
 // gap are reported as [Deleted] tombstones with FinalStateUnknown and the
 // last state the cache held; changed objects as updates, new ones as adds;
 // objects relisted unchanged (the resourceVersion the cache holds) are

@@ -590,12 +590,28 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 		}
 	}
 	start := len(notes)
+	// A large list: the cache builds its new content (cache.ReplaceFrom)
+	// on another goroutine while this one interns the objects, handing
+	// them over a batch at a time, so that the two overlap instead of
+	// following each other.
+	var batches chan []Object
+	var built chan error
+	if len(objs) >= pipelinedReplace {
+		batches = make(chan []Object, 4)
+		built = make(chan error, 1)
+		go func() { built <- s.indexer.ReplaceFrom(len(objs), batches, rv) }()
+	}
+	sent, listed := 0, 0 // objects handed to the cache; Replaced deltas done
 	for i := range batch {
 		d := &batch[i]
 		switch {
 		case d.Type == fifo.Replaced:
 			old, ok := s.indexer.GetByKey(d.Key)
 			s.lean.intern(d.Object, old) // before the Replace publishes it
+			if listed++; batches != nil && listed-sent == replaceBatch {
+				batches <- objs[sent:listed] // interned: the cache may read it
+				sent = listed
+			}
 			if ok {
 				if !unchanged(old, d.Object) {
 					notes = append(notes, notification{typ: noteUpdate, old: old, obj: d.Object})
@@ -616,7 +632,15 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 			notes = append(notes, notification{typ: noteDelete, unknown: d.FinalStateUnknown, key: d.Key, obj: obj})
 		}
 	}
-	if err := s.indexer.Replace(objs, rv); err != nil {
+	var err error
+	if batches != nil {
+		batches <- objs[sent:]
+		close(batches)
+		err = <-built
+	} else {
+		err = s.indexer.Replace(objs, rv)
+	}
+	if err != nil {
 		// An object the cache refuses (an index func failed): apply the
 		// batch delta by delta so that the others still get in.
 		s.logger.Error("informer: replacing cache content; applying one by one", "err", err)
@@ -627,6 +651,13 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 	}
 	return notes
 }
+
+// Relists of at least pipelinedReplace objects are cached by a pipeline
+// (see applyReplace) in batches of replaceBatch objects.
+const (
+	pipelinedReplace = 1024
+	replaceBatch     = 256
+)
 
 // unchanged reports whether obj, relisted, is the state old already
 // cached: the same (non-empty) resourceVersion. client-go treats such a

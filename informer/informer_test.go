@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"kloop.dev/kloop/cache"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -831,6 +832,89 @@ func TestResyncPeriodMinimum(t *testing.T) {
 			_, err = NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil), ResyncPeriod: tc.period})
 			if tc.ok != (err == nil) {
 				t.Errorf("NewFactory with ResyncPeriod %v: %v, want ok=%v", tc.period, err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestLargeRelist: lists of pipelinedReplace objects or more are cached by
+// the pipeline of applyReplace (interning while the cache builds). The
+// initial list and a relist after a gap end as smaller ones do: the cache
+// equals the server, its indexes hold every object, handlers hear of every
+// change and of nothing unchanged; an index func that fails on one object
+// makes the batch go in one delta at a time, without that object.
+func TestLargeRelist(t *testing.T) {
+	const n = 3 * pipelinedReplace
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprintf("p%05d", i), "app", strings.Clone("web"))
+	}
+	for _, failing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failingIndex=%t", failing), func(t *testing.T) {
+			ctx := timeout(t)
+			srv := newFakeServer(pods...)
+			byApp := func(p *corev1.Pod) ([]string, error) {
+				if failing && p.Labels["app"] == "bad" {
+					return nil, errors.New("refused")
+				}
+				return []string{p.Labels["app"]}, nil
+			}
+			inf := newPodInformer(t, srv, Options[*corev1.Pod]{Indexers: map[string]cache.IndexFunc[*corev1.Pod]{"app": byApp}})
+			var adds, updates, deletes atomic.Int64
+			reg, err := inf.AddHandler(HandlerFuncs[*corev1.Pod]{
+				AddFunc:    func(*corev1.Pod, bool) { adds.Add(1) },
+				UpdateFunc: func(_, _ *corev1.Pod) { updates.Add(1) },
+				DeleteFunc: func(Deleted[*corev1.Pod]) { deletes.Add(1) },
+			}, HandlerOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start(t, inf)
+			waitSynced(t, ctx, reg)
+			<-srv.watchOpened
+			assertCacheEquals(t, inf, srv)
+			if web, _ := inf.ByIndex("app", "web"); len(web) != n || adds.Load() != n {
+				t.Fatalf("%d objects indexed, %d adds; want %d", len(web), adds.Load(), n)
+			}
+			a, _ := inf.Get("default", "p00000")
+			b, _ := inf.Get("default", "p02999")
+			if unsafe.StringData(a.Labels["app"]) != unsafe.StringData(b.Labels["app"]) {
+				t.Fatal("the label values of the list are not interned")
+			}
+
+			// The gap: a tenth changed, a tenth deleted, 500 created.
+			for i := 0; i < n/10; i++ {
+				srv.change("MODIFIED", pod(fmt.Sprintf("p%05d", i), "app", "db"), false)
+				srv.change("DELETED", pod(fmt.Sprintf("p%05d", n-1-i), "app", "web"), false)
+			}
+			for i := range 500 {
+				app := "web"
+				if failing && i == 7 {
+					app = "bad"
+				}
+				srv.change("ADDED", pod(fmt.Sprintf("q%05d", i), "app", app), false)
+			}
+			srv.gone()
+			wantAdds := int64(n + 500)
+			if failing {
+				wantAdds-- // the object the index refuses
+			}
+			waitUntil(t, ctx, "the relist's notifications", func() bool {
+				return deletes.Load() == n/10 && updates.Load() == n/10 && adds.Load() == wantAdds
+			})
+			if failing {
+				if _, ok := inf.Get("default", "q00007"); ok {
+					t.Fatal("the object the index refuses is cached")
+				}
+				srv.change("DELETED", pod("q00007"), false) // the rest of the cache must equal the server
+			}
+			assertCacheEquals(t, inf, srv)
+			if db, _ := inf.ByIndex("app", "db"); len(db) != n/10 {
+				t.Fatalf("%d objects indexed under db, want %d", len(db), n/10)
+			}
+			time.Sleep(50 * time.Millisecond) // nothing more comes
+			if got, want := adds.Load()+updates.Load()+deletes.Load(), wantAdds+2*n/10; got != want {
+				t.Fatalf("%d notifications, want %d", got, want)
 			}
 		})
 	}
