@@ -15,8 +15,9 @@ import (
 // for the fields clients meet (pods and pod templates, services, secrets,
 // deployments, replica sets); exotic volume sources are left as sent.
 
-// defaultTyped applies the defaults of a decoded built-in object.
-func defaultTyped(obj any) {
+// defaultTyped applies the defaults of a decoded built-in object; it
+// reports whether its type has any.
+func defaultTyped(obj any) bool {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		defaultPod(o)
@@ -33,7 +34,10 @@ func defaultTyped(obj any) {
 			o.Spec.Replicas = ptrTo[int32](1)
 		}
 		defaultPodSpec(&o.Spec.Template.Spec)
+	default:
+		return false
 	}
+	return true
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -33,6 +33,8 @@ const fastDecodeMaxDepth = 200
 type jsonDecoder struct {
 	b []byte
 	i int
+	// strict: record in dup whether an object repeats a key.
+	strict, dup bool
 }
 
 // ws skips JSON white space.
@@ -111,6 +113,11 @@ func (d *jsonDecoder) object(depth int) (map[string]any, bool) {
 		v, ok := d.value(depth)
 		if !ok {
 			return nil, false
+		}
+		if d.strict {
+			if _, ok := m[key]; ok {
+				d.dup = true
+			}
 		}
 		m[key] = v
 		d.ws()

@@ -68,6 +68,11 @@ type kind struct {
 	// nothing (access and identity reviews): a create answers 201 with what
 	// review returns for the decoded body, at time now.
 	review func(obj map[string]any, now time.Time) (map[string]any, error)
+
+	// schemaOnce guards schema, computed on first use (typedSchema): the
+	// description of newTyped's type for fastTyped, nil when it serves none.
+	schemaOnce sync.Once
+	schema     *typedSchema
 }
 
 // watchCached reports whether kube-apiserver serves the kind from its

@@ -38,6 +38,9 @@ import (
 // kube-apiserver's (see decodeFailure).
 func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
 	if k.newTyped != nil {
+		if obj, ok := k.fastTyped(body); ok {
+			return obj, nil
+		}
 		if obj, ok, err := s.decodeTypedPlain(k, body); ok {
 			return obj, err
 		}

@@ -1,0 +1,108 @@
+package apiserver
+
+import (
+	"reflect"
+	"testing"
+)
+
+// checkFastTyped checks fastTyped against the long way for an object of
+// the resource res (core/v1 unless group/version is given): when it
+// decodes, the long way decodes the same tree without any warning.
+func checkFastTyped(t *testing.T, s *Server, k *kind, body []byte) bool {
+	t.Helper()
+	fast, ok := k.fastTyped(body)
+	if !ok {
+		return false
+	}
+	slow, ok, err := s.decodeTypedPlain(k, body)
+	if !ok || err != nil {
+		t.Fatalf("%s: fastTyped decoded %s, the long way: ok %v, %v", k.kind, body, ok, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%s: fastTyped(%s) =\n%#v\nthe long way:\n%#v", k.kind, body, fast, slow)
+	}
+	return true
+}
+
+var fastTypedCases = []struct {
+	resource string // group/version/resource, "" group for core
+	body     string
+	fast     bool // fastTyped decodes it itself
+}{
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","labels":{"app":"x"}},"data":{"k":"v"}}`, true},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","uid":"u","resourceVersion":"5","generation":2,"creationTimestamp":"2026-01-02T03:04:05Z","finalizers":["f"],"ownerReferences":[{"apiVersion":"v1","kind":"Secret","name":"s","uid":"su","controller":true}]},"binaryData":{"b":"aGVsbG8="},"immutable":false}`, true},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","uid":"u","resourceVersion":"5","generation":2,"creationTimestamp":"2026-01-02T03:04:05Z","finalizers":["f"],"ownerReferences":[{"apiVersion":"v1","kind":"Secret","name":"s","uid":"su","controller":true}]},"binaryData":{"b":"aGVsbG8="},"immutable":true,"metadata":{}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`, true},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap"}`, true},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`, true},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{}}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":""}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","creationTimestamp":null}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","creationTimestamp":"2026-01-02T04:04:05+01:00"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","creationTimestamp":"0001-01-01T00:00:00Z"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","generation":1.0}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","generation":"1"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":null}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":1}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"binaryData":{"b":"aGVsbG8"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"binaryData":{"b":"aGVs\nbG8="}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"Data":{"k":"v"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"extra":1}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","name":"b"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}`, false},
+	{"/v1/configmaps", `{"kind":"ConfigMap","metadata":{"name":"a"}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","deletionGracePeriodSeconds":30,"deletionTimestamp":"2026-01-02T03:04:05Z"}}`, true},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","deletionGracePeriodSeconds":null}}`, false},
+	{"/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`, true},
+	{"/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{}}`, true},
+	{"/v1/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"s"},"secrets":[{"name":"x"}],"automountServiceAccountToken":true}`, true},
+	{"/v1/events", `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p"},"reason":"R","count":3,"firstTimestamp":"2026-01-02T03:04:05Z","eventTime":"2026-01-02T03:04:05.123456Z"}`, true},
+	{"/v1/events", `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"count":2147483648}`, false},
+	{"/v1/events", `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"eventTime":"2026-01-02T03:04:05.123Z"}`, false},
+	{"coordination.k8s.io/v1/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15,"renewTime":"2026-01-02T03:04:05.000000Z","leaseTransitions":0}}`, true},
+	{"coordination.k8s.io/v1/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15,"renewTime":"2026-01-02T03:04:05.000000Z","leaseTransitions":1}}`, true},
+	{"/v1/pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, false},
+	{"/v1/secrets", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"type":"Opaque"}`, false},
+}
+
+func kindOf(t testing.TB, s *Server, res string) *kind {
+	t.Helper()
+	for _, k := range s.reg.all() {
+		if k.gvr.Group+"/"+k.gvr.Version+"/"+k.gvr.Resource == res {
+			return k
+		}
+	}
+	t.Fatalf("no kind %s", res)
+	return nil
+}
+
+func TestFastTyped(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range fastTypedCases {
+		if got := checkFastTyped(t, s, kindOf(t, s, tc.resource), []byte(tc.body)); got != tc.fast {
+			t.Errorf("%s: fastTyped decoded: %v, want %v", tc.body, got, tc.fast)
+		}
+	}
+}
+
+func FuzzFastTyped(f *testing.F) {
+	resources := []string{"/v1/configmaps", "/v1/namespaces", "/v1/serviceaccounts", "/v1/events", "coordination.k8s.io/v1/leases"}
+	for _, tc := range fastTypedCases {
+		for i, r := range resources {
+			if r == tc.resource {
+				f.Add(uint8(i), []byte(tc.body))
+			}
+		}
+	}
+	s, err := New(Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, r uint8, body []byte) {
+		checkFastTyped(t, s, kindOf(t, s, resources[int(r)%len(resources)]), body)
+	})
+}
