@@ -339,3 +339,20 @@ func BenchmarkTypedListDecode(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/item")
 }
+
+// BenchmarkListCheck: the scan of an item for what json-iterator could
+// read differently from apimachinery (listCheck), per byte.
+func BenchmarkListCheck(b *testing.B) {
+	for name, item := range map[string]string{"cr": benchCRItem(7), "pod": realisticPod(7)} {
+		b.Run(name, func(b *testing.B) {
+			raw := []byte(item)
+			b.SetBytes(int64(len(raw)))
+			for b.Loop() {
+				var c listCheck
+				if c.scan(raw); c.risky {
+					b.Fatal("risky")
+				}
+			}
+		})
+	}
+}

@@ -665,7 +665,18 @@ func (c *listCheck) scan(b []byte) {
 		c.risky = true
 		return
 	}
-	for _, ch := range b {
+	for i := 0; i < len(b); i++ {
+		if c.inString && !c.escape {
+			// Most of an object's bytes are inside strings: skip those
+			// that need no look (see plainInString).
+			for i < len(b) && plainInString[b[i]] {
+				i++
+			}
+			if i == len(b) {
+				return
+			}
+		}
+		ch := b[i]
 		switch {
 		case c.escape:
 			c.escape = false
@@ -695,6 +706,16 @@ func (c *listCheck) scan(b []byte) {
 		}
 	}
 }
+
+// plainInString marks the bytes that listCheck passes over inside a
+// string: all but a quote, a backslash and control characters (UTF-8 is
+// checked before, as a whole).
+var plainInString = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // holdsInterface reports whether a value of type t can hold an interface
 // value decoded from JSON (not below a type that decodes itself).
