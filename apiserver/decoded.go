@@ -13,11 +13,12 @@ import (
 // state without decoding it again. It is bounded: one entry per slot, a
 // slot chosen by the object's key; a newer write or another key in the
 // same slot replaces an entry. Entries are read-only: their maps are shared
-// by every writer that finds them. The zero value is not usable: see
-// newDecodedCache. It is safe for concurrent use.
+// by every writer that finds them. The slots are allocated by the first
+// put (a server that is only read keeps none). The zero value is not
+// usable: see newDecodedCache. It is safe for concurrent use.
 type decodedCache struct {
 	seed  maphash.Seed
-	slots []atomic.Pointer[decodedEntry] // len is a power of two
+	slots atomic.Pointer[[decodedCacheSlots]atomic.Pointer[decodedEntry]] // nil until the first put
 }
 
 // decodedEntry is the decoded form of one stored object.
@@ -26,26 +27,31 @@ type decodedEntry struct {
 	m map[string]any
 }
 
-// decodedCacheSlots bounds the entries of a decodedCache.
+// decodedCacheSlots bounds the entries of a decodedCache (a power of two).
 const decodedCacheSlots = 4096
 
 func newDecodedCache() *decodedCache {
-	return &decodedCache{seed: maphash.MakeSeed(), slots: make([]atomic.Pointer[decodedEntry], decodedCacheSlots)}
+	return &decodedCache{seed: maphash.MakeSeed()}
 }
 
-func (c *decodedCache) slot(o *storage.Object) *atomic.Pointer[decodedEntry] {
+// slot returns o's slot in slots.
+func (c *decodedCache) slot(slots *[decodedCacheSlots]atomic.Pointer[decodedEntry], o *storage.Object) *atomic.Pointer[decodedEntry] {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	_, _ = h.WriteString(o.Namespace)
 	_ = h.WriteByte('/')
 	_, _ = h.WriteString(o.Name)
-	return &c.slots[h.Sum64()&uint64(len(c.slots)-1)]
+	return &slots[h.Sum64()&(decodedCacheSlots-1)]
 }
 
 // get returns the decoded form of o if the cache has it. The map must not
 // be modified.
 func (c *decodedCache) get(o *storage.Object) (map[string]any, bool) {
-	if e := c.slot(o).Load(); e != nil && e.o == o {
+	slots := c.slots.Load()
+	if slots == nil {
+		return nil, false
+	}
+	if e := c.slot(slots, o).Load(); e != nil && e.o == o {
 		return e.m, true
 	}
 	return nil, false
@@ -58,7 +64,12 @@ func (c *decodedCache) put(o *storage.Object, m map[string]any) {
 	if !canonicalJSON(m) {
 		return
 	}
-	c.slot(o).Store(&decodedEntry{o: o, m: m})
+	slots := c.slots.Load()
+	if slots == nil {
+		c.slots.CompareAndSwap(nil, new([decodedCacheSlots]atomic.Pointer[decodedEntry]))
+		slots = c.slots.Load()
+	}
+	c.slot(slots, o).Store(&decodedEntry{o: o, m: m})
 }
 
 // canonicalJSON reports whether decoding the JSON encoding of v gives v

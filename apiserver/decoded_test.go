@@ -72,8 +72,12 @@ func TestDecodedCacheMatchesStorage(t *testing.T) {
 		do("PUT", ns+"services/svc", js, fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","labels":{"i":"%d"}},"spec":{"ports":[{"port":80}]}}`, i), http.StatusOK)
 	}
 	entries := 0
-	for i := range s.decoded.slots {
-		e := s.decoded.slots[i].Load()
+	slots := s.decoded.slots.Load()
+	if slots == nil {
+		t.Fatal("nothing cached")
+	}
+	for i := range slots {
+		e := slots[i].Load()
 		if e == nil {
 			continue
 		}

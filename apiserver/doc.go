@@ -28,6 +28,9 @@
 //	podconnect.go pods' log, exec, attach and portforward (no kubelet to reach)
 //	ipalloc.go    Service cluster IPs
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
+//	fasttyped.go  one-pass decoding of built-in bodies already in their Go type's form
+//	jsondec.go    jsonenc.go: JSON trees decoded and encoded as the standard decoders do, faster
+//	decoded.go    the decoded form of recently written objects, for their next update
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //
 // Semantics follow kube-apiserver: one global revision is every object's
