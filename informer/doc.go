@@ -50,9 +50,10 @@
 // owner references' apiVersion, kind, name and uid; elsewhere every string of at
 // most 64 bytes (images, node names, env values, condition types, IPs of a
 // node…) and, for unstructured objects, every map key. Equal labels,
-// annotations and resource lists (requests, limits, capacity) of typed
-// objects become one shared map: the Pods of one ReplicaSet hold one of
-// each. The same pass drops the spare capacity a JSON decoder leaves in
+// annotations, other map[string]string (node selectors, a CR's parameters,
+// a ConfigMap's data) and resource lists (requests, limits, capacity) of
+// typed objects become one shared map: the Pods of one ReplicaSet hold one
+// of each. The same pass drops the spare capacity a JSON decoder leaves in
 // slices.
 //
 // Canonical strings and maps live in tables of the informer (Go's unique

@@ -422,7 +422,10 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 						return true
 					}
 				}
-				in.internStringMap(*m, om, maxInterned)
+				// Shared as labels are (a CR's parameters, a Pod's node
+				// selector, a ConfigMap's data repeat across objects):
+				// one map per content, its strings interned.
+				in.shareStringMap(m, om)
 				return false
 			}
 		}
@@ -606,8 +609,9 @@ func sameArray[E any](a, old []E) bool {
 	return len(a) > 0 && len(old) >= len(a) && &a[0] == &old[0]
 }
 
-// shareStringMap interns the strings of the labels or annotations *m and
-// replaces *m by the canonical map of its content (old: the same map in the
+// shareStringMap interns the strings of the map[string]string *m (labels,
+// annotations, any such map of a typed object) and replaces *m by the
+// canonical map of its content (old: the same map in the
 // cached version, or nil).
 func (in *interner) shareStringMap(m *map[string]string, old map[string]string) {
 	if len(*m) == 0 || samePtr(*m, old) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -411,6 +412,10 @@ func TestShareMaps(t *testing.T) {
 	c, _ := decodedPods(t)
 	c.Labels["tier"] = "other"
 	c.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("2")
+	// Any map[string]string of a typed object is shared as labels are.
+	for i, p := range []*corev1.Pod{a, b, c} {
+		p.Spec.NodeSelector = map[string]string{strings.Clone("pool"): strings.Clone("web"), "zone": fmt.Sprint("z", i/2)}
+	}
 	want := []*corev1.Pod{a.DeepCopy(), b.DeepCopy(), c.DeepCopy()}
 	for _, p := range []*corev1.Pod{a, b, c} {
 		in.internObject(p, nil)
@@ -422,19 +427,21 @@ func TestShareMaps(t *testing.T) {
 	}
 	ra, rb, rc := a.Spec.Containers[0].Resources, b.Spec.Containers[0].Resources, c.Spec.Containers[0].Resources
 	for name, same := range map[string]bool{
-		"labels a b":      samePtr(a.Labels, b.Labels),
-		"annotations a b": samePtr(a.Annotations, b.Annotations),
-		"limits a b":      samePtr(ra.Limits, rb.Limits),
-		"requests a b":    samePtr(ra.Requests, rb.Requests),
-		"requests a c":    samePtr(ra.Requests, rc.Requests),
+		"labels a b":       samePtr(a.Labels, b.Labels),
+		"annotations a b":  samePtr(a.Annotations, b.Annotations),
+		"limits a b":       samePtr(ra.Limits, rb.Limits),
+		"requests a b":     samePtr(ra.Requests, rb.Requests),
+		"requests a c":     samePtr(ra.Requests, rc.Requests),
+		"nodeSelector a b": samePtr(a.Spec.NodeSelector, b.Spec.NodeSelector),
 	} {
 		if !same {
 			t.Errorf("%s not shared", name)
 		}
 	}
 	for name, same := range map[string]bool{
-		"labels a c": samePtr(a.Labels, c.Labels),
-		"limits a c": samePtr(ra.Limits, rc.Limits),
+		"labels a c":       samePtr(a.Labels, c.Labels),
+		"limits a c":       samePtr(ra.Limits, rc.Limits),
+		"nodeSelector a c": samePtr(a.Spec.NodeSelector, c.Spec.NodeSelector),
 	} {
 		if same {
 			t.Errorf("%s shared though different", name)
