@@ -173,7 +173,7 @@ func BenchmarkWatchFanOut(b *testing.B) {
 }
 
 // BenchmarkHandler measures the server's own cost per request, in process
-// (no network): create, update and get of a ConfigMap.
+// (no network): create, update, merge patch and get of a ConfigMap.
 func BenchmarkHandler(b *testing.B) {
 	srv, err := apiserver.New(apiserver.Options{Token: "t"})
 	if err != nil {
@@ -184,6 +184,9 @@ func BenchmarkHandler(b *testing.B) {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer t")
 		req.Header.Set("Content-Type", "application/json")
+		if method == http.MethodPatch {
+			req.Header.Set("Content-Type", "application/merge-patch+json")
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != want {
@@ -205,6 +208,14 @@ func BenchmarkHandler(b *testing.B) {
 		for b.Loop() {
 			i++
 			do("PUT", cmPath+"/hu", cmBody("hu", fmt.Sprint(i)), http.StatusOK)
+		}
+	})
+	b.Run("patch", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			do("PATCH", cmPath+"/hu", `{"data":{"v":"p`+fmt.Sprint(i)+`"}}`, http.StatusOK)
 		}
 	})
 	b.Run("get", func(b *testing.B) {
