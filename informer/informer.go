@@ -49,7 +49,8 @@ type Options[T Object] struct {
 	// — are replaced by one canonical copy held by the informer; equal
 	// labels, annotations, other map[string]string (a CR's parameters, a
 	// node selector, a ConfigMap's data) and resource lists of typed
-	// objects become one shared map; and slices lose the spare capacity the decoder left.
+	// objects become one shared map; and slices lose the spare capacity
+	// the decoder left.
 	// Strings and maps no object brings any more are released by the
 	// informer's tables within two generations (see the package doc).
 	DisableInterning bool
