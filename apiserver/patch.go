@@ -165,6 +165,11 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		return s.updateScale(w, k, ri.namespace, ri.name, body, &pt, wo)
 	}
 	o, err := s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
+		if pt == types.MergePatchType {
+			if obj, ok := s.fastMergePatch(k, cur, body); ok {
+				return s.toStorage(k, obj)
+			}
+		}
 		doc, err := s.output(k, cur)
 		if err != nil {
 			return nil, err
