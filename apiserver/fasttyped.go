@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"encoding"
 	"encoding/base64"
 	"encoding/json"
@@ -76,7 +75,10 @@ func (s *Server) fastMergePatch(k *kind, cur *storage.Object, patch []byte) (obj
 	if sch == nil || !k.servesAsIs(cur) {
 		return nil, false
 	}
-	p, ok := fastDecode(bytes.TrimSpace(patch))
+	// fastDecode skips JSON white space only: other bytes around the
+	// object (form feed, Unicode spaces) make the long way's "invalid JSON
+	// patch".
+	p, ok := fastDecode(patch)
 	if !ok {
 		return nil, false
 	}
