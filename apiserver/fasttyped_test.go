@@ -64,6 +64,10 @@ var fastTypedCases = []struct {
 	{"/v1/events", `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"eventTime":"2026-01-02T03:04:05.123Z"}`, false},
 	{"coordination.k8s.io/v1/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15,"renewTime":"2026-01-02T03:04:05.000000Z","leaseTransitions":0}}`, true},
 	{"coordination.k8s.io/v1/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15,"renewTime":"2026-01-02T03:04:05.000000Z","leaseTransitions":1}}`, true},
+	{"events.k8s.io/v1/events", `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"},"eventTime":"2026-01-02T03:04:05.000000Z","reportingController":"c","reportingInstance":"i","action":"A","reason":"R","regarding":{"kind":"Pod","name":"p"},"type":"Normal"}`, true},
+	{"apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"ws.ex.com"},"spec":{"group":"ex.com","scope":"Namespaced","names":{"plural":"ws","kind":"W"},"versions":[{"name":"v1","served":true,"storage":true}]}}`, true},
+	{"apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"ws.ex.com"},"spec":{"group":"ex.com","scope":"Namespaced","names":{"plural":"ws","kind":"W"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object"}}}]}}`, true},
+	{"apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"ws.ex.com"},"spec":{"group":"ex.com","scope":"Namespaced","names":{"plural":"ws","kind":"W"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"a":{"type":"integer","default":1}}}}}]}}`, false},
 	{"/v1/pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, false},
 	{"/v1/secrets", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"type":"Opaque"}`, false},
 }
@@ -92,7 +96,7 @@ func TestFastTyped(t *testing.T) {
 }
 
 func FuzzFastTyped(f *testing.F) {
-	resources := []string{"/v1/configmaps", "/v1/namespaces", "/v1/serviceaccounts", "/v1/events", "coordination.k8s.io/v1/leases"}
+	resources := []string{"/v1/configmaps", "/v1/namespaces", "/v1/serviceaccounts", "/v1/events", "coordination.k8s.io/v1/leases", "events.k8s.io/v1/events", "apiextensions.k8s.io/v1/customresourcedefinitions"}
 	for _, tc := range fastTypedCases {
 		for i, r := range resources {
 			if r == tc.resource {
