@@ -36,11 +36,16 @@ func newDecodedCache() *decodedCache {
 
 // slot returns o's slot in slots.
 func (c *decodedCache) slot(slots *[decodedCacheSlots]atomic.Pointer[decodedEntry], o *storage.Object) *atomic.Pointer[decodedEntry] {
+	return c.slotOf(slots, o.Namespace, o.Name)
+}
+
+// slotOf returns the slot of the object ns/name in slots.
+func (c *decodedCache) slotOf(slots *[decodedCacheSlots]atomic.Pointer[decodedEntry], ns, name string) *atomic.Pointer[decodedEntry] {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	_, _ = h.WriteString(o.Namespace)
+	_, _ = h.WriteString(ns)
 	_ = h.WriteByte('/')
-	_, _ = h.WriteString(o.Name)
+	_, _ = h.WriteString(name)
 	return &slots[h.Sum64()&(decodedCacheSlots-1)]
 }
 
@@ -70,6 +75,21 @@ func (c *decodedCache) put(o *storage.Object, m map[string]any) {
 		slots = c.slots.Load()
 	}
 	c.slot(slots, o).Store(&decodedEntry{o: o, m: m})
+}
+
+// forget drops the entry of the object ns/name, if the cache holds one,
+// so that a deleted object and its decoded form are not kept alive until
+// another write reuses the slot. An entry of another resource with the same
+// namespace and name may go too: that only costs a decoding.
+func (c *decodedCache) forget(ns, name string) {
+	slots := c.slots.Load()
+	if slots == nil {
+		return
+	}
+	slot := c.slotOf(slots, ns, name)
+	if e := slot.Load(); e != nil && e.o.Namespace == ns && e.o.Name == name {
+		slot.CompareAndSwap(e, nil)
+	}
 }
 
 // canonicalJSON reports whether decoding the JSON encoding of v gives v

@@ -93,4 +93,19 @@ func TestDecodedCacheMatchesStorage(t *testing.T) {
 	if entries != 3 {
 		t.Errorf("%d objects cached, want the 3 updated", entries)
 	}
+	// A deletion drops the deleted object's entry; the others stay.
+	do("DELETE", ns+"configmaps/cm", js, "", http.StatusOK)
+	do("DELETE", ns+"services/svc", js, "", http.StatusOK)
+	left := 0
+	for i := range slots {
+		if e := slots[i].Load(); e != nil {
+			left++
+			if e.o.Name != "p" {
+				t.Errorf("%s still cached after its deletion", e.o.Key())
+			}
+		}
+	}
+	if left != 1 {
+		t.Errorf("%d objects cached after two deletions, want 1 (the pod)", left)
+	}
 }

@@ -1169,6 +1169,9 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 	if dryDeleted {
 		return o, true, nil
 	}
+	if deleted {
+		s.decoded.forget(ns, name)
+	}
 	if marked != nil && deleted {
 		// The answer is the deleted object: the marked state at the
 		// deletion's revision, as kube-apiserver's.
