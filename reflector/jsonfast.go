@@ -92,6 +92,15 @@ func (stringMapDecoder) Decode(ptr unsafe.Pointer, iter *jsoniter.Iterator) {
 	var buf [16]stringPair
 	pairs := buf[:0]
 	iter.ReadMapCB(func(iter *jsoniter.Iterator, k string) bool {
+		if k == "" && len(pairs) > 0 {
+			// json-iterator reads a key after a comma with ReadString,
+			// which takes null for "": {"a":"1",null:"2"} is not JSON,
+			// and apimachinery refuses it. An empty key there (rare: no
+			// label, annotation or data key may be empty) is left to
+			// apimachinery's decoding, which decides.
+			iter.ReportError("map[string]string", "empty key after the first")
+			return false
+		}
 		pairs = append(pairs, stringPair{k, iter.ReadString()})
 		return iter.Error == nil
 	})

@@ -102,6 +102,11 @@ func testTypedListMatchesAPIMachinery(t *testing.T) {
 			return plain(i)
 		}) + `]}`, 200},
 		{"invalid UTF-8 in one item", `{"items":[` + plain(0) + `,{"metadata":{"name":"` + "\xff" + `"}}]}`, 2},
+		// stringMapDecoder: json-iterator reads a key after a comma with
+		// ReadString, which takes null for "".
+		{"null key in a map", `{"items":[` + plain(0) + `,{"data":{"a":"1",null:"2"}}]}`, -1},
+		{"null key in labels", `{"items":[{"metadata":{"labels":{"a":"1",null:"2"}}}]}`, -1},
+		{"empty keys in a map", `{"items":[{"data":{"":"0","a":"1","":"2"}},{"metadata":{"labels":{"a":"1","":"2"}}}]}`, 2},
 		{"a Status", `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"no"}`, -1},
 		{"items not an array", `{"items":5}`, -1},
 		{"missing comma", `{"items":[` + plain(0) + plain(1) + `]}`, -1},
