@@ -519,7 +519,7 @@ func (s *shared) process(batch []fifo.Delta[Object]) error {
 		notes = s.applyReplace(batch, initial, notes)
 	} else {
 		for i := range batch {
-			notes = s.apply(&batch[i], initial, notes)
+			notes = s.apply(&batch[i], initial, false, notes)
 		}
 	}
 	for _, l := range s.listeners {
@@ -534,10 +534,11 @@ func (s *shared) process(batch []fifo.Delta[Object]) error {
 }
 
 // apply applies one delta to the cache and appends its notification.
-func (s *shared) apply(d *fifo.Delta[Object], initial bool, notes []notification) []notification {
+// interned: d.Object was interned already (see applyReplace).
+func (s *shared) apply(d *fifo.Delta[Object], initial, interned bool, notes []notification) []notification {
 	switch d.Type {
 	case fifo.Added, fifo.Updated, fifo.Replaced, fifo.Sync:
-		if s.lean.interns() {
+		if s.lean.interns() && !interned {
 			// The pop loop is the cache's only writer: what Get returns
 			// is what Swap replaces.
 			prev, _ := s.indexer.GetByKey(d.Key)
@@ -644,11 +645,17 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 	}
 	if err != nil {
 		// An object the cache refuses (an index func failed): apply the
-		// batch delta by delta so that the others still get in.
+		// batch delta by delta so that the others still get in. The
+		// objects are interned already, and must not be interned again:
+		// a map they took from the interner's tables may have left them
+		// since (a large list inserts generations of maps), and interning
+		// it again would write into it as a new canonical map while the
+		// cached objects sharing it are read
+		// (TestReplaceFallbackWritesNoCachedMap).
 		s.logger.Error("informer: replacing cache content; applying one by one", "err", err)
 		notes = notes[:start]
 		for i := range batch {
-			notes = s.apply(&batch[i], initial, notes)
+			notes = s.apply(&batch[i], initial, true, notes)
 		}
 	}
 	return notes

@@ -919,3 +919,77 @@ func TestLargeRelist(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaceFallbackWritesNoCachedMap: when the cache refuses a relist (an
+// index func fails) the informer applies its deltas one by one; the objects
+// were interned already, and interning them again must not write into a
+// canonical map that cached objects share (readers hold no lock on an
+// object's maps). A map the list's first pass took from the tables (here
+// x's labels, shared by the new object a) may have left them since, after
+// two generations of new maps; interning a again would then take that map
+// as a new canonical one and intern its strings in place, under the reader
+// (-race; "concurrent map read and map write" without it).
+func TestReplaceFallbackWritesNoCachedMap(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("x", "app", "shared"))
+	byApp := func(p *corev1.Pod) ([]string, error) {
+		if p.Labels["app"] == "bad" {
+			return nil, errors.New("refused")
+		}
+		return []string{p.Labels["app"]}, nil
+	}
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{Indexers: map[string]cache.IndexFunc[*corev1.Pod]{"app": byApp}})
+	var adds atomic.Int64
+	reg, err := inf.AddHandler(HandlerFuncs[*corev1.Pod]{AddFunc: func(*corev1.Pod, bool) { adds.Add(1) }}, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitSynced(t, ctx, reg)
+	<-srv.watchOpened
+
+	x0, _ := inf.Get("default", "x")
+	before := unsafe.StringData(x0.Labels["app"])
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if x, ok := inf.Get("default", "x"); ok {
+				for k, v := range x.Labels {
+					if k != "app" || v != "shared" {
+						t.Errorf("x's labels hold %q=%q", k, v)
+					}
+				}
+			}
+		}
+	})
+	defer readers.Wait()
+	defer close(stop)
+
+	// Sorted by key, the relist is: a (labels equal to x's), the fillers
+	// (two generations of new maps and more), x unchanged, zbad.
+	fillers := 2*minGeneration + 500
+	srv.change("ADDED", pod("a", "app", "shared"), false)
+	for i := range fillers {
+		srv.change("ADDED", pod(fmt.Sprintf("f%05d", i), "app", fmt.Sprintf("u%d", i)), false)
+	}
+	srv.change("ADDED", pod("zbad", "app", "bad"), false)
+	srv.gone()
+	want := int64(1 + 1 + fillers) // x, then a and the fillers (not zbad)
+	waitUntil(t, ctx, "the relist's adds", func() bool { return adds.Load() == want })
+	a, _ := inf.Get("default", "a")
+	x, _ := inf.Get("default", "x")
+	if a == nil || x == nil || a.Labels["app"] != "shared" || x.Labels["app"] != "shared" {
+		t.Fatalf("a %v, x %v", a, x)
+	}
+	// A write into x's labels replaces its value by the interner's copy
+	// of the day (the first one left the string table with the fillers).
+	if unsafe.StringData(x.Labels["app"]) != before {
+		t.Fatal("x's cached labels were written during the relist")
+	}
+}
