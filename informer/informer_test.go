@@ -993,3 +993,72 @@ func TestReplaceFallbackWritesNoCachedMap(t *testing.T) {
 		t.Fatal("x's cached labels were written during the relist")
 	}
 }
+
+// TestLargeRelistReadersSeeOldOrNew: while a large relist is cached by the
+// pipeline (the cache builds the new content as the objects are interned),
+// readers see the whole old content or the whole new one, never a mix,
+// through List, ByIndex and Get alike.
+func TestLargeRelistReadersSeeOldOrNew(t *testing.T) {
+	const n = 3 * pipelinedReplace
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprintf("p%05d", i), "gen", "1")
+	}
+	ctx := timeout(t)
+	srv := newFakeServer(pods...)
+	byGen := func(p *corev1.Pod) ([]string, error) { return []string{p.Labels["gen"]}, nil }
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{Indexers: map[string]cache.IndexFunc[*corev1.Pod]{"gen": byGen}})
+	var updates atomic.Int64
+	reg, err := inf.AddHandler(HandlerFuncs[*corev1.Pod]{UpdateFunc: func(_, _ *corev1.Pod) { updates.Add(1) }}, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitSynced(t, ctx, reg)
+	<-srv.watchOpened
+
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			objs := inf.List()
+			gens := map[string]int{}
+			for _, p := range objs {
+				gens[p.Labels["gen"]]++
+			}
+			if len(objs) != n || len(gens) != 1 {
+				t.Errorf("List: %d objects, generations %v", len(objs), gens)
+				return
+			}
+			for _, gen := range []string{"1", "2"} { // two reads: the swap may come between
+				objs, _ := inf.ByIndex("gen", gen)
+				if len(objs) != 0 && len(objs) != n {
+					t.Errorf("ByIndex: %d objects under gen=%s, want 0 or %d", len(objs), gen, n)
+					return
+				}
+			}
+			if p, ok := inf.Get("default", fmt.Sprintf("p%05d", n-1)); !ok || (p.Labels["gen"] != "1" && p.Labels["gen"] != "2") {
+				t.Errorf("Get: %v", p)
+				return
+			}
+		}
+	})
+	for i := range n {
+		srv.change("MODIFIED", pod(fmt.Sprintf("p%05d", i), "gen", "2"), false)
+	}
+	srv.gone()
+	waitUntil(t, ctx, "the relist's updates", func() bool { return updates.Load() == n })
+	close(stop)
+	readers.Wait()
+	if p, ok := inf.Get("default", "p00000"); !ok || p.Labels["gen"] != "2" {
+		t.Fatalf("after the relist: %v", p)
+	}
+	if objs, _ := inf.ByIndex("gen", "2"); len(objs) != n {
+		t.Fatalf("%d objects under gen=2 after the relist, want %d", len(objs), n)
+	}
+}
