@@ -80,6 +80,26 @@ func TestTranscript(t *testing.T) {
 			},
 		},
 		{
+			// The first Replace builds no key set (nothing known or queued);
+			// the second must still find what the first listed and it lacks.
+			name: "replace twice before a pop, nothing known: the second deletes what only the first listed",
+			steps: []step{
+				{"replace 10 a/x:1 a/y:1", ""}, {"replace 20 a/x:2", ""},
+				{"pop", "[Replaced a/x@1 list=10 | Replaced a/y@1 list=10]"},
+				{"pop", "[Replaced a/x@2 list=20 | Deleted? a/y@1 list=20]"},
+				{"store", "a/x@2"},
+			},
+		},
+		{
+			name:     "replace twice before a pop without KnownObjects",
+			nilKnown: true,
+			steps: []step{
+				{"replace 10 a/x:1 a/y:1", ""}, {"replace 20 a/y:2", ""},
+				{"pop", "[Replaced a/x@1 list=10 | Replaced a/y@1 list=10]"},
+				{"pop", "[Replaced a/y@2 list=20 | Deleted? a/x@1 list=20]"},
+			},
+		},
+		{
 			name:     "replace without KnownObjects finds deletions among queued deltas only",
 			nilKnown: true,
 			steps: []step{
