@@ -39,7 +39,8 @@
 // funcs run before the write lock is taken, into a stack buffer, and Replace
 // builds the new content under the read lock, so readers wait only for the
 // swap; ReplaceFrom builds it from batches as a producer hands them over
-// (the informer interns a relist's objects while the cache indexes them). Allocations per operation (deterministic, from the benchmarks):
+// (the informer interns a relist's objects while the cache indexes them).
+// Allocations per operation (deterministic, from the benchmarks):
 //
 //	Update (existing key)      0 allocs   (client-go's indexer: 3, 56 B)
 //	Update with a custom index 1 alloc    (what the IndexFunc returns; client-go: 5, 88 B)
