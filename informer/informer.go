@@ -66,7 +66,11 @@ type Options[T Object] struct {
 	// Transform is applied to every object received from the server, after
 	// the managedFields strip, before it is queued (on the watch's
 	// goroutine); what it returns is interned as it is cached.
-	// It may modify obj in place and return it (nobody else holds it yet).
+	// It may modify obj in place and return it (nobody else holds it yet),
+	// but must not make it share memory with anything else (another
+	// object, a map or slice of its own kept for every object): the
+	// informer interns what it returns in place, writing the first map of
+	// each content it sees.
 	// It must not fail on a valid object: an error (or a nil result) is
 	// logged and the object is cached as it was before Transform, because
 	// refusing one object would refuse the whole relist it came in.
