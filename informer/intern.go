@@ -19,6 +19,24 @@ import (
 // rarely do.
 const maxInterned = 64
 
+// maxSharedMap is the most content (the bytes of its keys and values) of
+// a map[string]string outside metadata that is shared by content: the
+// tables of shared maps may keep a map alive after the objects that held
+// it, so large ones are only interned entry by entry.
+const maxSharedMap = 4096
+
+// stringMapLarger reports whether m's keys and values hold more than limit
+// bytes.
+func stringMapLarger(m map[string]string, limit int) bool {
+	n := 0
+	for k, v := range m {
+		if n += len(k) + len(v); n > limit {
+			return true
+		}
+	}
+	return false
+}
+
 // interner replaces the short strings of objects by canonical copies.
 //
 // Typed objects are walked by a plan compiled once per Go type: a tree of
@@ -424,8 +442,15 @@ func (in *interner) op(t reflect.Type, building map[reflect.Type]*compiled) walk
 				}
 				// Shared as labels are (a CR's parameters, a Pod's node
 				// selector, a ConfigMap's data repeat across objects):
-				// one map per content, its strings interned.
-				in.shareStringMap(m, om)
+				// one map per content, its strings interned. A large
+				// one (a ConfigMap holding a document) is only interned
+				// entry by entry, short values only: the tables of
+				// shared maps would keep it alive after its objects.
+				if stringMapLarger(*m, maxSharedMap) {
+					in.internStringMap(*m, om, maxInterned)
+				} else {
+					in.shareStringMap(m, om)
+				}
 				return false
 			}
 		}

@@ -449,6 +449,43 @@ func TestShareMaps(t *testing.T) {
 	}
 }
 
+// TestLargeMapsNotShared: a map[string]string outside metadata with more
+// than maxSharedMap bytes of content (a ConfigMap holding a document) is not
+// shared between objects, so that the tables of shared maps never keep one
+// alive; its keys are still interned, and a small one is shared.
+func TestLargeMapsNotShared(t *testing.T) {
+	in := &interner{}
+	doc := strings.Repeat("x", maxSharedMap)
+	mk := func(name, data string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Data: map[string]string{strings.Clone("config.yaml"): strings.Clone(data)}}
+	}
+	bigA, bigB := mk("a", doc), mk("b", doc)
+	smallA, smallB := mk("c", "short"), mk("d", "short")
+	for _, cm := range []*corev1.ConfigMap{bigA, bigB, smallA, smallB} {
+		in.internObject(cm, nil)
+	}
+	if bigA.Data["config.yaml"] != doc || bigB.Data["config.yaml"] != doc {
+		t.Fatal("interning changed a large map's content")
+	}
+	if samePtr(bigA.Data, bigB.Data) {
+		t.Error("two large data maps shared")
+	}
+	if !samePtr(smallA.Data, smallB.Data) {
+		t.Error("two small equal data maps not shared")
+	}
+	var keyA, keyB string
+	for k := range bigA.Data {
+		keyA = k
+	}
+	for k := range bigB.Data {
+		keyB = k
+	}
+	if unsafe.StringData(keyA) != unsafe.StringData(keyB) {
+		t.Error("the keys of two large maps not interned")
+	}
+}
+
 // TestMutationOfSharedMapDetected: the mutation detector still reports a
 // handler that writes a cached object's map, even when the map is shared.
 func TestMutationOfSharedMapDetected(t *testing.T) {
