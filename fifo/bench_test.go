@@ -59,45 +59,31 @@ func BenchmarkPipeline(b *testing.B) {
 // BenchmarkReplace: a relist of n objects over a consumer that knows n
 // objects of which 10 % are gone, queued and popped as one batch.
 func BenchmarkReplace(b *testing.B) {
+	benchReplace(b, func(objs []obj) (*store, []obj) {
+		return newStore(objs...), objs[:len(objs)-len(objs)/10]
+	}, "2")
+}
+
+// BenchmarkReplaceInitial: the initial list, into a FIFO whose consumer
+// knows nothing yet (an informer's first sync).
+func BenchmarkReplaceInitial(b *testing.B) {
+	benchReplace(b, func(objs []obj) (*store, []obj) { return newStore(), objs }, "1")
+}
+
+// benchReplace times Replace then Pop of the list setup makes from n
+// objects, into a FIFO whose consumer knows what setup's store holds; the
+// batch must hold n deltas (the listed ones and the deletions inferred).
+func benchReplace(b *testing.B, setup func(objs []obj) (known *store, list []obj), rv string) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			objs := benchObjs(n)
-			known := newStore(objs...)
-			list := objs[:n-n/10]
+			known, list := setup(benchObjs(n))
 			f, _ := New(Options[obj]{KnownObjects: known})
 			ctx := context.Background()
 			got := 0
 			process := func(batch []Delta[obj]) error { got = len(batch); return nil }
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := f.Replace(list, "2"); err != nil {
-					b.Fatal(err)
-				}
-				if err := f.Pop(ctx, process); err != nil {
-					b.Fatal(err)
-				}
-				if got != n {
-					b.Fatalf("batch of %d, want %d", got, n)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")
-		})
-	}
-}
-
-// BenchmarkReplaceInitial: the initial list, into a FIFO whose consumer
-// knows nothing yet (an informer's first sync).
-func BenchmarkReplaceInitial(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
-			objs := benchObjs(n)
-			f, _ := New(Options[obj]{KnownObjects: newStore()})
-			ctx := context.Background()
-			got := 0
-			process := func(batch []Delta[obj]) error { got = len(batch); return nil }
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := f.Replace(objs, "1"); err != nil {
+				if err := f.Replace(list, rv); err != nil {
 					b.Fatal(err)
 				}
 				if err := f.Pop(ctx, process); err != nil {
