@@ -813,7 +813,8 @@ func TestEventToReconcileContenders(t *testing.T) {
 // send. A bisection on a log scale between 50k and 3.2M events/s (to within
 // 5 %), each probe BENCH_SUSTAINED_EVENTS events (default 300,000) paced as
 // in BenchmarkEventToReconcileInProcess (BENCH_INPROC_EVENTS=prebuilt
-// builds the events before each probe); run with -benchtime 1x.
+// builds the events before each probe; BENCH_SUSTAINED_LOG=1 prints every
+// probe's figures); run with -benchtime 1x.
 func BenchmarkEventToReconcileSustained(b *testing.B) {
 	n := 300_000
 	if v := os.Getenv("BENCH_SUSTAINED_EVENTS"); v != "" {
@@ -823,7 +824,11 @@ func BenchmarkEventToReconcileSustained(b *testing.B) {
 		}
 	}
 	keepsUp := func(r seqResult, rate float64) bool {
-		return r.eventsPerSec >= 0.99*rate && r.lag <= 10*time.Millisecond
+		ok := r.eventsPerSec >= 0.99*rate && r.lag <= 10*time.Millisecond
+		if os.Getenv("BENCH_SUSTAINED_LOG") != "" {
+			fmt.Printf("probe %.0f: %.0f events/s, lag %v, p99 %v, cpu %v/event, keeps up %v\n", rate, r.eventsPerSec, r.lag, r.p99, r.cpu, ok)
+		}
+		return ok
 	}
 	for _, workers := range []int{1, 4} {
 		sustained := map[string]float64{}

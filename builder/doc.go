@@ -20,7 +20,7 @@
 // has seen the initial list. WithEventFilter predicates apply to every watch,
 // WithPredicates to one. For and Owns whose predicates are all kloop's own
 // (predicate.IsBuiltin) are called on the informer's goroutine right after
-// each cache update (manager.KindOptions.Inline): nothing of the user's runs
+// the cache updates they follow (manager.KindOptions.Inline): nothing of the user's runs
 // there, and each event saves a hand-off. Watches handlers and predicates of
 // the user's keep a buffer and a goroutine of their own, so a slow one never
 // stalls the informer.

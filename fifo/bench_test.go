@@ -34,25 +34,31 @@ func BenchmarkUpdatePop(b *testing.B) {
 }
 
 // BenchmarkPipeline: a producer goroutine pushes Updates while the consumer
-// Pops them (the steady state of a watch), per delta.
+// Pops them (the steady state of a watch), per delta, one delta per Pop
+// (MaxRun 1, the default) and in runs (MaxRun 64, as the informer).
 func BenchmarkPipeline(b *testing.B) {
-	f, _ := New(Options[obj]{})
-	objs := benchObjs(1000)
-	ctx := context.Background()
-	process := func([]Delta[obj]) error { return nil }
-	b.ReportAllocs()
-	b.ResetTimer()
-	go func() {
-		for i := range b.N {
-			if err := f.Update(objs[i%len(objs)]); err != nil {
-				panic(err)
+	for _, maxRun := range []int{1, 64} {
+		b.Run(fmt.Sprintf("MaxRun=%d", maxRun), func(b *testing.B) {
+			f, _ := New(Options[obj]{MaxRun: maxRun})
+			objs := benchObjs(1000)
+			ctx := context.Background()
+			popped := 0
+			process := func(batch []Delta[obj]) error { popped += len(batch); return nil }
+			b.ReportAllocs()
+			b.ResetTimer()
+			go func() {
+				for i := range b.N {
+					if err := f.Update(objs[i%len(objs)]); err != nil {
+						panic(err)
+					}
+				}
+			}()
+			for popped < b.N {
+				if err := f.Pop(ctx, process); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	}()
-	for range b.N {
-		if err := f.Pop(ctx, process); err != nil {
-			b.Fatal(err)
-		}
+		})
 	}
 }
 

@@ -29,6 +29,14 @@
 // not have reached the cache yet), which closes a race that client-go's
 // unlocked processing leaves open.
 //
+// Other deltas are handed one per Pop, or, with Options.MaxRun, in runs:
+// the delta at the head and the single deltas queued right behind it, up to
+// MaxRun, in order (the informer takes runs of 64, so a burst of watch events
+// costs it one wake-up and one lock per run). A run never holds a delta of a
+// Replace batch, so the consumer tells them apart by the first delta: a
+// Replace batch starts with Replaced, or with a Deleted whose
+// FinalStateUnknown is set.
+//
 // Resync queues a Sync delta for every known object that has no delta
 // queued or in flight, as client-go does: a queued delta will deliver a newer
 // state, and a Sync of the older known one behind it would roll the consumer
@@ -63,7 +71,9 @@
 // `go test -run='^$' -bench=. -benchmem ./fifo/` on the shared 2-core
 // development machine: one Update plus one Pop costs about 160–270 ns, 1
 // allocation, 24 B; client-go's RealFIFO (v0.37.2), side by side in the same
-// run, about 1,800 ns, 5 allocations, 167 B (≈ 6.7× slower). A Replace of
+// run, about 1,800 ns, 5 allocations, 167 B (≈ 6.7× slower). With a producer
+// and a consumer goroutine (BenchmarkPipeline), about 300 ns per delta one per
+// Pop, and 180 ns in runs of 64 (MaxRun). A Replace of
 // 10,000 objects over 10,000 known ones, queued and popped as one batch: about
 // 1 µs and 0.9 allocations per object.
 package fifo

@@ -121,6 +121,15 @@ type Options[T Object] struct {
 	// as given).
 	Transform func(obj T) (T, error)
 
+	// MaxRun is the most single deltas (watch events, bookmarks, the Syncs
+	// of a resync) that one Pop hands to process: when the head of the
+	// queue is a single delta, Pop takes it and the single deltas queued
+	// right behind it, in order, up to MaxRun, so that a burst of events
+	// costs the consumer one wake-up and one lock instead of one each. A
+	// Replace batch is always handed alone (see Pop). Default 1: one delta
+	// per Pop. A negative value is an error.
+	MaxRun int
+
 	// Logger receives diagnostics. Default: a logger that discards.
 	Logger *slog.Logger
 }
@@ -128,6 +137,9 @@ type Options[T Object] struct {
 func (o *Options[T]) defaults() {
 	if o.KeyFunc == nil {
 		o.KeyFunc = defaultKey[T]
+	}
+	if o.MaxRun == 0 {
+		o.MaxRun = 1
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -137,6 +149,9 @@ func (o *Options[T]) defaults() {
 func (o *Options[T]) validate() error {
 	if o.KnownObjects != nil && isNil(o.KnownObjects) {
 		return errors.New("fifo: Options.KnownObjects is a typed nil")
+	}
+	if o.MaxRun < 0 {
+		return fmt.Errorf("fifo: Options.MaxRun %d is negative", o.MaxRun)
 	}
 	return nil
 }
@@ -154,10 +169,13 @@ func defaultKey[T Object](obj T) (string, error) {
 
 // slot is one queued delta. n is the length of the unit that starts at this
 // slot: 1 for a single delta, the batch length on the first delta of an
-// atomic Replace batch, and 0 on the batch's other deltas.
+// atomic Replace batch, and 0 on the batch's other deltas. replace is set on
+// every delta of a Replace batch (even one of length 1), which never joins a
+// run.
 type slot[T Object] struct {
-	d Delta[T]
-	n int32
+	d       Delta[T]
+	n       int32
+	replace bool
 }
 
 const (
@@ -172,6 +190,7 @@ type FIFO[T Object] struct {
 	known     KnownObjects[T]
 	keyFunc   KeyFunc[T]
 	transform func(T) (T, error)
+	maxRun    int // ≥ 1
 	logger    *slog.Logger
 
 	wake     chan struct{} // cap 1: a unit was queued or a Pop finished
@@ -213,6 +232,7 @@ func New[T Object](opts Options[T]) (*FIFO[T], error) {
 		known:     opts.KnownObjects,
 		keyFunc:   opts.KeyFunc,
 		transform: opts.Transform,
+		maxRun:    opts.MaxRun,
 		logger:    opts.Logger,
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
@@ -241,7 +261,7 @@ func (f *FIFO[T]) push(t DeltaType, obj T) error {
 	}
 	f.populated = true
 	f.checkSyncedLocked()
-	f.appendLocked(Delta[T]{Type: t, Object: obj, Key: key}, 1)
+	f.appendLocked(Delta[T]{Type: t, Object: obj, Key: key})
 	wake := f.waiting > 0
 	f.mu.Unlock()
 	if wake {
@@ -280,7 +300,7 @@ func (f *FIFO[T]) Bookmark(resourceVersion string) error {
 		f.mu.Unlock()
 		return ErrClosed
 	}
-	f.appendLocked(Delta[T]{Type: Bookmark, ResourceVersion: resourceVersion}, 1)
+	f.appendLocked(Delta[T]{Type: Bookmark, ResourceVersion: resourceVersion})
 	wake := f.waiting > 0
 	f.mu.Unlock()
 	if wake {
@@ -354,7 +374,7 @@ func (f *FIFO[T]) Replace(objs []T, resourceVersion string) error {
 		if i == 0 {
 			n = int32(len(batch))
 		}
-		f.appendLocked(d, n)
+		f.queue.Push(slot[T]{d: d, n: n, replace: true})
 	}
 	if !f.populated {
 		f.populated = true
@@ -391,7 +411,7 @@ func (f *FIFO[T]) Resync() error {
 		if !ok {
 			continue
 		}
-		f.appendLocked(Delta[T]{Type: Sync, Object: obj, Key: key}, 1)
+		f.appendLocked(Delta[T]{Type: Sync, Object: obj, Key: key})
 		queued = true
 	}
 	if queued {
@@ -426,10 +446,15 @@ func (f *FIFO[T]) pendingLocked() (map[string]Delta[T], []string) {
 	return last, order
 }
 
-// Pop waits for the next unit — one delta, or one whole Replace batch — and
-// calls process with it, outside the FIFO's lock, so producers are never
-// blocked by a slow consumer. The unit is removed from the queue whether or
-// not process fails; Pop returns process's error as is.
+// Pop waits for the next unit — one whole Replace batch, or a run of single
+// deltas: the one at the head of the queue and, up to Options.MaxRun (default
+// 1), the single deltas queued right behind it — and calls process with it,
+// outside the FIFO's lock, so producers are never blocked by a slow
+// consumer. A run never holds a delta of a Replace batch, so a batch whose
+// first delta is Replaced, or a Deleted with FinalStateUnknown, is a Replace
+// batch (apply it atomically); any other is a run (apply its deltas in
+// order). The unit is removed from the queue whether or not process fails;
+// Pop returns process's error as is.
 //
 // batch is only valid during the call: process must neither keep nor modify
 // it (the FIFO reuses the slice and reads it while process runs). process
@@ -473,7 +498,8 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(batch []Delta[T]) error)
 		}
 	}
 	// f.mu is held.
-	n := int(f.queue.Front().n)
+	head := f.queue.Front()
+	n, run := int(head.n), !head.replace
 	batch := f.inflight[:0]
 	if cap(batch) < n {
 		batch = make([]Delta[T], 0, n) // a relist: one allocation, not a doubling per size
@@ -481,6 +507,14 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(batch []Delta[T]) error)
 	for range n {
 		s, _ := f.queue.Pop()
 		batch = append(batch, s.d)
+	}
+	if run {
+		// A run: the single deltas right behind, up to maxRun.
+		for n < f.maxRun && f.queue.Len() > 0 && !f.queue.Front().replace {
+			s, _ := f.queue.Pop()
+			batch = append(batch, s.d)
+			n++
+		}
 	}
 	f.inflight = batch
 	f.popping = true
@@ -570,9 +604,9 @@ func (f *FIFO[T]) signal() {
 	}
 }
 
-// appendLocked queues d at the tail.
-func (f *FIFO[T]) appendLocked(d Delta[T], n int32) {
-	f.queue.Push(slot[T]{d: d, n: n})
+// appendLocked queues the single delta d at the tail.
+func (f *FIFO[T]) appendLocked(d Delta[T]) {
+	f.queue.Push(slot[T]{d: d, n: 1})
 }
 
 // isNil reports whether v is nil or a typed nil pointer (or map, slice…).

@@ -23,6 +23,7 @@ func TestTranscript(t *testing.T) {
 		name     string
 		known    string // initial store content, "a/x:1 …"
 		nilKnown bool
+		maxRun   int // Options.MaxRun
 		steps    []step
 	}{
 		{
@@ -144,6 +145,57 @@ func TestTranscript(t *testing.T) {
 			},
 		},
 		{
+			name:   "runs: a Pop takes the single deltas behind the head, in order, up to MaxRun",
+			maxRun: 3,
+			steps: []step{
+				{"add a/x 1", ""}, {"update a/x 2", ""}, {"bookmark 3", ""}, {"add b/y 4", ""}, {"delete a/x 5", ""},
+				{"len", "5"},
+				{"pop", "[Added a/x@1 | Updated a/x@2 | Bookmark 3]"}, {"len", "2"},
+				{"pop", "[Added b/y@4 | Deleted a/x@5]"}, {"len", "0"},
+				{"store", "b/y@4"},
+			},
+		},
+		{
+			// A Replace batch of one delta is still a batch: it must not
+			// join the run before it or start one with what follows.
+			name:   "runs stop at a Replace batch, which is handed alone even when it holds one delta",
+			maxRun: 8,
+			steps: []step{
+				{"add a/x 1", ""}, {"update a/x 2", ""}, {"replace 10 a/x:5", ""}, {"add b/y 11", ""}, {"update b/y 12", ""},
+				{"replace 20 a/x:5 b/y:12", ""}, {"bookmark 21", ""},
+				{"pop", "[Added a/x@1 | Updated a/x@2]"},
+				{"pop", "[Replaced a/x@5 list=10]"},
+				{"pop", "[Added b/y@11 | Updated b/y@12]"},
+				{"pop", "[Replaced a/x@5 list=20 | Replaced b/y@12 list=20]"},
+				{"pop", "Bookmark 21"}, {"len", "0"},
+				{"store", "a/x@5 b/y@12"},
+			},
+		},
+		{
+			name:   "runs: HasSynced counts every delta of the runs before the first Replace",
+			maxRun: 2,
+			steps: []step{
+				{"bookmark 1", ""}, {"bookmark 2", ""}, {"bookmark 3", ""}, {"replace 10 a/x:1", ""}, {"add a/y 11", ""},
+				{"synced", "false"},
+				{"pop", "[Bookmark 1 | Bookmark 2]"}, {"synced", "false"},
+				{"pop", "Bookmark 3"}, {"synced", "false"},
+				{"pop", "[Replaced a/x@1 list=10]"}, {"synced", "true"},
+				{"pop", "Added a/y@11"},
+			},
+		},
+		{
+			name:   "runs: resync Syncs run together; a relist sees a run in flight as queued",
+			known:  "a/x:1 a/y:1",
+			maxRun: 4,
+			steps: []step{
+				{"update a/x 2", ""}, {"resync", ""}, {"len", "2"},
+				{"pop", "[Updated a/x@2 | Sync a/y@1]"},
+				{"resync", ""}, {"pop", "[Sync a/x@2 | Sync a/y@1]"},
+				{"replace 10 a/y:1", ""}, {"pop", "[Replaced a/y@1 list=10 | Deleted? a/x@2 list=10]"},
+				{"store", "a/y@1"},
+			},
+		},
+		{
 			name: "close drops the queue and refuses everything",
 			steps: []step{
 				{"add a/x 1", ""}, {"close", ""}, {"len", "0"},
@@ -155,7 +207,7 @@ func TestTranscript(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newStore(parseObjs(t, tt.known)...)
-			opts := Options[obj]{KnownObjects: s}
+			opts := Options[obj]{KnownObjects: s, MaxRun: tt.maxRun}
 			if tt.nilKnown {
 				opts.KnownObjects = nil
 			}
@@ -497,5 +549,51 @@ func TestBurstDrainsInOrder(t *testing.T) {
 	}
 	if next != n {
 		t.Fatalf("popped %d, pushed %d", next, n)
+	}
+}
+
+// TestInFlightRunCountsAsQueued: every delta of a run being processed
+// counts as queued for Replace and Resync, not only its first.
+func TestInFlightRunCountsAsQueued(t *testing.T) {
+	s := newStore(mk("a/x", "1"), mk("a/y", "1"))
+	f, err := New(Options[obj]{KnownObjects: s, MaxRun: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Update(mk("a/x", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(mk("b/new", "2")); err != nil {
+		t.Fatal(err)
+	}
+	// Processing the run "Updated a/x@3, Added b/new@2": a relist without
+	// b/new must queue its deletion (last state @2), and a resync must not
+	// queue the old a/x@1 behind it.
+	err = f.Pop(context.Background(), func(batch []Delta[obj]) error {
+		if got := renderBatch(batch); got != "[Updated a/x@3 | Added b/new@2]" {
+			t.Errorf("run = %s", got)
+		}
+		if err := f.Replace([]obj{mk("a/x", "3"), mk("a/y", "1")}, "10"); err != nil {
+			return err
+		}
+		if err := f.Resync(); err != nil {
+			return err
+		}
+		s.apply(batch)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for f.Len() > 0 {
+		got = append(got, popOne(t, f, s))
+	}
+	want := "[Replaced a/x@3 list=10 | Replaced a/y@1 list=10 | Deleted? b/new@2 list=10]"
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	if s.String() != "a/x@3 a/y@1" {
+		t.Fatalf("store = %s", s)
 	}
 }

@@ -105,10 +105,27 @@ func (m *model) resync(known *store) {
 	}
 }
 
-func (m *model) pop() []Delta[obj] {
+// isReplace reports whether a unit is a Replace batch, by the rule Pop
+// documents for consumers: its first delta is Replaced or a Deleted with
+// FinalStateUnknown.
+func isReplace(u []Delta[obj]) bool {
+	return u[0].Type == Replaced || u[0].FinalStateUnknown
+}
+
+// pop takes the next unit: a Replace batch alone, or a run of up to maxRun
+// single deltas.
+func (m *model) pop(maxRun int) []Delta[obj] {
 	u := m.units[0]
 	m.units = m.units[1:]
-	return u
+	if isReplace(u) {
+		return u
+	}
+	run := slices.Clone(u)
+	for len(run) < maxRun && len(m.units) > 0 && !isReplace(m.units[0]) {
+		run = append(run, m.units[0]...)
+		m.units = m.units[1:]
+	}
+	return run
 }
 
 func (m *model) popped(n int) {
@@ -129,12 +146,18 @@ func FuzzFIFO(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{3, 0xff, 6, 0, 7, 3, 0x05, 6, 6, 6, 1, 2, 4, 5})
 	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 0x2a, 5, 6, 6, 3, 0, 6, 6, 6, 6})
+	f.Add([]byte{0xc0, 1, 9, 4, 2, 3, 0x01, 1, 3, 0x03, 5, 0, 6, 1, 4, 6, 6, 5, 6, 6, 6})
+	f.Add([]byte{0x80, 3, 0x07, 0, 1, 3, 0x01, 6, 1, 2, 6, 6, 6})
 	f.Fuzz(runFuzzBody)
 }
 
 func runFuzzBody(t *testing.T, ops []byte) {
 	known := newStore()
-	fifo, err := New(Options[obj]{KnownObjects: known})
+	maxRun := 1 // the first byte also picks MaxRun, 1 to 4
+	if len(ops) > 0 {
+		maxRun = 1 + int(ops[0]>>6)
+	}
+	fifo, err := New(Options[obj]{KnownObjects: known, MaxRun: maxRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +176,7 @@ func runFuzzBody(t *testing.T, ops []byte) {
 		}
 	}
 	popOne := func() {
-		want := m.pop()
+		want := m.pop(maxRun)
 		err := fifo.Pop(context.Background(), func(got []Delta[obj]) error {
 			check(want, got)
 			known.apply(got)

@@ -27,10 +27,14 @@
 // handler too (HandlerOptions.ResyncPeriod; 10 h ± 10 % by default, NoResync
 // turns them off, at least MinResyncPeriod, 1 s, as in client-go):
 // OnUpdate(obj, obj) for every cached object, queued in
-// order with the handler's other notifications. HandlerOptions.Inline
-// instead calls a handler on the informer's own goroutine right after each
-// cache update, for handlers that only enqueue keys and never block (the
-// controller's own): one hand-off less per event. A handler that panics is
+// order with the handler's other notifications. The informer takes queued
+// watch events from its FIFO in runs of up to 64: it applies a run to the
+// cache, then notifies every handler of it, so a handler always finds in the
+// cache the state of its notification or a newer one (as in client-go), and
+// a burst costs one wake-up per run, not per event. HandlerOptions.Inline
+// instead calls a handler on the informer's own goroutine right after the
+// cache update of each run, for handlers that only enqueue keys and never
+// block (the controller's own): one hand-off less per event. A handler that panics is
 // logged and keeps receiving later notifications. When Run's context is
 // cancelled, pending notifications are dropped and Run returns once the
 // handler calls in progress have returned.

@@ -104,7 +104,8 @@ type HandlerOptions struct {
 	// A positive period under MinResyncPeriod (1 s) is an error.
 	ResyncPeriod time.Duration
 	// Inline delivers this handler's notifications on the informer's own
-	// goroutine, right after each cache update, instead of through a
+	// goroutine, right after the cache update of each run of events (at
+	// most 64, see the package documentation), instead of through a
 	// buffer and a goroutine of its own: one hand-off less per event, for
 	// handlers that only compute keys and add them to a work queue (the
 	// controller's own enqueuers do). The handler must return at once: it

@@ -1062,3 +1062,84 @@ func TestLargeRelistReadersSeeOldOrNew(t *testing.T) {
 		t.Fatalf("%d objects under gen=2 after the relist, want %d", len(objs), n)
 	}
 }
+
+// A burst queued while an inline handler is stuck — watch events, a relist
+// after 410 Gone, more events — is taken in runs once it returns: the
+// handler sees a consistent stream (every add, update and delete from the
+// state it holds) that ends equal to the cache and the server, and some of
+// its calls find the cache already newer than their event (a run was
+// applied before its notifications).
+func TestBurstInRuns(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	m := &mirror{t: t, objs: map[string]string{}}
+	gate, stuck := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var newer atomic.Int32
+	seen := func(p *corev1.Pod) {
+		cached, ok := inf.Get(p.Namespace, p.Name)
+		if !ok {
+			return // deleted later in the same run
+		}
+		c, _ := strconv.Atoi(cached.ResourceVersion)
+		e, _ := strconv.Atoi(p.ResourceVersion)
+		switch {
+		case c < e:
+			t.Errorf("%s: cache has resourceVersion %d, older than the event's %d", p.Name, c, e)
+		case c > e:
+			newer.Add(1)
+		}
+	}
+	h := HandlerFuncs[*corev1.Pod]{
+		AddFunc: func(p *corev1.Pod, initial bool) { seen(p); m.OnAdd(p, initial) },
+		UpdateFunc: func(old, p *corev1.Pod) {
+			if p.Name == "a" && p.Labels["v"] == "stuck" {
+				once.Do(func() { close(stuck); <-gate })
+			}
+			seen(p)
+			m.OnUpdate(old, p)
+		},
+		DeleteFunc: m.OnDelete,
+	}
+	reg, err := inf.AddHandler(h, HandlerOptions{Inline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	waitSynced(t, ctx, reg)
+	<-srv.watchOpened
+	srv.update(pod("a", "v", "stuck"))
+	<-stuck
+	churn := func(from, to int) {
+		for i := from; i < to; i++ {
+			name := fmt.Sprint("p", i%20)
+			switch i % 3 {
+			case 0:
+				srv.change("ADDED", pod(name), true)
+			case 1:
+				srv.change("MODIFIED", pod(name, "i", fmt.Sprint(i)), true)
+			case 2:
+				// Before the relist some deletions are never sent: the
+				// relist must find them.
+				srv.change("DELETED", pod(fmt.Sprint("p", (i+7)%20)), i >= 300 || i%9 != 2)
+			}
+		}
+	}
+	churn(0, 300)
+	srv.gone()
+	<-srv.watchOpened // the reflector relisted while the handler is stuck
+	churn(300, 600)
+	close(gate)
+	want := srv.state()
+	waitUntil(t, ctx, "cache and handler equal to the server", func() bool {
+		got := map[string]string{}
+		for _, p := range inf.List() {
+			got[p.Namespace+"/"+p.Name] = p.ResourceVersion
+		}
+		return maps.Equal(got, want) && maps.Equal(m.view(), want)
+	})
+	if newer.Load() == 0 {
+		t.Fatal("no handler call found the cache newer than its event: the burst was not taken in runs")
+	}
+}

@@ -27,8 +27,9 @@ type KindOptions struct {
 	// the factory says otherwise); informer.NoResync turns resyncs off.
 	ResyncPeriod time.Duration
 	// Inline delivers the informer's notifications to the predicates and
-	// the handler on the informer's own goroutine, right after each cache
-	// update (informer.HandlerOptions.Inline): one hand-off less per event.
+	// the handler on the informer's own goroutine, right after the cache
+	// update of each run of events (informer.HandlerOptions.Inline): one
+	// hand-off less per event.
 	// Only for handlers and predicates that return at once and never block
 	// (the built-in enqueuers and predicates); a slow one would stall the
 	// informer's cache and every other handler of the kind. The controller's
