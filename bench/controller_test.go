@@ -834,8 +834,9 @@ func TestEventToReconcileContenders(t *testing.T) {
 // and worker count, the highest paced rate its pipeline keeps up with —
 // "sustained events/s before the backlog grows": at least 99 % of the rate
 // achieved and every object's last event reconciled within 10 ms of the last
-// send. A bisection on a log scale between 50k and 3.2M events/s (to within
-// 5 %), each probe BENCH_SUSTAINED_EVENTS events (default 300,000) paced as
+// send, in one of two tries. A bisection on a log scale between 50k and
+// 3.2M events/s (to within 5 %), each probe BENCH_SUSTAINED_EVENTS events
+// (default 300,000) paced as
 // in BenchmarkEventToReconcileInProcess (BENCH_INPROC_EVENTS=prebuilt
 // builds the events before each probe; BENCH_SUSTAINED_LOG=1 prints every
 // probe's figures). One bisection moves by ±20 % from run to run on the
@@ -866,15 +867,23 @@ func BenchmarkEventToReconcileSustained(b *testing.B) {
 		}
 		return ok
 	}
+	// probe runs at rate, and once more if it fell behind: a backlog that
+	// grows falls behind every time, while a single hiccup of the machine
+	// (a 10 ms pause of the virtual CPU) would otherwise end the bisection
+	// far below the contender's rate.
+	probe := func(b *testing.B, c inprocContender, workers int, rate float64) bool {
+		return keepsUp(c.name, runInproc(b, c, workers, n, rate), rate) ||
+			keepsUp(c.name, runInproc(b, c, workers, n, rate), rate)
+	}
 	bisect := func(b *testing.B, c inprocContender, workers int) float64 {
 		lo, hi := 50_000.0, 3_200_000.0
-		if res := runInproc(b, c, workers, n, lo); !keepsUp(c.name, res, lo) {
+		if !probe(b, c, workers, lo) {
 			b.Logf("%s falls behind at %.0f events/s already", c.name, lo)
 			return 0
 		}
 		for hi/lo > 1.05 {
 			mid := math.Sqrt(lo * hi)
-			if keepsUp(c.name, runInproc(b, c, workers, n, mid), mid) {
+			if probe(b, c, workers, mid) {
 				lo = mid
 			} else {
 				hi = mid
