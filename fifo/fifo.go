@@ -216,7 +216,8 @@ type FIFO[T Object] struct {
 	closed   bool
 	// populated is set by the first Add, Update, Delete or Replace;
 	// initialPopulation counts the deltas queued at the first Replace that
-	// are not yet processed; synced latches populated && initialPopulation == 0.
+	// are not yet processed (not counting a unit already in flight then);
+	// synced latches populated && initialPopulation == 0.
 	populated         bool
 	initialPopulation int
 	synced            bool
@@ -518,14 +519,20 @@ func (f *FIFO[T]) Pop(ctx context.Context, process func(batch []Delta[T]) error)
 	}
 	f.inflight = batch
 	f.popping = true
+	// The deltas of this unit that belong to the initial population: that
+	// population is a prefix of the queue, so they are the first ones, and
+	// there are none when the first Replace comes after this Pop took its
+	// unit (the deltas in flight then were not counted in it).
+	initial := min(n, f.initialPopulation)
 	f.mu.Unlock()
 
-	defer f.donePop(n)
+	defer f.donePop(initial)
 	return process(batch)
 }
 
-// donePop ends a Pop (also when process panics).
-func (f *FIFO[T]) donePop(n int) {
+// donePop ends a Pop (also when process panics); initial is the number of
+// its deltas that the initial population counted.
+func (f *FIFO[T]) donePop(initial int) {
 	f.mu.Lock()
 	clear(f.inflight)
 	if cap(f.inflight) > maxKeptBatch {
@@ -534,9 +541,7 @@ func (f *FIFO[T]) donePop(n int) {
 		f.inflight = f.inflight[:0]
 	}
 	f.popping = false
-	if f.initialPopulation > 0 {
-		f.initialPopulation = max(0, f.initialPopulation-n)
-	}
+	f.initialPopulation -= initial
 	f.checkSyncedLocked()
 	more := f.queue.Len() > 0 && f.waiting > 0
 	f.mu.Unlock()

@@ -597,3 +597,105 @@ func TestInFlightRunCountsAsQueued(t *testing.T) {
 		t.Fatalf("store = %s", s)
 	}
 }
+
+// TestFirstReplaceDuringInFlightRun: the first Replace may be queued while a
+// Pop processes deltas queued before it (Bookmarks, or the Syncs of a Resync
+// over a store the consumer filled beforehand). Those in-flight deltas are
+// not part of the initial population that Replace counts, so their end must
+// not count against it: HasSynced stays false until the Replace batch itself
+// has been processed.
+func TestFirstReplaceDuringInFlightRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		known  string
+		maxRun int
+		queue  func(f *FIFO[obj]) error // before the Pop
+		list   string                   // the first Replace, made during the Pop
+		run    string                   // the unit in flight
+		batch  string                   // the Replace batch popped next
+	}{
+		{
+			name:   "a run of Syncs in flight, a first list as long as the run",
+			known:  "a/x:1 a/y:1 a/z:1",
+			maxRun: 4,
+			queue:  func(f *FIFO[obj]) error { return f.Resync() },
+			list:   "a/x:2 a/y:2 a/z:2",
+			run:    "[Sync a/x@1 | Sync a/y@1 | Sync a/z@1]",
+			batch:  "[Replaced a/x@2 list=10 | Replaced a/y@2 list=10 | Replaced a/z@2 list=10]",
+		},
+		{
+			name:   "a run of Bookmarks in flight",
+			maxRun: 8,
+			queue: func(f *FIFO[obj]) error {
+				for _, rv := range []string{"1", "2", "3"} {
+					if err := f.Bookmark(rv); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			list:  "a/x:5 a/y:5",
+			run:   "[Bookmark 1 | Bookmark 2 | Bookmark 3]",
+			batch: "[Replaced a/x@5 list=10 | Replaced a/y@5 list=10]",
+		},
+		{
+			name:   "one Bookmark in flight, a first list of one object (no runs)",
+			maxRun: 1,
+			queue:  func(f *FIFO[obj]) error { return f.Bookmark("1") },
+			list:   "a/x:5",
+			run:    "Bookmark 1",
+			batch:  "[Replaced a/x@5 list=10]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(parseObjs(t, tt.known)...)
+			f, err := New(Options[obj]{KnownObjects: s, MaxRun: tt.maxRun})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.queue(f); err != nil {
+				t.Fatal(err)
+			}
+			err = f.Pop(context.Background(), func(batch []Delta[obj]) error {
+				if got := renderBatch(batch); got != tt.run {
+					t.Errorf("in flight: %s, want %s", got, tt.run)
+				}
+				if err := f.Replace(parseObjs(t, tt.list), "10"); err != nil {
+					return err
+				}
+				s.apply(batch)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.HasSynced() {
+				t.Fatalf("HasSynced before the first Replace batch was popped (%d deltas still queued)", f.Len())
+			}
+			select {
+			case <-f.Synced():
+				t.Fatal("Synced closed before the first Replace batch was popped")
+			default:
+			}
+			var synced bool
+			err = f.Pop(context.Background(), func(batch []Delta[obj]) error {
+				if got := renderBatch(batch); got != tt.batch {
+					t.Errorf("popped %s, want %s", got, tt.batch)
+				}
+				synced = f.HasSynced()
+				s.apply(batch)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if synced {
+				t.Fatal("HasSynced while the first Replace batch was being processed")
+			}
+			if !f.HasSynced() {
+				t.Fatal("HasSynced false after the first Replace batch was processed")
+			}
+		})
+	}
+}

@@ -12,7 +12,10 @@ import (
 // model is a deliberately simple reference FIFO: a slice of units, with
 // Replace and Resync computed from first principles.
 type model struct {
-	units             [][]Delta[obj]
+	units [][]Delta[obj]
+	// inflight is the unit being processed, which Replace and Resync treat
+	// as queued (before every queued unit).
+	inflight          []Delta[obj]
 	populated         bool
 	initialPopulation int
 	synced            bool
@@ -29,7 +32,7 @@ func (m *model) queued() int {
 // last returns the last queued delta of each key.
 func (m *model) last() map[string]Delta[obj] {
 	out := map[string]Delta[obj]{}
-	for _, u := range m.units {
+	for _, u := range m.pending() {
 		for _, d := range u {
 			if d.Type != Bookmark {
 				out[d.Key] = d
@@ -41,7 +44,7 @@ func (m *model) last() map[string]Delta[obj] {
 
 func (m *model) firstSeenKeys() []string {
 	var keys []string
-	for _, u := range m.units {
+	for _, u := range m.pending() {
 		for _, d := range u {
 			if d.Type != Bookmark && !slices.Contains(keys, d.Key) {
 				keys = append(keys, d.Key)
@@ -49,6 +52,14 @@ func (m *model) firstSeenKeys() []string {
 		}
 	}
 	return keys
+}
+
+// pending returns the unit in flight, if any, then the queued ones.
+func (m *model) pending() [][]Delta[obj] {
+	if m.inflight == nil {
+		return m.units
+	}
+	return append([][]Delta[obj]{m.inflight}, m.units...)
 }
 
 func (m *model) checkSynced() {
@@ -128,10 +139,10 @@ func (m *model) pop(maxRun int) []Delta[obj] {
 	return run
 }
 
-func (m *model) popped(n int) {
-	if m.initialPopulation > 0 {
-		m.initialPopulation = max(0, m.initialPopulation-n)
-	}
+// popped ends the processing of a unit of which initial deltas were
+// counted by the initial population when it was popped.
+func (m *model) popped(initial int) {
+	m.initialPopulation -= initial
 	m.checkSynced()
 }
 
@@ -148,6 +159,10 @@ func FuzzFIFO(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 1, 2, 2, 3, 0x2a, 5, 6, 6, 3, 0, 6, 6, 6, 6})
 	f.Add([]byte{0xc0, 1, 9, 4, 2, 3, 0x01, 1, 3, 0x03, 5, 0, 6, 1, 4, 6, 6, 5, 6, 6, 6})
 	f.Add([]byte{0x80, 3, 0x07, 0, 1, 3, 0x01, 6, 1, 2, 6, 6, 6})
+	// Op 7: a Replace, Resync or Bookmark while a unit is in flight.
+	f.Add([]byte{0xc0, 4, 4, 7, 0x1c, 6, 0, 1, 7, 0x01, 5, 0x0c, 7, 0x02, 6, 6})
+	f.Add([]byte{0x40, 5, 8, 0x10, 7, 0x00, 7, 0x04, 6, 6, 6})
+	f.Add([]byte{0xc4, 4, 4, 7, 0x04, 6, 6}) // the first Replace while Bookmarks are in flight
 	f.Fuzz(runFuzzBody)
 }
 
@@ -175,17 +190,43 @@ func runFuzzBody(t *testing.T, ops []byte) {
 			}
 		}
 	}
-	popOne := func() {
+	// popOne pops a unit; during its processing, before the consumer
+	// applies it, it calls during (if not nil).
+	popOne := func(during func()) {
 		want := m.pop(maxRun)
+		initial := min(len(want), m.initialPopulation)
+		m.inflight = want
 		err := fifo.Pop(context.Background(), func(got []Delta[obj]) error {
 			check(want, got)
+			if during != nil {
+				during()
+				if got, want := fifo.HasSynced(), m.synced; got != want {
+					t.Fatalf("while a unit is in flight: HasSynced = %v, model %v", got, want)
+				}
+			}
 			known.apply(got)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.popped(len(want))
+		m.inflight = nil
+		m.popped(initial)
+	}
+	// replace queues a relist of the keys selected by mask, to the FIFO and
+	// the model.
+	replace := func(mask byte) {
+		var list []obj
+		lastList = map[string]obj{}
+		for j, k := range fuzzKeys {
+			if mask&(1<<j) != 0 {
+				lo := mk(k, strconv.Itoa(rv))
+				list = append(list, lo)
+				lastList[k] = lo
+			}
+		}
+		must(t, fifo.Replace(list, strconv.Itoa(rv)))
+		m.replace(list, strconv.Itoa(rv), known)
 	}
 	for i := 0; i < len(ops); i++ {
 		op := ops[i] % 8
@@ -211,27 +252,40 @@ func runFuzzBody(t *testing.T, ops []byte) {
 				i++
 				mask = ops[i]
 			}
-			var list []obj
-			lastList = map[string]obj{}
-			for j, k := range fuzzKeys {
-				if mask&(1<<j) != 0 {
-					lo := mk(k, strconv.Itoa(rv))
-					list = append(list, lo)
-					lastList[k] = lo
-				}
-			}
-			must(t, fifo.Replace(list, strconv.Itoa(rv)))
-			m.replace(list, strconv.Itoa(rv), known)
+			replace(mask)
 		case 4:
 			must(t, fifo.Bookmark(strconv.Itoa(rv)))
 			m.push(Delta[obj]{Type: Bookmark, ResourceVersion: strconv.Itoa(rv)})
 		case 5:
 			must(t, fifo.Resync())
 			m.resync(known)
-		default:
+		case 6:
 			if len(m.units) > 0 {
-				popOne()
+				popOne(nil)
 			}
+		case 7: // pop; while the unit is in flight, the next byte's
+			// low 2 bits pick a Replace (of the keys in its high 6 bits), a
+			// Resync or a Bookmark
+			if len(m.units) == 0 {
+				break
+			}
+			var next byte
+			if i+1 < len(ops) {
+				i++
+				next = ops[i]
+			}
+			popOne(func() {
+				switch next % 4 {
+				case 0, 1:
+					replace(next >> 2)
+				case 2:
+					must(t, fifo.Resync())
+					m.resync(known)
+				case 3:
+					must(t, fifo.Bookmark(strconv.Itoa(rv)))
+					m.push(Delta[obj]{Type: Bookmark, ResourceVersion: strconv.Itoa(rv)})
+				}
+			})
 		}
 		if got, want := fifo.Len(), m.queued(); got != want {
 			t.Fatalf("after op %d: Len = %d, model %d", op, got, want)
@@ -241,7 +295,7 @@ func runFuzzBody(t *testing.T, ops []byte) {
 		}
 	}
 	for len(m.units) > 0 {
-		popOne()
+		popOne(nil)
 	}
 	if fifo.Len() != 0 {
 		t.Fatalf("FIFO holds %d deltas the model does not", fifo.Len())
