@@ -15,10 +15,19 @@ import (
 // a relist), a consumer that applies every popped unit to the store, and a
 // goroutine that resyncs, all at once (run with -race). Afterwards the store
 // must equal the server's state, every Replace must have arrived in one
-// piece, and resource versions per key must never go backwards.
+// piece, and resource versions per key must never go backwards. With
+// Options.MaxRun, runs are popped while Replace and Resync look at the run
+// in flight: a run holds no delta of a Replace batch and at most MaxRun
+// deltas.
 func TestConcurrentProducerConsumer(t *testing.T) {
+	for _, maxRun := range []int{1, 16} {
+		t.Run(fmt.Sprintf("maxRun=%d", maxRun), func(t *testing.T) { testConcurrentProducerConsumer(t, maxRun) })
+	}
+}
+
+func testConcurrentProducerConsumer(t *testing.T, maxRun int) {
 	s := newStore()
-	f, err := New(Options[obj]{KnownObjects: s})
+	f, err := New(Options[obj]{KnownObjects: s, MaxRun: maxRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,18 +36,29 @@ func TestConcurrentProducerConsumer(t *testing.T) {
 
 	var consumeErr error
 	lastRV := map[string]int{} // consumer only
+	longestRun := 0            // consumer only
 	consumerDone := make(chan struct{})
 	go func() {
 		defer close(consumerDone)
 		for {
 			err := f.Pop(ctx, func(batch []Delta[obj]) error {
-				if len(batch) > 1 || batch[0].Type == Replaced || batch[0].FinalStateUnknown {
+				if batch[0].Type == Replaced || batch[0].FinalStateUnknown {
 					rv := batch[0].ResourceVersion
 					for _, d := range batch {
-						if d.ResourceVersion != rv || (d.Type != Replaced && d.Type != Deleted) {
+						if d.ResourceVersion != rv || (d.Type != Replaced && !d.FinalStateUnknown) {
 							return fmt.Errorf("mixed batch: %s", renderBatch(batch))
 						}
 					}
+				} else {
+					if len(batch) > maxRun {
+						return fmt.Errorf("a run of %d deltas, MaxRun %d: %s", len(batch), maxRun, renderBatch(batch))
+					}
+					for _, d := range batch {
+						if d.Type == Replaced || d.FinalStateUnknown {
+							return fmt.Errorf("a run holds a delta of a Replace batch: %s", renderBatch(batch))
+						}
+					}
+					longestRun = max(longestRun, len(batch))
 				}
 				for _, d := range batch {
 					if d.Type == Bookmark || d.Object == nil {
@@ -166,12 +186,22 @@ func TestConcurrentProducerConsumer(t *testing.T) {
 	if !f.HasSynced() {
 		t.Fatal("not synced after everything was processed")
 	}
+	if maxRun > 1 && longestRun < 2 {
+		t.Fatalf("no run of more than one delta was popped (MaxRun %d): runs were not exercised", maxRun)
+	}
 }
 
-// TestConcurrentPops: several goroutines Pop from one FIFO; each unit goes
-// to exactly one of them and units never overlap, so order is kept.
+// TestConcurrentPops: several goroutines Pop from one FIFO; each unit (a
+// delta, or with MaxRun a run) goes to exactly one of them and units never
+// overlap, so order is kept.
 func TestConcurrentPops(t *testing.T) {
-	f, err := New(Options[obj]{})
+	for _, maxRun := range []int{1, 8} {
+		t.Run(fmt.Sprintf("maxRun=%d", maxRun), func(t *testing.T) { testConcurrentPops(t, maxRun) })
+	}
+}
+
+func testConcurrentPops(t *testing.T, maxRun int) {
+	f, err := New(Options[obj]{MaxRun: maxRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +220,12 @@ func TestConcurrentPops(t *testing.T) {
 					if active > 1 {
 						t.Error("two process funcs ran at once")
 					}
-					seen = append(seen, b[0].Object.ResourceVersion)
+					if len(b) > maxRun {
+						t.Errorf("a run of %d deltas, MaxRun %d", len(b), maxRun)
+					}
+					for _, d := range b {
+						seen = append(seen, d.Object.ResourceVersion)
+					}
 					active--
 					mu.Unlock()
 					return nil
