@@ -3,6 +3,7 @@ package fifo
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -695,6 +696,131 @@ func TestFirstReplaceDuringInFlightRun(t *testing.T) {
 			}
 			if !f.HasSynced() {
 				t.Fatal("HasSynced false after the first Replace batch was processed")
+			}
+		})
+	}
+}
+
+// TestRunEndings: a run whose process func fails, panics, or closes the
+// FIFO is consumed whole, and the FIFO is left as after any Pop: nothing of
+// the run counts as in flight any more (a Resync queues Syncs for its keys
+// again), the next Pop takes what follows, and the run's deltas count for
+// HasSynced.
+func TestRunEndings(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		process func(f *FIFO[obj]) error
+		wantErr error
+		panics  bool
+		after   []string // pops after a Resync, which must succeed
+	}{
+		{
+			name:    "error",
+			process: func(*FIFO[obj]) error { return boom },
+			wantErr: boom,
+			after:   []string{"[Updated b/z@5 | Sync a/x@1 | Sync a/y@1]"},
+		},
+		{
+			name:    "panic",
+			process: func(*FIFO[obj]) error { panic("handler bug") },
+			panics:  true,
+			after:   []string{"[Updated b/z@5 | Sync a/x@1 | Sync a/y@1]"},
+		},
+		{
+			name:    "close",
+			process: func(f *FIFO[obj]) error { f.Close(); return nil },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(mk("a/x", "1"), mk("a/y", "1"), mk("b/z", "1"))
+			f, err := New(Options[obj]{KnownObjects: s, MaxRun: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, f.Bookmark("1"))
+			must(t, f.Bookmark("2"))
+			must(t, f.Replace([]obj{mk("a/x", "1"), mk("a/y", "1"), mk("b/z", "1")}, "2"))
+			// Before the first Replace's batch, the run of Bookmarks goes
+			// wrong too: it still counts for HasSynced.
+			var ended error
+			func() {
+				defer func() {
+					if r := recover(); r != nil && !tt.panics {
+						t.Fatalf("panic: %v", r)
+					}
+				}()
+				ended = f.Pop(context.Background(), func(batch []Delta[obj]) error {
+					if got := renderBatch(batch); got != "[Bookmark 1 | Bookmark 2]" {
+						t.Errorf("first run %s", got)
+					}
+					if tt.name == "close" {
+						return boom // keep the FIFO open for the run below
+					}
+					return tt.process(f)
+				})
+			}()
+			if tt.wantErr != nil && !errors.Is(ended, tt.wantErr) {
+				t.Fatalf("Pop = %v, want %v", ended, tt.wantErr)
+			}
+			if f.HasSynced() {
+				t.Fatal("synced before the first Replace batch was processed")
+			}
+			if got := popOne(t, f, s); got != "[Replaced a/x@1 list=2 | Replaced a/y@1 list=2 | Replaced b/z@1 list=2]" {
+				t.Fatalf("popped %s", got)
+			}
+			if !f.HasSynced() {
+				t.Fatal("not synced after the first Replace batch, behind a run that went wrong")
+			}
+
+			for _, err := range []error{f.Update(mk("a/x", "2")), f.Update(mk("a/y", "2")), f.Update(mk("a/x", "3")), f.Update(mk("a/y", "4")), f.Update(mk("b/z", "5"))} {
+				must(t, err)
+			}
+			ended = nil
+			func() {
+				defer func() {
+					if r := recover(); r != nil && !tt.panics {
+						t.Fatalf("panic: %v", r)
+					} else if r == nil && tt.panics {
+						t.Fatal("the panic of the process func was swallowed")
+					}
+				}()
+				ended = f.Pop(context.Background(), func(batch []Delta[obj]) error {
+					if got := renderBatch(batch); got != "[Updated a/x@2 | Updated a/y@2 | Updated a/x@3 | Updated a/y@4]" {
+						t.Errorf("run %s", got)
+					}
+					return tt.process(f)
+				})
+			}()
+			if !errors.Is(ended, tt.wantErr) {
+				t.Fatalf("Pop = %v, want %v", ended, tt.wantErr)
+			}
+			if tt.name == "close" {
+				if f.Len() != 0 {
+					t.Fatalf("Len = %d after Close", f.Len())
+				}
+				if err := f.Resync(); !errors.Is(err, ErrClosed) {
+					t.Fatalf("Resync after Close = %v", err)
+				}
+				if err := f.Pop(context.Background(), func([]Delta[obj]) error { return nil }); !errors.Is(err, ErrClosed) {
+					t.Fatalf("Pop after Close = %v", err)
+				}
+				return
+			}
+			if f.Len() != 1 {
+				t.Fatalf("Len = %d, want 1: the run must be consumed whole", f.Len())
+			}
+			// The store never got the run: a resync queues the known
+			// states of a/x and a/y again (their run is no longer in
+			// flight), not b/z's (still queued).
+			must(t, f.Resync())
+			var got []string
+			for f.Len() > 0 {
+				got = append(got, popOne(t, f, s))
+			}
+			if !slices.Equal(got, tt.after) {
+				t.Fatalf("after the run:\n got %q\nwant %q", got, tt.after)
 			}
 		})
 	}
