@@ -270,8 +270,9 @@ func (i *Informer[T]) Len() int { return i.s.indexer.Len() }
 // with Options.DetectMutations (see cache.Indexer.Check).
 func (i *Informer[T]) Check() error { return i.s.indexer.Check() }
 
-// Queued returns the number of deltas received from the server and not yet
-// applied to the cache: export it as a gauge.
+// Queued returns the number of deltas received from the server that wait
+// to be applied to the cache, not counting the run being applied (at most
+// 64): export it as a gauge.
 func (i *Informer[T]) Queued() int { return i.s.fifo.Len() }
 
 // sharedOptions is Options with T erased.
