@@ -694,12 +694,13 @@ func clientGoInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *
 // that rate: every millisecond the events due by then, made first, then
 // stamped with the batch's time (an event that waits to enter the pipeline
 // counts its wait); else as fast as the pipeline takes them. A batch holds
-// at most a millisecond's events: a feeder that fell behind catches up one
-// millisecond's batch after the other, without waiting for the ticker, so
-// that it never builds a long backlog while the pipeline sits idle and then
-// hands it over at once (it did: a pause of a few milliseconds grew into
-// batches of tens of milliseconds of events, the pipeline idle while each
-// was built, and the rate fell apart for every contender).
+// at most a millisecond's events: a feeder that fell behind by more catches
+// up one millisecond's batch after the other, without waiting for the
+// ticker, so that it never builds a long backlog while the pipeline sits
+// idle and then hands it over at once (it did: a pause of a few
+// milliseconds grew into batches of tens of milliseconds of events, the
+// pipeline idle while each was built, and the rate fell apart for every
+// contender).
 func feed(t *seqTracker, n int, event func(i int) *corev1.ConfigMap, send func(*corev1.ConfigMap), rate float64) {
 	if rate <= 0 {
 		for i := range n {
@@ -714,14 +715,14 @@ func feed(t *seqTracker, n int, event func(i int) *corev1.ConfigMap, send func(*
 	perBatch := max(1, int(rate/1000))
 	start := time.Now()
 	var batch []*corev1.ConfigMap
+	behind := false
 	for i := 0; i < n; {
-		due := min(n, int(time.Since(start).Seconds()*rate), i+perBatch)
-		if due <= i {
+		if !behind {
 			<-tick.C
-			continue
 		}
+		due := min(n, int(time.Since(start).Seconds()*rate))
 		batch = batch[:0]
-		for j := i; j < due; j++ {
+		for j := i; j < min(due, i+perBatch); j++ {
 			batch = append(batch, event(j))
 		}
 		now := t.now()
@@ -730,6 +731,9 @@ func feed(t *seqTracker, n int, event func(i int) *corev1.ConfigMap, send func(*
 			send(e)
 			i++
 		}
+		// A millisecond's events or more still due: the next batch at
+		// once, not at the next tick.
+		behind = due-i >= perBatch
 	}
 }
 
