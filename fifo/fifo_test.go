@@ -185,7 +185,7 @@ func TestTranscript(t *testing.T) {
 			},
 		},
 		{
-			name:   "runs: resync Syncs run together; a relist sees a run in flight as queued",
+			name:   "runs: resync Syncs run together, and a relist after them deletes what it lacks",
 			known:  "a/x:1 a/y:1",
 			maxRun: 4,
 			steps: []step{
@@ -314,18 +314,22 @@ func TestInFlightCountsAsQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	drainExpect(t, f, s, "[Replaced a/x@3 list=10 | Replaced a/y@1 list=10 | Deleted? b/new@2 list=10]", "a/x@3 a/y@1")
+}
+
+// drainExpect pops every queued unit into s and checks the units, one per
+// line, and then the store.
+func drainExpect(t *testing.T, f *FIFO[obj], s *store, want, wantStore string) {
+	t.Helper()
 	var got []string
 	for f.Len() > 0 {
 		got = append(got, popOne(t, f, s))
 	}
-	want := []string{
-		"[Replaced a/x@3 list=10 | Replaced a/y@1 list=10 | Deleted? b/new@2 list=10]",
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if s.String() != "a/x@3 a/y@1" {
-		t.Fatalf("store = %s", s)
+	if s.String() != wantStore {
+		t.Fatalf("store = %s, want %s", s, wantStore)
 	}
 }
 
@@ -586,17 +590,7 @@ func TestInFlightRunCountsAsQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for f.Len() > 0 {
-		got = append(got, popOne(t, f, s))
-	}
-	want := "[Replaced a/x@3 list=10 | Replaced a/y@1 list=10 | Deleted? b/new@2 list=10]"
-	if strings.Join(got, "\n") != want {
-		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), want)
-	}
-	if s.String() != "a/x@3 a/y@1" {
-		t.Fatalf("store = %s", s)
-	}
+	drainExpect(t, f, s, "[Replaced a/x@3 list=10 | Replaced a/y@1 list=10 | Deleted? b/new@2 list=10]", "a/x@3 a/y@1")
 }
 
 // TestFirstReplaceDuringInFlightRun: the first Replace may be queued while a

@@ -117,6 +117,20 @@ func (s *fakeServer) gone() {
 	}
 }
 
+// churn makes change i of a churn over the pods p0…p(keys-1): an add, an
+// update or a deletion in turn. With beforeRelist, one deletion in nine is
+// never sent to the watch: the relist to come must find it.
+func (s *fakeServer) churn(i, keys int, beforeRelist bool) {
+	switch i % 3 {
+	case 0:
+		s.change("ADDED", pod(fmt.Sprint("p", i%keys)), true)
+	case 1:
+		s.change("MODIFIED", pod(fmt.Sprint("p", i%keys), "i", fmt.Sprint(i)), true)
+	case 2:
+		s.change("DELETED", pod(fmt.Sprint("p", (i+7)%keys)), !beforeRelist || i%9 != 2)
+	}
+}
+
 func (s *fakeServer) state() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

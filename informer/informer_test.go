@@ -114,12 +114,19 @@ func testSyncThenEvents(t *testing.T, ho HandlerOptions) {
 	}
 }
 
-func assertCacheEquals(t *testing.T, inf *Informer[*corev1.Pod], srv *fakeServer) {
-	t.Helper()
+// cacheState returns the informer's cache as key → resourceVersion, the
+// form of fakeServer.state.
+func cacheState(inf *Informer[*corev1.Pod]) map[string]string {
 	got := map[string]string{}
 	for _, p := range inf.List() {
 		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
 	}
+	return got
+}
+
+func assertCacheEquals(t *testing.T, inf *Informer[*corev1.Pod], srv *fakeServer) {
+	t.Helper()
+	got := cacheState(inf)
 	want := srv.state()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("cache %v, server %v", got, want)
@@ -627,17 +634,7 @@ func testHandlersAddedDuringChurn(t *testing.T, ho HandlerOptions) {
 	var mirrors []*mirror
 	var regs []*Registration
 	for i := range 400 {
-		name := fmt.Sprint("p", i%40)
-		switch i % 3 {
-		case 0:
-			srv.change("ADDED", pod(name), true)
-		case 1:
-			srv.change("MODIFIED", pod(name, "i", fmt.Sprint(i)), true)
-		case 2:
-			// Some deletions before the relist are never sent: the relist
-			// must find them.
-			srv.change("DELETED", pod(fmt.Sprint("p", (i+7)%40)), i > 200 || i%9 != 2)
-		}
+		srv.churn(i, 40, i <= 200) // the relist comes at i == 200
 		if i%40 == 0 {
 			m := &mirror{t: t, objs: map[string]string{}}
 			reg, err := inf.AddHandler(m, ho)
@@ -658,11 +655,7 @@ func testHandlersAddedDuringChurn(t *testing.T, ho HandlerOptions) {
 	// remaining handler's view equals the cache.
 	want := srv.state()
 	waitUntil(t, ctx, "cache equal to the server", func() bool {
-		got := map[string]string{}
-		for _, p := range inf.List() {
-			got[p.Namespace+"/"+p.Name] = p.ResourceVersion
-		}
-		return maps.Equal(got, want)
+		return maps.Equal(cacheState(inf), want)
 	})
 	for i, m := range mirrors {
 		if i == 1 {
@@ -1113,17 +1106,7 @@ func TestBurstInRuns(t *testing.T) {
 	<-stuck
 	churn := func(from, to int) {
 		for i := from; i < to; i++ {
-			name := fmt.Sprint("p", i%20)
-			switch i % 3 {
-			case 0:
-				srv.change("ADDED", pod(name), true)
-			case 1:
-				srv.change("MODIFIED", pod(name, "i", fmt.Sprint(i)), true)
-			case 2:
-				// Before the relist some deletions are never sent: the
-				// relist must find them.
-				srv.change("DELETED", pod(fmt.Sprint("p", (i+7)%20)), i >= 300 || i%9 != 2)
-			}
+			srv.churn(i, 20, i < 300) // the relist comes after i == 299
 		}
 	}
 	churn(0, 300)
@@ -1133,11 +1116,7 @@ func TestBurstInRuns(t *testing.T) {
 	close(gate)
 	want := srv.state()
 	waitUntil(t, ctx, "cache and handler equal to the server", func() bool {
-		got := map[string]string{}
-		for _, p := range inf.List() {
-			got[p.Namespace+"/"+p.Name] = p.ResourceVersion
-		}
-		return maps.Equal(got, want) && maps.Equal(m.view(), want)
+		return maps.Equal(cacheState(inf), want) && maps.Equal(m.view(), want)
 	})
 	if newer.Load() == 0 {
 		t.Fatal("no handler call found the cache newer than its event: the burst was not taken in runs")
