@@ -850,14 +850,14 @@ func TestEventToReconcileContenders(t *testing.T) {
 // achieved and every object's last event reconciled within 10 ms of the last
 // send, in one of two tries. A bisection on a log scale between 50k and
 // 3.2M events/s (to within 5 %), each probe BENCH_SUSTAINED_EVENTS events
-// (default 300,000) paced as
-// in BenchmarkEventToReconcileInProcess (BENCH_INPROC_EVENTS=prebuilt
-// builds the events before each probe; BENCH_SUSTAINED_LOG=1 prints every
-// probe's figures). One bisection moves by ±20 % from run to run on the
-// 2-core machine: BENCH_SUSTAINED_REPEAT=n (default 1) runs n of them per
-// contender, interleaved with the other contenders' (sub-benchmarks
-// workers=W/NAME/run=R), and the ratios of the medians. The harness contender, no pipeline at all, is the ceiling. Run
-// with -benchtime 1x.
+// (default 300,000) paced as in BenchmarkEventToReconcileInProcess
+// (BENCH_INPROC_EVENTS=prebuilt builds the events before each probe;
+// BENCH_SUSTAINED_LOG=1 prints every probe's figures). One bisection moves
+// by ±20 % from run to run on the 2-core machine: BENCH_SUSTAINED_REPEAT=n
+// (default 1) runs n of them per contender, interleaved with the other
+// contenders' (sub-benchmarks workers=W/NAME/run=R), and prints the ratios
+// of the medians. The harness contender, no pipeline at all, is the
+// ceiling. Run with -benchtime 1x.
 func BenchmarkEventToReconcileSustained(b *testing.B) {
 	n := 300_000
 	if v := os.Getenv("BENCH_SUSTAINED_EVENTS"); v != "" {
