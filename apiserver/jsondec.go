@@ -120,19 +120,10 @@ func (d *jsonDecoder) object(depth int) (map[string]any, bool) {
 			}
 		}
 		m[key] = v
-		d.ws()
-		if d.i >= len(d.b) {
+		if end, ok := d.next('}'); !ok {
 			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.ws()
-		case '}':
-			d.i++
+		} else if end {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -154,21 +145,32 @@ func (d *jsonDecoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		d.ws()
-		if d.i >= len(d.b) {
+		if end, ok := d.next(']'); !ok {
 			return nil, false
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-			d.ws()
-		case ']':
-			d.i++
+		} else if end {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// next reads what follows a member of an object or an element of an
+// array: a comma (end false: another one follows) or the closing byte
+// (end true), with the white space around them; anything else is not ok.
+func (d *jsonDecoder) next(closing byte) (end, ok bool) {
+	d.ws()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		d.ws()
+		return false, true
+	case closing:
+		d.i++
+		return true, true
+	}
+	return false, false
 }
 
 // commonKeys are object keys decoded without allocating.
