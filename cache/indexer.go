@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"reflect"
 	"slices"
@@ -117,7 +118,8 @@ func checkIndex[T Object](name string, fn IndexFunc[T], noNamespace bool) error 
 // indexes (an index is not recomputed when its inputs change under it). Run
 // tests with Options.DetectMutations to catch the bug.
 //
-// Add and Update are both "insert or replace". Reads never block each other.
+// Add and Update are both "insert or replace". Reads never block each other,
+// and Get and GetByKey never wait for a writer either (they take no lock).
 type Indexer[T Object] struct {
 	logger *slog.Logger
 	// nsIndex tells whether the namespace index exists; fixed at New.
@@ -127,6 +129,10 @@ type Indexer[T Object] struct {
 	// modified) under mu by AddIndexers, and loaded without mu by writers so
 	// that they run index funcs before taking the lock.
 	spec atomic.Pointer[indexSpec[T]]
+
+	// items is st.items, published for Get and GetByKey, which read it
+	// without mu: it changes only with st, under mu.
+	items atomic.Pointer[table[T]]
 
 	// mu guards st, lastSyncRV and det's maps.
 	mu         sync.RWMutex
@@ -153,7 +159,8 @@ func New[T Object](opts Options[T]) (*Indexer[T], error) {
 	}
 	ix := &Indexer[T]{logger: opts.Logger, nsIndex: !opts.DisableNamespaceIndex}
 	ix.spec.Store(spec)
-	ix.st = newState[T](spec, !opts.DisableNamespaceIndex, 0)
+	ix.st = newState[T](spec, !opts.DisableNamespaceIndex, 0, maphash.MakeSeed())
+	ix.items.Store(ix.st.items)
 	if opts.DetectMutations {
 		ix.det = &detector[T]{snaps: map[*entry[T]]snapshot[T]{}, onMutation: opts.OnMutation}
 	}
@@ -198,15 +205,18 @@ func (ix *Indexer[T]) upsert(op string, obj T) (old T, replaced bool, err error)
 		}
 	}
 	var buf [keyBufSize]byte
-	e := ix.st.items[string(appendKey(buf[:0], obj.GetNamespace(), obj.GetName()))]
-	if e != nil {
+	k := appendKey(buf[:0], obj.GetNamespace(), obj.GetName())
+	h := ix.st.items.hash(k)
+	var e *entry[T]
+	if it := ix.st.items.lookupBytes(h, k); it != nil {
+		e = it.e
 		old, replaced = e.obj, true
 		if ix.det != nil {
 			reports = ix.det.retire(e, reports)
 		}
-		ix.st.replace(e, obj, vals)
+		ix.st.replace(h, e, obj, vals)
 	} else {
-		e = ix.st.insert(Key(obj), obj, vals)
+		e = ix.st.insert(h, string(k), obj, vals)
 	}
 	if ix.det != nil {
 		ix.det.snapshot(e)
@@ -225,11 +235,13 @@ func (ix *Indexer[T]) Delete(obj T) error {
 	var buf [keyBufSize]byte
 	var reports []error
 	ix.mu.Lock()
-	if e := ix.st.items[string(appendKey(buf[:0], obj.GetNamespace(), obj.GetName()))]; e != nil {
+	k := appendKey(buf[:0], obj.GetNamespace(), obj.GetName())
+	h := ix.st.items.hash(k)
+	if it := ix.st.items.lookupBytes(h, k); it != nil {
 		if ix.det != nil {
-			reports = ix.det.retire(e, reports)
+			reports = ix.det.retire(it.e, reports)
 		}
-		ix.st.remove(e)
+		ix.st.remove(h, it.e)
 	}
 	ix.mu.Unlock()
 	ix.det.report(reports)
@@ -253,12 +265,14 @@ func (ix *Indexer[T]) LoadAndDelete(key string) (old T, deleted bool, err error)
 	}
 	var reports []error
 	ix.mu.Lock()
-	if e := ix.st.items[key]; e != nil {
+	h := ix.st.items.hashString(key)
+	if it := ix.st.items.lookup(h, key); it != nil {
+		e := it.e
 		old, deleted = e.obj, true
 		if ix.det != nil {
 			reports = ix.det.retire(e, reports)
 		}
-		ix.st.remove(e)
+		ix.st.remove(h, e)
 	}
 	ix.mu.Unlock()
 	ix.det.report(reports)
@@ -268,16 +282,14 @@ func (ix *Indexer[T]) LoadAndDelete(key string) (old T, deleted bool, err error)
 // Replace atomically swaps the whole content for objs (the result of a
 // relist) and records resourceVersion as LastSyncResourceVersion. When two
 // objects share a key the later one wins. The new content and its indexes
-// are built under the read lock (reusing the key strings of objects already
+// are built without any lock (reusing the key strings of objects already
 // stored), so readers are blocked only for the swap. If an object is invalid
 // or an index func fails, nothing changes.
 func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 	spec := ix.spec.Load()
-	b := newBuilder(spec, ix.nsIndex, len(objs))
-	ix.mu.RLock() // only to borrow existing key strings; writers wait for the swap anyway
-	err := b.add(objs, ix.st.items)
-	ix.mu.RUnlock()
-	if err != nil {
+	prev := ix.items.Load()
+	b := newBuilder(spec, ix.nsIndex, len(objs), prev.seed)
+	if err := b.add(objs, prev); err != nil {
 		return err
 	}
 	return ix.publish(spec, b.st, resourceVersion)
@@ -295,15 +307,14 @@ func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 // the Indexer once sent.
 func (ix *Indexer[T]) ReplaceFrom(size int, batches <-chan []T, resourceVersion string) error {
 	spec := ix.spec.Load()
-	b := newBuilder(spec, ix.nsIndex, size)
+	prev := ix.items.Load()
+	b := newBuilder(spec, ix.nsIndex, size, prev.seed)
 	var err error
 	for objs := range batches {
 		if err != nil {
 			continue // drained, so that the sender never blocks
 		}
-		ix.mu.RLock() // as in Replace, per batch: readers and writers go on between batches
-		err = b.add(objs, ix.st.items)
-		ix.mu.RUnlock()
+		err = b.add(objs, prev)
 	}
 	if err != nil {
 		return err
@@ -325,6 +336,7 @@ func (ix *Indexer[T]) publish(spec *indexSpec[T], st state[T], resourceVersion s
 	}
 	old := ix.st
 	ix.st = st
+	ix.items.Store(st.items)
 	ix.lastSyncRV = resourceVersion
 	ix.logger.Debug("cache: replaced", "objects", len(st.all), "previous", len(old.all), "resourceVersion", resourceVersion)
 	if ix.det != nil {
@@ -341,9 +353,9 @@ func (ix *Indexer[T]) publish(spec *indexSpec[T], st state[T], resourceVersion s
 }
 
 // build makes the state for objs. Keys of objects already in prev (the
-// current items, read under mu) are reused instead of allocated again.
-func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T, prev map[string]*entry[T]) (state[T], error) {
-	b := newBuilder(spec, ix.nsIndex, len(objs))
+// current items) are reused instead of allocated again.
+func (ix *Indexer[T]) build(spec *indexSpec[T], objs []T, prev *table[T]) (state[T], error) {
+	b := newBuilder(spec, ix.nsIndex, len(objs), prev.seed)
 	if err := b.add(objs, prev); err != nil {
 		return state[T]{}, err
 	}
@@ -356,14 +368,17 @@ type builder[T Object] struct {
 	st   state[T]
 }
 
-func newBuilder[T Object](spec *indexSpec[T], nsIndex bool, size int) *builder[T] {
-	return &builder[T]{spec: spec, st: newState[T](spec, nsIndex, size)}
+// newBuilder returns a builder of a state for size objects that hashes
+// keys with seed: the seed of the table its keys are borrowed from (see
+// add), so that each key is hashed once.
+func newBuilder[T Object](spec *indexSpec[T], nsIndex bool, size int, seed maphash.Seed) *builder[T] {
+	return &builder[T]{spec: spec, st: newState[T](spec, nsIndex, size, seed)}
 }
 
 // add adds objs, a later object winning over an earlier one with its key.
-// Keys of objects already in prev (the current items, read under mu) are
-// reused instead of allocated again.
-func (b *builder[T]) add(objs []T, prev map[string]*entry[T]) error {
+// Keys of objects already in prev (the current items, read without a lock:
+// keys never change) are reused instead of allocated again.
+func (b *builder[T]) add(objs []T, prev *table[T]) error {
 	st := &b.st
 	var buf [keyBufSize]byte
 	for _, obj := range objs {
@@ -376,15 +391,16 @@ func (b *builder[T]) add(objs []T, prev map[string]*entry[T]) error {
 			return fmt.Errorf("cache: replace %s: %w", Key(obj), err)
 		}
 		k := appendKey(buf[:0], obj.GetNamespace(), obj.GetName())
-		if e := st.items[string(k)]; e != nil {
-			st.replace(e, obj, vals)
+		h := st.items.hash(k)
+		if it := st.items.lookupBytes(h, k); it != nil {
+			st.replace(h, it.e, obj, vals)
 			continue
 		}
-		if e := prev[string(k)]; e != nil {
-			st.insert(e.key, obj, vals)
+		if it := prev.lookupBytes(h, k); it != nil {
+			st.insert(h, it.key, obj, vals)
 			continue
 		}
-		st.insert(Key(obj), obj, vals)
+		st.insert(h, string(k), obj, vals)
 	}
 	return nil
 }
@@ -453,27 +469,21 @@ func (ix *Indexer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
 // a cluster-scoped object). The object is shared: do not mutate it.
 func (ix *Indexer[T]) Get(namespace, name string) (T, bool) {
 	var buf [keyBufSize]byte
-	ix.mu.RLock()
-	e := ix.st.items[string(appendKey(buf[:0], namespace, name))]
-	var obj T
-	if e != nil {
-		obj = e.obj
+	if it := ix.items.Load().getBytes(appendKey(buf[:0], namespace, name)); it != nil {
+		return it.obj, true
 	}
-	ix.mu.RUnlock()
-	return obj, e != nil
+	var zero T
+	return zero, false
 }
 
 // GetByKey returns the object stored under key ("namespace/name" or
 // "name"). The object is shared: do not mutate it.
 func (ix *Indexer[T]) GetByKey(key string) (T, bool) {
-	ix.mu.RLock()
-	e := ix.st.items[key]
-	var obj T
-	if e != nil {
-		obj = e.obj
+	if it := ix.items.Load().get(key); it != nil {
+		return it.obj, true
 	}
-	ix.mu.RUnlock()
-	return obj, e != nil
+	var zero T
+	return zero, false
 }
 
 // List returns every stored object, in no particular order, in a new slice

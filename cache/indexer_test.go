@@ -84,15 +84,19 @@ func view(t *testing.T, ix *Indexer[*corev1.Pod]) string {
 	return strings.Join(parts, " | ")
 }
 
-// checkInvariants verifies the internal structure against the items map.
+// checkInvariants verifies the internal structure against the items table.
 func checkInvariants[T Object](t *testing.T, ix *Indexer[T]) {
 	t.Helper()
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	st := ix.st
 	spec := ix.spec.Load()
-	if len(st.all) != len(st.items) {
-		t.Fatalf("len(all) = %d, len(items) = %d", len(st.all), len(st.items))
+	if ix.items.Load() != st.items {
+		t.Fatalf("the published items table is not the state's")
+	}
+	checkTable(t, st.items)
+	if len(st.all) != st.items.live {
+		t.Fatalf("len(all) = %d, items = %d", len(st.all), st.items.live)
 	}
 	nsCount := 0
 	for _, b := range st.ns {
@@ -121,8 +125,9 @@ func checkInvariants[T Object](t *testing.T, ix *Indexer[T]) {
 		if any(st.objs[i]) != any(e.obj) {
 			t.Fatalf("objs[%d] is not %s's object", i, e.key)
 		}
-		if int(e.pos) != i || st.items[e.key] != e {
-			t.Fatalf("entry %s: pos %d at %d, in items: %v", e.key, e.pos, i, st.items[e.key] == e)
+		it := st.items.get(e.key)
+		if int(e.pos) != i || it == nil || it.e != e || any(it.obj) != any(e.obj) || it.key != e.key {
+			t.Fatalf("entry %s: pos %d at %d, item %+v", e.key, e.pos, i, it)
 		}
 		if e.key != Key(e.obj) {
 			t.Fatalf("entry %s holds object %s", e.key, Key(e.obj))
@@ -156,7 +161,7 @@ func checkInvariants[T Object](t *testing.T, ix *Indexer[T]) {
 				t.Fatalf("empty bucket %s=%s", spec.names[j], v)
 			}
 			for i, e := range b.entries {
-				if st.items[e.key] != e || !slices.Contains(e.vals[j], v) {
+				if it := st.items.get(e.key); it == nil || it.e != e || !slices.Contains(e.vals[j], v) {
 					t.Fatalf("stale entry %s in bucket %s=%s", e.key, spec.names[j], v)
 				}
 				if b.pos != nil && int(b.pos[e]) != i {

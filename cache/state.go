@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 )
 
@@ -45,16 +46,18 @@ type entry[T Object] struct {
 
 // state is the content of an Indexer; Replace builds a new one and swaps it.
 type state[T Object] struct {
-	items  map[string]*entry[T]
+	items  *table[T]               // by key; readers use it without a lock
 	all    []*entry[T]             // every entry, dense, for List without map iteration
 	objs   []T                     // objs[i] == all[i].obj: List is a copy
 	ns     map[string]*nsBucket[T] // namespace index; nil when disabled
 	custom []customIndex[T]        // slot order of indexSpec
 }
 
-func newState[T Object](spec *indexSpec[T], nsIndex bool, n int) state[T] {
+// newState returns an empty state sized for n objects, hashing keys with
+// seed.
+func newState[T Object](spec *indexSpec[T], nsIndex bool, n int, seed maphash.Seed) state[T] {
 	st := state[T]{
-		items:  make(map[string]*entry[T], n),
+		items:  newTable[T](n, seed),
 		all:    make([]*entry[T], 0, n),
 		objs:   make([]T, 0, n),
 		custom: make([]customIndex[T], len(spec.names)),
@@ -68,9 +71,9 @@ func newState[T Object](spec *indexSpec[T], nsIndex bool, n int) state[T] {
 	return st
 }
 
-// insert adds a new entry; it keeps a copy of vals (which may be on the
-// caller's stack).
-func (st *state[T]) insert(key string, obj T, vals [][]string) *entry[T] {
+// insert adds a new entry under key, whose hash is h; it keeps a copy of
+// vals (which may be on the caller's stack).
+func (st *state[T]) insert(h uint64, key string, obj T, vals [][]string) *entry[T] {
 	var kept [][]string
 	if len(vals) > 0 {
 		kept = make([][]string, len(vals))
@@ -79,7 +82,7 @@ func (st *state[T]) insert(key string, obj T, vals [][]string) *entry[T] {
 	e := &entry[T]{key: key, obj: obj, vals: kept, pos: int32(len(st.all))}
 	st.all = append(st.all, e)
 	st.objs = append(st.objs, obj)
-	st.items[key] = e
+	st.items.put(h, e, obj)
 	if st.ns != nil {
 		ns := obj.GetNamespace()
 		b := st.ns[ns]
@@ -98,10 +101,12 @@ func (st *state[T]) insert(key string, obj T, vals [][]string) *entry[T] {
 	return e
 }
 
-// replace stores obj in e, an entry with the same key (so the same
-// namespace), moving it between custom buckets only where values changed.
-func (st *state[T]) replace(e *entry[T], obj T, vals [][]string) {
+// replace stores obj in e, an entry with the same key (whose hash is h;
+// so the same namespace), moving it between custom buckets only where
+// values changed.
+func (st *state[T]) replace(h uint64, e *entry[T], obj T, vals [][]string) {
 	e.obj = obj
+	st.items.put(h, e, obj)
 	st.objs[e.pos] = obj
 	if e.nsb != nil {
 		e.nsb.objs[e.nsPos] = obj
@@ -116,8 +121,9 @@ func (st *state[T]) replace(e *entry[T], obj T, vals [][]string) {
 	}
 }
 
-func (st *state[T]) remove(e *entry[T]) {
-	delete(st.items, e.key)
+// remove removes e, whose key's hash is h.
+func (st *state[T]) remove(h uint64, e *entry[T]) {
+	st.items.del(h, e.key)
 	last := len(st.all) - 1
 	moved := st.all[last]
 	st.all[e.pos] = moved
