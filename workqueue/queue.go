@@ -283,8 +283,8 @@ func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 func (q *Queue[K]) Done(key K) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	i, ok := q.index[key]
-	if !ok || q.nodes[i].flags&flagProcessing == 0 {
+	i, ok := q.held(key)
+	if !ok {
 		return
 	}
 	n := &q.nodes[i]
@@ -498,6 +498,26 @@ func (q *Queue[K]) levelFor(prio int) *level {
 	q.levels = append(q.levels, nl)
 	return nl
 }
+
+// held returns the node of key if a worker holds it. With few keys held
+// (one per worker) it compares them instead of hashing key: the key given to
+// Done is the one Get returned, whose strings are the very same memory, so
+// each comparison is a few instructions.
+func (q *Queue[K]) held(key K) (int32, bool) {
+	if len(q.inFlight) <= heldScan {
+		for _, i := range q.inFlight {
+			if q.nodes[i].key == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := q.index[key]
+	return i, ok && q.nodes[i].flags&flagProcessing != 0
+}
+
+// heldScan is the most held keys that held compares one by one.
+const heldScan = 8
 
 func (q *Queue[K]) removeInFlight(n *node[K]) {
 	last := len(q.inFlight) - 1

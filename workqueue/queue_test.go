@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -657,5 +659,47 @@ func TestGetWithPriority(t *testing.T) {
 	q.ShutDown()
 	if _, _, shutdown := q.GetWithPriority(); !shutdown {
 		t.Fatal("no shutdown")
+	}
+}
+
+// TestDoneWithManyHeld: Done finds a held key by comparing the few held
+// keys, or by the index when more than heldScan are held; a key that is not
+// held, or a copy of a held key in other memory, is handled the same way in
+// both regimes.
+func TestDoneWithManyHeld(t *testing.T) {
+	for _, held := range []int{1, heldScan, heldScan + 1, 3 * heldScan} {
+		t.Run(fmt.Sprint(held), func(t *testing.T) {
+			q, _ := newTestQueue(t, nil)
+			for i := range held {
+				q.Add(fmt.Sprintf("k%d", i))
+			}
+			keys := make([]string, held)
+			for i := range keys {
+				k, shutdown := q.Get()
+				if shutdown {
+					t.Fatal("shutdown")
+				}
+				keys[i] = k
+			}
+			q.Add("ready") // ready, not held: Done leaves it alone
+			q.Done("ready")
+			q.Done("absent")
+			q.Add(keys[0]) // dirty while held: ready again at Done
+			for i := len(keys) - 1; i >= 0; i-- {
+				q.Done(strings.Clone(keys[i])) // equal key, other memory
+			}
+			got := map[string]bool{}
+			for q.Len() > 0 {
+				k, _ := q.Get()
+				got[k] = true
+				q.Done(k)
+			}
+			if want := map[string]bool{"ready": true, keys[0]: true}; !maps.Equal(got, want) {
+				t.Fatalf("ready after Done: %v, want %v", got, want)
+			}
+			if q.Len() != 0 || len(q.inFlight) != 0 || len(q.index) != 0 {
+				t.Fatalf("left: %d ready, %d held, %d indexed", q.Len(), len(q.inFlight), len(q.index))
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,11 @@ type Exponential[K comparable] struct {
 type failureCounts[K comparable] struct {
 	mu sync.Mutex // guards m
 	m  map[K]int  // absent means 0
+	// keys is len(m), written under mu: forget skips the lock while no key
+	// has failures, the common case of a reconcile that succeeded (a key
+	// is counted by the one worker that holds it, so no failure of the key
+	// being forgotten can be counted meanwhile).
+	keys atomic.Int64
 }
 
 // add counts a failure of key and returns the count before it.
@@ -57,12 +63,17 @@ func (f *failureCounts[K]) add(key K) int {
 	}
 	n := f.m[key]
 	f.m[key] = n + 1
+	f.keys.Store(int64(len(f.m)))
 	return n
 }
 
 func (f *failureCounts[K]) forget(key K) {
+	if f.keys.Load() == 0 {
+		return
+	}
 	f.mu.Lock()
 	delete(f.m, key)
+	f.keys.Store(int64(len(f.m)))
 	f.mu.Unlock()
 }
 

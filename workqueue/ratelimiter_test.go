@@ -276,3 +276,39 @@ func FuzzDefaultLimiter(f *testing.F) {
 		}
 	})
 }
+
+// TestForgetTracksKeysWithFailures: Forget skips its lock while no key has
+// failures; the count of keys with failures follows When and Forget.
+func TestForgetTracksKeysWithFailures(t *testing.T) {
+	r, err := NewExponential[string](ExponentialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		op, key string
+		keys    int64
+	}{
+		{"forget", "a", 0},
+		{"when", "a", 1},
+		{"when", "a", 1},
+		{"when", "b", 2},
+		{"forget", "c", 2},
+		{"forget", "a", 1},
+		{"forget", "a", 1},
+		{"forget", "b", 0},
+		{"when", "b", 1},
+	}
+	for i, s := range steps {
+		if s.op == "when" {
+			r.When(s.key)
+		} else {
+			r.Forget(s.key)
+		}
+		if got := r.failures.keys.Load(); got != s.keys {
+			t.Fatalf("step %d (%s %s): %d keys with failures, want %d", i, s.op, s.key, got, s.keys)
+		}
+	}
+	if n := r.NumRequeues("b"); n != 1 {
+		t.Fatalf("NumRequeues(b) = %d, want 1", n)
+	}
+}
