@@ -322,7 +322,7 @@ func BenchmarkInternListed(b *testing.B) {
 		objs := fresh()
 		b.StartTimer()
 		for _, o := range objs {
-			l.intern(o, nil)
+			l.intern(o, nil, false)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/object")

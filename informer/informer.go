@@ -556,7 +556,7 @@ func (s *shared) apply(d *fifo.Delta[Object], initial, interned bool, notes []no
 			// The pop loop is the cache's only writer: what Get returns
 			// is what Swap replaces.
 			prev, _ := s.indexer.GetByKey(d.Key)
-			s.lean.intern(d.Object, prev)
+			s.lean.intern(d.Object, prev, d.Type == fifo.Updated)
 		}
 		old, replaced, err := s.indexer.Swap(d.Object)
 		if err != nil {
@@ -624,7 +624,7 @@ func (s *shared) applyReplace(batch []fifo.Delta[Object], initial bool, notes []
 		switch {
 		case d.Type == fifo.Replaced:
 			old, ok := s.indexer.GetByKey(d.Key)
-			s.lean.intern(d.Object, old) // before the Replace publishes it
+			s.lean.intern(d.Object, old, false) // before the Replace publishes it
 			if listed++; batches != nil && listed-sent == replaceBatch {
 				batches <- objs[sent:listed] // interned: the cache may read it
 				sent = listed

@@ -137,12 +137,15 @@ func (l *lean) interns() bool { return l != nil && !l.noIntern }
 // (another resourceVersion) has only its metadata interned unless
 // internUpdates; a new object, and a relisted unchanged one (same
 // resourceVersion), are walked whole — against prev, whose canonical
-// strings they then take, so a relist costs no memory.
-func (l *lean) intern(obj, prev Object) {
+// strings they then take, so a relist costs no memory. modified: obj comes
+// from a watch's MODIFIED event, so it is an update without comparing
+// resourceVersions (a comparison that reads prev's, cold in the CPU's
+// caches by the time an object changes again).
+func (l *lean) intern(obj, prev Object, modified bool) {
 	if !l.interns() || obj == nil || obj == prev {
 		return
 	}
-	if prev != nil && !l.internUpdates && prev.GetResourceVersion() != obj.GetResourceVersion() {
+	if prev != nil && !l.internUpdates && (modified || prev.GetResourceVersion() != obj.GetResourceVersion()) {
 		l.in.internMetadata(obj, prev)
 	} else {
 		l.in.internObject(obj, prev)

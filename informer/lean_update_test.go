@@ -13,18 +13,23 @@ import (
 // The default transform interns an added object whole, an updated one
 // (another resourceVersion of a cached object) in its metadata only unless
 // InternUpdates is set, and a relisted unchanged one (same resourceVersion)
-// whole against its cached version.
+// whole against its cached version. A watch's MODIFIED event is an update
+// whatever its resourceVersion (it is not compared).
 func TestLeanUpdates(t *testing.T) {
 	tests := []struct {
 		name          string
 		internUpdates bool
 		sameVersion   bool // a relist of the unchanged object
+		modified      bool // from a watch's MODIFIED event
 		wantSpec      bool // spec strings take the cached version's copies
 	}{
-		{"update, default", false, false, false},
-		{"update, InternUpdates", true, false, true},
-		{"relist, default", false, true, true},
-		{"relist, InternUpdates", true, true, true},
+		{"update, default", false, false, false, false},
+		{"update, InternUpdates", true, false, false, true},
+		{"relist, default", false, true, false, true},
+		{"relist, InternUpdates", true, true, false, true},
+		{"MODIFIED, default", false, false, true, false},
+		{"MODIFIED, InternUpdates", true, false, true, true},
+		{"MODIFIED with the cached resourceVersion, default", false, true, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,7 +38,7 @@ func TestLeanUpdates(t *testing.T) {
 			if _, err := l.transform(prev); err != nil {
 				t.Fatal(err)
 			}
-			l.intern(prev, nil)
+			l.intern(prev, nil, false)
 			next, _ := decodedPods(t)
 			if !tt.sameVersion {
 				next.ResourceVersion += "1"
@@ -45,7 +50,7 @@ func TestLeanUpdates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.intern(out, prev)
+			l.intern(out, prev, tt.modified)
 			got := out.(*corev1.Pod)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatal("transform changed the object's content")
