@@ -119,6 +119,16 @@ type Queue[K comparable] struct {
 	shuttingDown bool
 	draining     bool
 
+	// waiters counts the Gets blocked in cond.Wait; waking, the Signals
+	// sent to them that no Get has taken up yet. A key made ready wakes a
+	// worker only when none is on its way already, and a woken worker that
+	// leaves ready keys behind wakes the next one: a burst of keys wakes
+	// the workers one after the other as long as they find work, not one
+	// per key, which on few cores cost more in wake-ups than the keys.
+	// Invariant (no lost wake-up): ready > 0 and waiters > 0 imply
+	// waking > 0, once the Get or Add holding mu returns.
+	waiters, waking int
+
 	// Statistics for the MetricsProvider; kept only when timed.
 	adds, retries uint64
 	queueDuration Histogram
@@ -259,13 +269,21 @@ func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.ready == 0 && !q.shuttingDown {
+		q.waiters++
 		q.cond.Wait()
+		q.waiters--
+		if q.waking > 0 {
+			q.waking--
+		}
 	}
 	if q.ready == 0 {
 		var zero K
 		return zero, 0, true
 	}
 	i := q.popReady()
+	if q.ready > 0 {
+		q.wake() // keys left: the next worker
+	}
 	n := &q.nodes[i]
 	n.flags |= flagProcessing
 	n.procIdx = int32(len(q.inFlight))
@@ -459,7 +477,15 @@ func (q *Queue[K]) pushReady(i int32) {
 	l.ring.push(entry{node: i, seq: n.seq})
 	l.live++
 	q.ready++
-	q.cond.Signal()
+	q.wake()
+}
+
+// wake signals a waiting Get unless one is on its way already.
+func (q *Queue[K]) wake() {
+	if q.waiters > q.waking && q.waking == 0 {
+		q.waking++
+		q.cond.Signal()
+	}
 }
 
 // popReady removes and returns the first live node of the highest non-empty

@@ -3,6 +3,7 @@ package workqueue
 import (
 	"fmt"
 	"maps"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -700,6 +701,77 @@ func TestDoneWithManyHeld(t *testing.T) {
 			if q.Len() != 0 || len(q.inFlight) != 0 || len(q.index) != 0 {
 				t.Fatalf("left: %d ready, %d held, %d indexed", q.Len(), len(q.inFlight), len(q.index))
 			}
+		})
+	}
+}
+
+// TestNoLostWakeUp: workers are woken one after the other while they find
+// keys (see Queue.waking); every key added is handed out without a
+// shutdown to wake anybody, for bursts of any size and any number of
+// workers, and once idle every worker waits with no wake-up outstanding.
+func TestNoLostWakeUp(t *testing.T) {
+	for _, workers := range []int{1, 2, 3, 8} {
+		t.Run(strconv.Itoa(workers)+" workers", func(t *testing.T) {
+			q, _ := New(Options[int]{})
+			var processed atomic.Int64
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for {
+						k, shutdown := q.Get()
+						if shutdown {
+							return
+						}
+						if k%7 == 0 {
+							runtime.Gosched() // some keys take a while
+						}
+						processed.Add(1)
+						q.Done(k)
+					}
+				})
+			}
+			const total = 20_000
+			next := 0
+			for next < total {
+				burst := min(total-next, 1+next%97)
+				for range burst {
+					if next%5 == 0 {
+						q.AddAfter(next, time.Microsecond) // through the timer
+					} else {
+						q.Add(next)
+					}
+					next++
+				}
+				if next%3 == 0 {
+					time.Sleep(50 * time.Microsecond) // let the workers run dry
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for processed.Load() < total {
+				if time.Now().After(deadline) {
+					q.mu.Lock()
+					t.Fatalf("processed %d of %d: %d ready, %d waiters, %d waking", processed.Load(), total, q.ready, q.waiters, q.waking)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			for {
+				q.mu.Lock()
+				idle := q.waiters == workers
+				waking := q.waking
+				q.mu.Unlock()
+				if idle {
+					if waking != 0 {
+						t.Fatalf("all %d workers wait with %d wake-ups outstanding", workers, waking)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("only some of %d workers wait", workers)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			q.ShutDown()
+			wg.Wait()
 		})
 	}
 }
