@@ -8,7 +8,7 @@
 //	                conformance/: the same transcripts against it and a real kube-apiserver, compared)
 //	reflector       lists, then watches from the list's resourceVersion; relists on 410 Gone
 //	fifo            delivers every delta in order; a relist as one atomic batch
-//	cache           thread-safe indexer keyed namespace/name, with indexes
+//	cache           thread-safe indexer keyed namespace/name, with indexes; lock-free Get
 //	informer        pops the FIFO, updates the cache, then notifies handlers; shared Factory
 //	client          reads from the informer cache, writes to the API server
 //	handler         maps events to requests (keys, never objects); predicate/ filters events

@@ -56,7 +56,7 @@
 //	Add (new key)              3 allocs   (the entry, its key string and its item)
 //	List, ByIndex              1 alloc    (the result slice, 8 B per object; client-go: 16 B)
 //
-// Index overhead beyond the objects themselves: about 160 B per object
+// Index overhead beyond the objects themselves: about 185 B per object
 // (client-go: about 130 B); it is the objects that dominate a cache's memory.
 // Timings, the comparison with client-go and the commands are in README.md in
 // this directory.

@@ -83,6 +83,9 @@ func (t *table[T]) getBytes(key []byte) *item[T] {
 
 // lookup is get for a key whose hash is h.
 func (t *table[T]) lookup(h uint64, key string) *item[T] {
+	if key == "" {
+		return nil // the tombstone's key: no object has it
+	}
 	a := t.arr.Load()
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
 		it := a.s[i].Load()
@@ -97,6 +100,9 @@ func (t *table[T]) lookup(h uint64, key string) *item[T] {
 
 // lookupBytes is getBytes for a key whose hash is h.
 func (t *table[T]) lookupBytes(h uint64, key []byte) *item[T] {
+	if len(key) == 0 {
+		return nil // the tombstone's key: no object has it
+	}
 	a := t.arr.Load()
 	for i := h & a.mask; ; i = (i + 1) & a.mask {
 		it := a.s[i].Load()

@@ -69,7 +69,7 @@ func TestTableModel(t *testing.T) {
 							t.Fatalf("step %d: getBytes(%q) = %+v", step, k, it)
 						}
 					}
-					if tab.get("ns/absent") != nil {
+					if tab.get("ns/absent") != nil || tab.get("") != nil || tab.getBytes(nil) != nil {
 						t.Fatalf("step %d: found an absent key", step)
 					}
 				}

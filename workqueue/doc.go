@@ -32,4 +32,13 @@
 // has the Prometheus one, with controller-runtime's metric names. The queue
 // starts no goroutine: delays use one clock timer, armed for the earliest
 // waiting key.
+//
+// Workers blocked in Get are woken one at a time: a key that becomes ready
+// wakes one unless a woken one is already on its way, and a worker that
+// takes a key and leaves others ready wakes the next. A burst of keys thus
+// wakes the workers one after the other while they find work, not one per
+// key (client-go's queue signals on every add). Done finds the key among the
+// few held ones without hashing it, and Forget takes no lock while no key
+// has failures: per event a worker takes the queue's lock twice (Get, Done)
+// and the handler once (Add).
 package workqueue
