@@ -390,21 +390,17 @@ func (c *Controller) waitForSync(ctx context.Context, sources []Source) error {
 // never hands a key to two workers at once.
 func (c *Controller) work(ctx context.Context) {
 	ids := newIDSource()
-	for {
-		req, prio, shutdown := c.queue.GetWithPriority()
-		if shutdown {
-			return
+	req, prio, shutdown := c.queue.GetWithPriority()
+	for !shutdown {
+		// Shutting down (ctx is cancelled at once, stopping only once the
+		// sources have stopped): the key is left for the next start.
+		if !c.stopping.Load() && ctx.Err() == nil {
+			c.stats.active.Add(1)
+			c.reconcileHandler(ctx, req, prio, ids.next())
+			c.stats.active.Add(-1)
 		}
-		if c.stopping.Load() || ctx.Err() != nil {
-			// Shutting down (ctx is cancelled at once, stopping only once
-			// the sources have stopped): leave it for the next start.
-			c.queue.Done(req)
-			continue
-		}
-		c.stats.active.Add(1)
-		c.reconcileHandler(ctx, req, prio, ids.next())
-		c.stats.active.Add(-1)
-		c.queue.Done(req)
+		// Done and the next key in one take of the queue's lock.
+		req, prio, shutdown = c.queue.Next(req)
 	}
 }
 

@@ -39,6 +39,7 @@
 // wakes the workers one after the other while they find work, not one per
 // key (client-go's queue signals on every add). Done finds the key among the
 // few held ones without hashing it, and Forget takes no lock while no key
-// has failures: per event a worker takes the queue's lock twice (Get, Done)
-// and the handler once (Add).
+// has failures. Next(done) is Done and GetWithPriority under one take of
+// the lock: the controller's workers loop on it, so that per event a worker
+// takes the queue's lock once and the handler once (Add).
 package workqueue

@@ -250,9 +250,19 @@ func FuzzQueue(f *testing.F) {
 				if h := m.held(); len(h) > 0 {
 					k = h[next()%len(h)]
 				}
-				trace = append(trace, "done "+k)
-				q.Done(k)
 				m.done(k)
+				if next()%2 == 1 && m.ready() > 0 {
+					// Next: Done, then the key the model hands out.
+					want, _ := m.get()
+					got, _, shutdown := q.Next(k)
+					trace = append(trace, "next "+k+" "+got)
+					if shutdown || got != want {
+						t.Fatalf("Next = %q (shutdown %v), model %q\ntrace: %v", got, shutdown, want, trace)
+					}
+				} else {
+					trace = append(trace, "done "+k)
+					q.Done(k)
+				}
 			case 5:
 				trace = append(trace, "forget "+k)
 				q.Forget(k)

@@ -268,6 +268,22 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.getLocked()
+}
+
+// Next is Done(done) followed by GetWithPriority, in one critical section
+// instead of two: the loop of a worker that finished done and wants the next
+// key. With several workers on few cores the queue's lock is contended, and
+// each acquisition costs spinning or a park.
+func (q *Queue[K]) Next(done K) (key K, priority int, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.doneLocked(done)
+	return q.getLocked()
+}
+
+// getLocked is GetWithPriority with q.mu held.
+func (q *Queue[K]) getLocked() (key K, priority int, shutdown bool) {
 	for q.ready == 0 && !q.shuttingDown {
 		q.waiters++
 		q.cond.Wait()
@@ -301,6 +317,11 @@ func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 func (q *Queue[K]) Done(key K) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.doneLocked(key)
+}
+
+// doneLocked is Done with q.mu held.
+func (q *Queue[K]) doneLocked(key K) {
 	i, ok := q.held(key)
 	if !ok {
 		return

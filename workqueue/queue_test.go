@@ -775,3 +775,69 @@ func TestNoLostWakeUp(t *testing.T) {
 		})
 	}
 }
+
+// Next is Done then GetWithPriority: the finished key leaves (or comes back
+// if it was added while held), then the next ready key is handed out.
+func TestNext(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(q *Queue[string]) // after "a" was handed out
+		want    string
+		wantLen int // ready keys left after Next
+	}{
+		{"next ready key", func(q *Queue[string]) { q.Add("b") }, "b", 0},
+		{"dirty key comes back behind the ready ones", func(q *Queue[string]) { q.Add("b"); q.Add("a") }, "b", 1},
+		{"dirty key alone comes back at once", func(q *Queue[string]) { q.Add("a") }, "a", 0},
+		{"higher priority first", func(q *Queue[string]) {
+			q.Add("b")
+			q.AddWithOptions("c", AddOptions{Priority: 5})
+		}, "c", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, _ := newTestQueue(t, nil)
+			q.Add("a")
+			if k, _ := q.Get(); k != "a" {
+				t.Fatalf("Get = %q", k)
+			}
+			tt.setup(q)
+			k, _, shutdown := q.Next("a")
+			if k != tt.want || shutdown {
+				t.Fatalf("Next = %q, %v; want %q", k, shutdown, tt.want)
+			}
+			if q.Len() != tt.wantLen {
+				t.Fatalf("Len = %d, want %d", q.Len(), tt.wantLen)
+			}
+			if _, held := q.held("a"); held && k != "a" {
+				t.Fatal("a still held after Next")
+			}
+		})
+	}
+	t.Run("blocks until a key is ready", func(t *testing.T) {
+		q, _ := newTestQueue(t, nil)
+		q.Add("a")
+		q.Get()
+		got := make(chan string)
+		go func() {
+			k, _, _ := q.Next("a")
+			got <- k
+		}()
+		time.Sleep(10 * time.Millisecond)
+		q.Add("b")
+		if k := <-got; k != "b" {
+			t.Fatalf("Next = %q", k)
+		}
+	})
+	t.Run("shutdown", func(t *testing.T) {
+		q, _ := newTestQueue(t, nil)
+		q.Add("a")
+		q.Get()
+		q.ShutDown()
+		if _, _, shutdown := q.Next("a"); !shutdown {
+			t.Fatal("Next after ShutDown: no shutdown")
+		}
+		if len(q.inFlight) != 0 {
+			t.Fatal("a still held")
+		}
+	})
+}
