@@ -303,9 +303,13 @@ func (ix *Indexer[T]) Replace(objs []T, resourceVersion string) error {
 // batches is closed; then the content is swapped as by Replace. If an
 // object is invalid or an index func fails, the rest of the batches are
 // received and dropped, nothing changes, and the error is returned. size
-// is the number of objects expected (a capacity hint). A batch belongs to
+// is the number of objects expected (a capacity hint: a negative one is 0,
+// and room for at most 1<<20 objects is made ahead). A batch belongs to
 // the Indexer once sent.
 func (ix *Indexer[T]) ReplaceFrom(size int, batches <-chan []T, resourceVersion string) error {
+	// Only a hint: a negative one would panic in make, a huge one would
+	// allocate for objects that never come (the content grows as needed).
+	size = min(max(size, 0), maxSizeHint)
 	spec := ix.spec.Load()
 	prev := ix.items.Load()
 	b := newBuilder(spec, ix.nsIndex, size, prev.seed)
@@ -321,6 +325,10 @@ func (ix *Indexer[T]) ReplaceFrom(size int, batches <-chan []T, resourceVersion 
 	}
 	return ix.publish(spec, b.st, resourceVersion)
 }
+
+// maxSizeHint caps the size hint of ReplaceFrom: the most objects whose
+// room is allocated before they arrive.
+const maxSizeHint = 1 << 20
 
 // publish swaps in st, built with spec (rebuilt from its objects if the
 // indexes changed meanwhile), as the content at resourceVersion.
