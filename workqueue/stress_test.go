@@ -213,3 +213,53 @@ func TestShutDownWithDrainNext(t *testing.T) {
 		})
 	}
 }
+
+// TestForgetConcurrent: Forget skips its lock while no key has failures;
+// with goroutines failing and forgetting their own keys at once (as workers
+// do), a goroutine's Forget always clears its key and its When always counts
+// from what it left, and the count of keys with failures ends at zero.
+func TestForgetConcurrent(t *testing.T) {
+	tests := []struct {
+		name       string
+		goroutines int
+		failures   int // failures of a key before it is forgotten
+	}{
+		{name: "one failure each", goroutines: 8, failures: 1},
+		{name: "several failures each", goroutines: 8, failures: 4},
+		{name: "one goroutine", goroutines: 1, failures: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := NewExponential[int](ExponentialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for g := range tt.goroutines {
+				wg.Go(func() {
+					for round := range 300 {
+						k := g*1000 + round%7
+						for i := range tt.failures {
+							if d, want := r.When(k), backoff(DefaultBaseDelay, DefaultMaxDelay, i); d != want {
+								t.Errorf("key %d failure %d: When = %v, want %v", k, i, d, want)
+								return
+							}
+						}
+						if round%3 == 0 {
+							r.Forget(k + 500) // a key without failures
+						}
+						r.Forget(k)
+						if n := r.NumRequeues(k); n != 0 {
+							t.Errorf("key %d: %d requeues after Forget", k, n)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if n := r.failures.keys.Load(); n != 0 || len(r.failures.m) != 0 {
+				t.Fatalf("after every Forget: %d keys counted, %d in the map", n, len(r.failures.m))
+			}
+		})
+	}
+}
