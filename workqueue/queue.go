@@ -3,6 +3,7 @@ package workqueue
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -235,7 +236,17 @@ func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
 		return
 	}
 	q.retries++
-	q.addLater(key, o.Priority, q.now()+int64(d))
+	q.addLater(key, o.Priority, dueAt(q.now(), d))
+}
+
+// dueAt is now+d, saturated: a due time that overflowed would be in the
+// past, at the heap's top, with the timer armed for a wrapped-round delay —
+// the key ready with the next timer, and every other waiting key stuck.
+func dueAt(now int64, d time.Duration) int64 {
+	if int64(d) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(d)
 }
 
 // Forget resets the rate limiter's history of key. Call it when the key was

@@ -3,6 +3,8 @@ package workqueue
 import (
 	"fmt"
 	"maps"
+	"math"
+	"slices"
 	"runtime"
 	"strconv"
 	"strings"
@@ -840,4 +842,52 @@ func TestNext(t *testing.T) {
 			t.Fatal("a still held")
 		}
 	})
+}
+
+// TestAddAfterHugeDelay: a delay so long that the due time overflows waits
+// (saturated at the end of time) instead of wrapping round to a due time in
+// the past: such a key became ready with the next key's timer, and an
+// earlier add could no longer move it up.
+func TestAddAfterHugeDelay(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	tests := []struct {
+		name  string
+		add   func(q *Queue[string])
+		ready []string // after an hour, in order
+	}{
+		{"max duration", func(q *Queue[string]) { q.AddAfter("k", huge) }, nil},
+		{"max duration minus a second", func(q *Queue[string]) { q.AddAfter("k", huge-time.Second) }, nil},
+		{"a hundred years", func(q *Queue[string]) { q.AddAfter("k", 100*365*24*time.Hour) }, nil},
+		{"with a priority", func(q *Queue[string]) {
+			q.AddWithOptions("k", AddOptions{Priority: 3, After: huge})
+		}, nil},
+		{"not made ready by another key's timer", func(q *Queue[string]) {
+			q.AddAfter("k", huge)
+			q.AddAfter("other", time.Minute)
+		}, []string{"other"}},
+		{"an earlier add moves it up", func(q *Queue[string]) {
+			q.AddAfter("k", huge)
+			q.AddAfter("k", time.Minute)
+		}, []string{"k"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, clock := newTestQueue(t, nil)
+			clock.Advance(time.Hour) // the queue's clock is past its epoch
+			tt.add(q)
+			if q.Len() != 0 {
+				t.Fatalf("ready at once: Len = %d", q.Len())
+			}
+			clock.Advance(time.Hour)
+			var got []string
+			for q.Len() > 0 {
+				k, _ := q.Get()
+				got = append(got, k)
+				q.Done(k)
+			}
+			if !slices.Equal(got, tt.ready) {
+				t.Fatalf("ready after an hour: %q, want %q", got, tt.ready)
+			}
+		})
+	}
 }
