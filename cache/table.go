@@ -82,24 +82,14 @@ func (t *table[T]) getBytes(key []byte) *item[T] {
 }
 
 // lookup is get for a key whose hash is h.
-func (t *table[T]) lookup(h uint64, key string) *item[T] {
-	if key == "" {
-		return nil // the tombstone's key: no object has it
-	}
-	a := t.arr.Load()
-	for i := h & a.mask; ; i = (i + 1) & a.mask {
-		it := a.s[i].Load()
-		if it == nil {
-			return nil
-		}
-		if it.hash == h && it.key == key {
-			return it
-		}
-	}
-}
+func (t *table[T]) lookup(h uint64, key string) *item[T] { return probe(t, h, key) }
 
 // lookupBytes is getBytes for a key whose hash is h.
-func (t *table[T]) lookupBytes(h uint64, key []byte) *item[T] {
+func (t *table[T]) lookupBytes(h uint64, key []byte) *item[T] { return probe(t, h, key) }
+
+// probe returns the item stored under key, whose hash is h, nil if none;
+// for a key in a string or a byte slice (compared without a copy).
+func probe[T Object, K string | []byte](t *table[T], h uint64, key K) *item[T] {
 	if len(key) == 0 {
 		return nil // the tombstone's key: no object has it
 	}
