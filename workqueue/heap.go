@@ -139,8 +139,15 @@ func (r *ring) pop() entry {
 	e := r.buf[r.head]
 	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.n--
+	if r.n == 0 && len(r.buf) > ringKeep {
+		// Drained after a burst: give the burst's memory back.
+		r.buf, r.head = nil, 0
+	}
 	return e
 }
+
+// ringKeep is the largest buffer a ring keeps once it is empty.
+const ringKeep = 1024
 
 // grow doubles the buffer; its length stays a power of two.
 func (r *ring) grow() {

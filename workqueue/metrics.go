@@ -67,8 +67,10 @@ type Stats struct {
 	// Retries counts adds with a non-zero delay: rate-limited requeues,
 	// AddAfter and AddWithOptions with After (workqueue_retries_total).
 	Retries uint64
-	// Depth is the number of ready keys per priority seen so far, highest
-	// priority first (workqueue_depth).
+	// Depth is the number of ready keys per priority, highest priority
+	// first (workqueue_depth): every priority with ready keys, and up to two
+	// more that had some (a priority whose keys were all handed out is
+	// dropped once more than two are listed).
 	Depth []PriorityDepth
 	// QueueDuration: from becoming ready to being handed to a worker
 	// (workqueue_queue_duration_seconds).

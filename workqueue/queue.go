@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -97,7 +98,8 @@ type Queue[K comparable] struct {
 	free  []int32 // indices of unused nodes
 
 	// levels holds the ready rings, one per priority, sorted by priority
-	// from highest to lowest. ready counts the live entries across them.
+	// from highest to lowest; an empty one is dropped while more than
+	// keepLevels exist. ready counts the live entries across them.
 	levels []*level
 	ready  int
 
@@ -523,7 +525,8 @@ func (q *Queue[K]) wake() {
 // popReady removes and returns the first live node of the highest non-empty
 // priority. The caller checked q.ready > 0.
 func (q *Queue[K]) popReady() int32 {
-	for _, l := range q.levels {
+	for idx := 0; idx < len(q.levels); {
+		l := q.levels[idx]
 		for l.ring.n > 0 {
 			e := l.ring.pop()
 			n := &q.nodes[e.node]
@@ -533,11 +536,31 @@ func (q *Queue[K]) popReady() int32 {
 			n.flags &^= flagReady
 			q.ready--
 			l.live--
+			q.dropIfEmpty(idx)
 			return e.node
+		}
+		if !q.dropIfEmpty(idx) {
+			idx++
 		}
 	}
 	panic("workqueue: ready count out of sync") // unreachable: guarded by q.ready
 }
+
+// dropIfEmpty removes the level at idx if its ring is empty and more than
+// keepLevels levels exist, and reports whether it did: a queue used with
+// many priorities keeps a level only for those with keys, while the usual
+// two (a controller's normal and low priorities) are never dropped and
+// re-made.
+func (q *Queue[K]) dropIfEmpty(idx int) bool {
+	if q.levels[idx].ring.n > 0 || len(q.levels) <= keepLevels {
+		return false
+	}
+	q.levels = slices.Delete(q.levels, idx, idx+1)
+	return true
+}
+
+// keepLevels is the number of levels kept even when empty.
+const keepLevels = 2
 
 func (q *Queue[K]) levelFor(prio int) *level {
 	for idx, l := range q.levels {

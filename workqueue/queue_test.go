@@ -891,3 +891,55 @@ func TestAddAfterHugeDelay(t *testing.T) {
 		})
 	}
 }
+
+// A queue used with many priorities, or with a burst of ready keys, gives
+// the memory back once they are handed out: empty levels beyond keepLevels
+// are dropped and a drained ring larger than ringKeep is freed.
+func TestReadyMemoryReleased(t *testing.T) {
+	tests := []struct {
+		name       string
+		keys       int
+		priorities int
+	}{
+		{"one priority, small", 100, 1},
+		{"one priority, burst", 10 * ringKeep, 1},
+		{"two priorities", 1000, 2},
+		{"many priorities", 1000, 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, _ := newTestQueue(t, nil)
+			for i := range tt.keys {
+				q.AddWithOptions(strconv.Itoa(i), AddOptions{Priority: i % tt.priorities})
+			}
+			if got := len(q.levels); got != tt.priorities {
+				t.Fatalf("%d levels for %d priorities", got, tt.priorities)
+			}
+			last := tt.priorities
+			for range tt.keys {
+				k, p, _ := q.GetWithPriority()
+				if p > last {
+					t.Fatalf("priority %d after %d", p, last)
+				}
+				last = p
+				q.Done(k)
+			}
+			if q.Len() != 0 {
+				t.Fatalf("Len = %d", q.Len())
+			}
+			if got := len(q.levels); got > keepLevels {
+				t.Fatalf("%d levels left after the drain, want at most %d", got, keepLevels)
+			}
+			for _, l := range q.levels {
+				if len(l.ring.buf) > ringKeep {
+					t.Fatalf("priority %d keeps a ring of %d entries", l.prio, len(l.ring.buf))
+				}
+			}
+			// The kept levels still work.
+			q.AddWithOptions("again", AddOptions{Priority: tt.priorities - 1})
+			if k, _ := q.Get(); k != "again" {
+				t.Fatalf("Get = %q", k)
+			}
+		})
+	}
+}
