@@ -486,7 +486,11 @@ type enqueuer struct {
 	prio int
 }
 
-var _ handler.Enqueuer = enqueuer{}
+var _ handler.BatchEnqueuer = enqueuer{}
+
+func (e enqueuer) AddAll(reqs []reconcile.Request) {
+	e.q.AddAll(reqs, workqueue.AddOptions{Priority: e.prio})
+}
 
 func (e enqueuer) Add(req reconcile.Request) {
 	if e.prio == 0 {

@@ -26,6 +26,17 @@ type Enqueuer interface {
 	AddAfter(req reconcile.Request, d time.Duration)
 }
 
+// BatchEnqueuer is an Enqueuer that also takes many requests at once, under
+// one take of its lock (the controller's enqueuers are). An event source
+// that collects the requests of a run of events hands them over with AddAll,
+// so that it contends with the workers once per run instead of once per
+// event.
+type BatchEnqueuer interface {
+	Enqueuer
+	// AddAll adds each request of reqs as Add does; reqs is not kept.
+	AddAll(reqs []reconcile.Request)
+}
+
 // EventHandler maps events to requests and adds them to q. A handler must
 // not block: it runs on the event source's delivery goroutine.
 type EventHandler interface {

@@ -28,6 +28,20 @@ type Handler[T Object] interface {
 	OnDelete(d Deleted[T])
 }
 
+// Flusher is an optional interface of a Handler that holds on to what its
+// notifications produce, to hand it on in one go: the manager's Kind source
+// collects a run's requests and adds them to the work queue under one take
+// of its lock. Flush is called after each run of notifications, on the
+// goroutine that delivered them and before HasSynced counts them: for an
+// Inline handler after the notifications of each cache update (at most 64
+// watch events), the synthetic adds of its registration and each resync;
+// for a buffered one whenever its buffer runs empty, and at least every 64
+// notifications. A handler must not keep anything past Flush that it would
+// lose if no further notification came.
+type Flusher interface {
+	Flush()
+}
+
 // Deleted is the typed tombstone passed to OnDelete.
 type Deleted[T Object] struct {
 	// Object is the last state of the object: the one in the DELETED watch

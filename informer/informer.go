@@ -186,7 +186,11 @@ func (i *Informer[T]) AddHandler(h Handler[T], opts HandlerOptions) (*Registrati
 	if h == nil || isNil(h) {
 		return nil, errors.New("informer: nil Handler")
 	}
-	return i.s.addHandler(adaptHandler(h), opts)
+	var flush func()
+	if f, ok := h.(Flusher); ok {
+		flush = f.Flush
+	}
+	return i.s.addHandler(adaptHandler(h), flush, opts)
 }
 
 // RemoveHandler unregisters a handler: it receives no notification after
@@ -446,7 +450,7 @@ func (s *shared) waitForSync(ctx context.Context) error {
 	}
 }
 
-func (s *shared) addHandler(deliver func(notification), o HandlerOptions) (*Registration, error) {
+func (s *shared) addHandler(deliver func(notification), flush func(), o HandlerOptions) (*Registration, error) {
 	if err := checkResync("HandlerOptions.ResyncPeriod", o.ResyncPeriod); err != nil {
 		return nil, err
 	}
@@ -454,7 +458,7 @@ func (s *shared) addHandler(deliver func(notification), o HandlerOptions) (*Regi
 	if period == 0 {
 		period = s.resync
 	}
-	l := newListener(s, deliver, period, o.Inline)
+	l := newListener(s, deliver, flush, period, o.Inline)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == stopped {

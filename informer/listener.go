@@ -41,6 +41,7 @@ type notification struct {
 type listener struct {
 	inf     *shared
 	deliver func(n notification)
+	flush   func()        // the Handler's Flusher; nil if it is none
 	resync  time.Duration // ≤ 0: no resync
 	logger  *slog.Logger
 	// inline: notifications are delivered at once by notify, on the
@@ -77,8 +78,8 @@ type listener struct {
 	synced atomic.Bool
 }
 
-func newListener(inf *shared, deliver func(notification), resync time.Duration, inline bool) *listener {
-	l := &listener{inf: inf, deliver: deliver, resync: resync, logger: inf.logger, wake: make(chan struct{}, 1), inline: inline}
+func newListener(inf *shared, deliver func(notification), flush func(), resync time.Duration, inline bool) *listener {
+	l := &listener{inf: inf, deliver: deliver, flush: flush, resync: resync, logger: inf.logger, wake: make(chan struct{}, 1), inline: inline}
 	l.syncAt.Store(-1)
 	return l
 }
@@ -117,6 +118,7 @@ func (l *listener) notify(notes []notification) {
 	for _, n := range notes {
 		l.call(n)
 	}
+	l.callFlush()
 	l.delivered.Add(uint64(len(notes)))
 	if !l.synced.Load() {
 		l.checkSynced()
@@ -189,8 +191,28 @@ func (l *listener) run(ctx context.Context) {
 		l.inf.resyncListener(l)
 		timer.Reset(jitter(l.resync))
 	}
+	// run counts the notifications delivered since the last flush; they
+	// count as delivered (HasSynced) once flushed. Without a Flusher every
+	// notification is a run of its own.
+	run, most := 0, 1
+	if l.flush != nil {
+		most = maxRun
+	}
+	finish := func() {
+		l.callFlush()
+		l.delivered.Add(uint64(run))
+		run = 0
+		if !l.synced.Load() {
+			l.checkSynced()
+		}
+	}
 	for {
 		l.mu.Lock()
+		if run > 0 && l.buf.Len() == 0 {
+			l.mu.Unlock()
+			finish()
+			l.mu.Lock()
+		}
 		for l.buf.Len() == 0 && !l.removed {
 			l.waiting = true
 			l.mu.Unlock()
@@ -212,9 +234,8 @@ func (l *listener) run(ctx context.Context) {
 		l.mu.Unlock()
 
 		l.call(n)
-		l.delivered.Add(1)
-		if !l.synced.Load() {
-			l.checkSynced()
+		if run++; run >= most {
+			finish()
 		}
 		select {
 		case <-ctx.Done():
@@ -224,6 +245,20 @@ func (l *listener) run(ctx context.Context) {
 		default:
 		}
 	}
+}
+
+// callFlush runs the handler's Flush, if it has one, as call runs the
+// handler.
+func (l *listener) callFlush() {
+	if l.flush == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			l.logger.Error("informer: handler's Flush panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	l.flush()
 }
 
 // call runs the handler; a panicking handler is logged and skipped, so that

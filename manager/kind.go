@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/reconcile"
 )
 
 // KindOptions configures a Kind source. The zero value works.
@@ -84,22 +86,8 @@ func (k *Kind[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 	if low == nil {
 		low = q
 	}
-	dispatch := func(e handler.Event) {
-		if predicate.Allow(e, k.opts.Predicates...) {
-			handler.Dispatch(ctx, k.h, e, q, low)
-		}
-	}
-	reg, err := k.inf.AddHandler(informer.HandlerFuncs[T]{
-		AddFunc: func(obj T, initial bool) {
-			dispatch(handler.CreateEvent{Object: obj, IsInInitialList: initial})
-		},
-		UpdateFunc: func(oldObj, newObj T) {
-			dispatch(handler.UpdateEvent{ObjectOld: oldObj, ObjectNew: newObj})
-		},
-		DeleteFunc: func(d informer.Deleted[T]) {
-			dispatch(handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown})
-		},
-	}, informer.HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
+	h := &kindHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batch(q), low: batch(low)}
+	reg, err := k.inf.AddHandler(h, informer.HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
 	if err != nil {
 		return fmt.Errorf("manager: adding the source's informer handler: %w", err)
 	}
@@ -136,4 +124,125 @@ func (k *Kind[T]) String() string {
 		return "kind source " + k.opts.Name
 	}
 	return "kind source " + reflect.TypeFor[T]().String()
+}
+
+// kindHandler is a Kind's informer handler: it turns each notification into
+// a handler event, filters it with the predicates and dispatches it to the
+// EventHandler, whose requests it collects per run of notifications and
+// hands to the controller's queue at the informer's Flush.
+type kindHandler[T informer.Object] struct {
+	ctx    context.Context
+	h      handler.EventHandler
+	preds  []predicate.Predicate
+	q, low handler.Enqueuer // *batcher when the controller's enqueuer batches
+}
+
+var _ informer.Flusher = (*kindHandler[informer.Object])(nil)
+
+func (k *kindHandler[T]) dispatch(e handler.Event) {
+	if predicate.Allow(e, k.preds...) {
+		k.open(k.q)
+		k.open(k.low)
+		handler.Dispatch(k.ctx, k.h, e, k.q, k.low)
+	}
+}
+
+// open starts a run on q if it is a batcher.
+func (k *kindHandler[T]) open(q handler.Enqueuer) {
+	if b, ok := q.(*batcher); ok && !b.open.Load() {
+		b.open.Store(true)
+	}
+}
+
+func (k *kindHandler[T]) OnAdd(obj T, initial bool) {
+	k.dispatch(handler.CreateEvent{Object: obj, IsInInitialList: initial})
+}
+
+func (k *kindHandler[T]) OnUpdate(oldObj, newObj T) {
+	k.dispatch(handler.UpdateEvent{ObjectOld: oldObj, ObjectNew: newObj})
+}
+
+func (k *kindHandler[T]) OnDelete(d informer.Deleted[T]) {
+	k.dispatch(handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown})
+}
+
+// Flush ends the run: it hands the requests collected since the last Flush
+// to the queue.
+func (k *kindHandler[T]) Flush() {
+	if b, ok := k.q.(*batcher); ok {
+		b.flush(true)
+	}
+	if b, ok := k.low.(*batcher); ok && k.low != k.q {
+		b.flush(true)
+	}
+}
+
+// batch returns a batcher over q if q takes batches, else q.
+func batch(q handler.Enqueuer) handler.Enqueuer {
+	if bq, ok := q.(handler.BatchEnqueuer); ok {
+		return &batcher{q: bq}
+	}
+	return q
+}
+
+// maxBatch is the most requests a batcher holds: past it, Add hands them
+// over at once (the synthetic adds of a late handler, a resync of a large
+// cache: one Flush after many notifications).
+const maxBatch = 256
+
+// batcher collects the requests that a handler adds during a run of
+// notifications and hands them to the controller's queue with one AddAll:
+// the informer contends with the workers for the queue's lock once per run
+// of events, not once per event. A request waits at most for the rest of
+// its run (the informer's Flush). Outside a run — a handler that kept its
+// Enqueuer and adds from another goroutine later — Add goes straight to the
+// queue.
+type batcher struct {
+	q handler.BatchEnqueuer
+	// open: a run is being delivered. Set by the delivering goroutine before
+	// each dispatch, cleared under mu by the run's flush, so that an Add that
+	// saw it set under mu is in reqs before that flush takes them.
+	open atomic.Bool
+	// mu guards reqs: a handler may add from another goroutine too.
+	// Uncontended in the usual case (only the delivering goroutine adds).
+	mu   sync.Mutex
+	reqs []reconcile.Request // added during the run, in order
+}
+
+func (b *batcher) Add(req reconcile.Request) {
+	if b.open.Load() {
+		b.mu.Lock()
+		if b.open.Load() {
+			b.reqs = append(b.reqs, req)
+			full := len(b.reqs) >= maxBatch
+			b.mu.Unlock()
+			if full {
+				b.flush(false)
+			}
+			return
+		}
+		b.mu.Unlock()
+	}
+	b.q.Add(req)
+}
+
+// AddAfter adds at once: a delayed request gains nothing from waiting for
+// the run's end.
+func (b *batcher) AddAfter(req reconcile.Request, d time.Duration) { b.q.AddAfter(req, d) }
+
+// flush hands the collected requests over; end ends the run. The queue is
+// called under b.mu, so that requests reach it in the order they were
+// added; the queue never calls back into a handler.
+func (b *batcher) flush(end bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if end {
+		b.open.Store(false)
+	}
+	if len(b.reqs) == 0 {
+		return
+	}
+	b.q.AddAll(b.reqs)
+	clear(b.reqs)
+	b.reqs = b.reqs[:0]
 }

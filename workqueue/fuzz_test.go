@@ -165,6 +165,18 @@ func (m *model) held() []string {
 	return h
 }
 
+// batchKeys returns k and, drawn from b, up to four keys after it (a key may
+// repeat: a batch may hold a key twice).
+func batchKeys(k string, b int) []string {
+	var i int
+	fmt.Sscanf(k, "k%d", &i)
+	keys := []string{k}
+	for j := range b % 5 {
+		keys = append(keys, fmt.Sprintf("k%d", (i+j*(1+b/5))%6))
+	}
+	return keys
+}
+
 // FuzzQueue drives random operation sequences through the queue and the
 // model, and checks after every step that they agree: the same key handed
 // out, the same number ready. Agreement implies the properties: no key held
@@ -174,6 +186,7 @@ func FuzzQueue(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 1, 6, 2, 3, 0, 4, 0, 7, 0, 3, 0})
 	f.Add([]byte{2, 1, 2, 1, 6, 3, 3, 0, 4, 0, 5, 1, 2, 1, 6, 3, 3, 0})
 	f.Add([]byte{0, 1, 0, 0, 2, 1, 0, 3, 1, 3, 3, 0, 0, 1, 2, 3, 0, 3, 0, 4, 0, 4, 1})
+	f.Add([]byte{0, 1, 200, 4, 3, 0, 0, 2, 129, 7, 3, 0, 1, 3, 130, 9, 2, 6, 0, 3, 3, 0, 4, 1, 1})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		clock := newFakeClock()
 		limiter, err := NewFastSlow[string](FastSlowOptions{Fast: 10 * time.Millisecond, Slow: 30 * time.Millisecond, MaxFast: 2})
@@ -226,12 +239,32 @@ func FuzzQueue(f *testing.F) {
 			op, k := next()%8, fmt.Sprintf("k%d", next()%6)
 			switch op {
 			case 0:
-				p := next()%3 - 1
+				b := next()
+				p := b%3 - 1
+				if b >= 128 { // AddAll of k and the keys after it
+					keys := batchKeys(k, next())
+					trace = append(trace, fmt.Sprintf("addall %v p%d", keys, p))
+					q.AddAll(keys, AddOptions{Priority: p})
+					for _, k := range keys {
+						m.add(k, p)
+					}
+					break
+				}
 				trace = append(trace, fmt.Sprintf("add %s p%d", k, p))
 				q.AddWithOptions(k, AddOptions{Priority: p})
 				m.add(k, p)
 			case 1:
-				p, d := next()%3-1, time.Duration(next()%4)*10*time.Millisecond
+				b := next()
+				p, d := b%3-1, time.Duration(next()%4)*10*time.Millisecond
+				if b >= 128 {
+					keys := batchKeys(k, next())
+					trace = append(trace, fmt.Sprintf("afterall %v %v p%d", keys, d, p))
+					q.AddAll(keys, AddOptions{Priority: p, After: d})
+					for _, k := range keys {
+						m.addAfter(k, p, d)
+					}
+					break
+				}
 				trace = append(trace, fmt.Sprintf("after %s %v p%d", k, d, p))
 				q.AddWithOptions(k, AddOptions{Priority: p, After: d})
 				m.addAfter(k, p, d)

@@ -241,6 +241,39 @@ func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
 	q.addLater(key, o.Priority, dueAt(q.now(), d))
 }
 
+// AddAll adds every key of keys as AddWithOptions(key, o) does, under one
+// take of the queue's lock: an event source that has a run of keys at hand
+// contends with the workers once per run, not once per key. keys is not
+// kept.
+func (q *Queue[K]) AddAll(keys []K, o AddOptions) {
+	if len(keys) == 0 {
+		return
+	}
+	if o.RateLimited {
+		// Each key's own delay: one at a time (the limiter has its lock).
+		for _, k := range keys {
+			q.AddWithOptions(k, o)
+		}
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shuttingDown {
+		return
+	}
+	if o.After <= 0 {
+		for _, k := range keys {
+			q.addNow(k, o.Priority)
+		}
+		return
+	}
+	at := dueAt(q.now(), o.After)
+	for _, k := range keys {
+		q.retries++
+		q.addLater(k, o.Priority, at)
+	}
+}
+
 // dueAt is now+d, saturated: a due time that overflowed would be in the
 // past, at the heap's top, with the timer armed for a wrapped-round delay —
 // the key ready with the next timer, and every other waiting key stuck.

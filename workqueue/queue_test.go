@@ -21,6 +21,7 @@ import (
 //	add K [pN]            Add, or AddWithOptions with priority N
 //	after K D [pN]        AddAfter / AddWithOptions{After: D}
 //	ratelimited K         AddRateLimited
+//	addall K,K… [D] [rl] [pN]  AddAll of the keys, After D, RateLimited
 //	get K                 Get must hand out K now
 //	done K                Done
 //	forget K              Forget
@@ -65,6 +66,16 @@ func runTranscript(t *testing.T, q *Queue[string], clock *fakeClock, script stri
 			q.AddWithOptions(f[1], AddOptions{Priority: prio, After: dur(f[2])})
 		case "ratelimited":
 			q.AddRateLimited(f[1])
+		case "addall":
+			o := AddOptions{Priority: prio}
+			for _, a := range f[2:] {
+				if a == "rl" {
+					o.RateLimited = true
+				} else {
+					o.After = dur(a)
+				}
+			}
+			q.AddAll(strings.Split(f[1], ","), o)
 		case "get":
 			if q.Len() == 0 {
 				t.Fatalf("%s: nothing ready", where)
@@ -270,6 +281,40 @@ func TestTranscripts(t *testing.T) {
 			ratelimited a
 			tick 5ms
 			get a`},
+		{"addall: as many adds, under one lock", `
+			add b
+			get b
+			addall a,b,c,a
+			len 2
+			get a
+			get c
+			done b
+			get b
+			done a
+			addall d,e p1
+			addall f,a p2
+			get f
+			get a
+			get d
+			get e
+			addall x,y 10ms
+			addall y 5ms p1
+			len 0
+			tick 5ms
+			get y
+			tick 5ms
+			get x
+			addall z,w rl
+			requeues z 1
+			requeues w 1
+			tick 4ms
+			len 0
+			tick 1ms
+			get z
+			get w
+			shutdown
+			addall q,r
+			closed`},
 		{"shutdown hands out what is ready, drops what waits, ignores adds", `
 			add a
 			add b
@@ -710,7 +755,8 @@ func TestDoneWithManyHeld(t *testing.T) {
 // TestNoLostWakeUp: workers are woken one after the other while they find
 // keys (see Queue.waking); every key added is handed out without a
 // shutdown to wake anybody, for bursts of any size and any number of
-// workers, and once idle every worker waits with no wake-up outstanding.
+// workers, added one by one or with AddAll, and once idle every worker
+// waits with no wake-up outstanding.
 func TestNoLostWakeUp(t *testing.T) {
 	for _, workers := range []int{1, 2, 3, 8} {
 		t.Run(strconv.Itoa(workers)+" workers", func(t *testing.T) {
@@ -736,6 +782,15 @@ func TestNoLostWakeUp(t *testing.T) {
 			next := 0
 			for next < total {
 				burst := min(total-next, 1+next%97)
+				if burst%4 == 0 { // a batch
+					keys := make([]int, burst)
+					for i := range keys {
+						keys[i] = next + i
+					}
+					q.AddAll(keys, AddOptions{})
+					next += burst
+					continue
+				}
 				for range burst {
 					if next%5 == 0 {
 						q.AddAfter(next, time.Microsecond) // through the timer

@@ -1,0 +1,149 @@
+package manager
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"kloop.dev/kloop/reconcile"
+)
+
+// batchQueue is a handler.BatchEnqueuer that records how requests came.
+type batchQueue struct {
+	mu    sync.Mutex // guards calls and reqs
+	calls []string   // "add ns/name", "after ns/name", "all N"
+	reqs  []string   // every request, in the order it arrived
+}
+
+func (q *batchQueue) Add(r reconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls = append(q.calls, "add "+r.String())
+	q.reqs = append(q.reqs, r.String())
+}
+
+func (q *batchQueue) AddAfter(r reconcile.Request, _ time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls = append(q.calls, "after "+r.String())
+	q.reqs = append(q.reqs, r.String())
+}
+
+func (q *batchQueue) AddAll(rs []reconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls = append(q.calls, fmt.Sprint("all ", len(rs)))
+	for _, r := range rs {
+		q.reqs = append(q.reqs, r.String())
+	}
+}
+
+func (q *batchQueue) snapshot() (calls, reqs []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.calls), slices.Clone(q.reqs)
+}
+
+func req(i int) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("r", i)}}
+}
+
+// A batcher collects a run's adds and hands them over at its end, in order,
+// with one AddAll; a full batch goes at once; delayed adds and adds outside a
+// run go straight to the queue.
+func TestBatcher(t *testing.T) {
+	q := &batchQueue{}
+	b := batch(q).(*batcher)
+	if batch(nonBatching{}) != (nonBatching{}) {
+		t.Fatal("batch wrapped an Enqueuer without AddAll")
+	}
+
+	b.Add(req(0)) // no run: at once
+	b.open.Store(true)
+	b.Add(req(1))
+	b.Add(req(2))
+	b.AddAfter(req(3), time.Second)
+	b.Add(req(1))
+	if calls, _ := q.snapshot(); !slices.Equal(calls, []string{"add ns/r0", "after ns/r3"}) {
+		t.Fatalf("during the run the queue got %q", calls)
+	}
+	b.flush(true)
+	b.flush(true) // nothing more
+	b.Add(req(4)) // the run is over: at once
+	calls, reqs := q.snapshot()
+	if want := []string{"add ns/r0", "after ns/r3", "all 3", "add ns/r4"}; !slices.Equal(calls, want) {
+		t.Fatalf("calls %q, want %q", calls, want)
+	}
+	if want := []string{"ns/r0", "ns/r3", "ns/r1", "ns/r2", "ns/r1", "ns/r4"}; !slices.Equal(reqs, want) {
+		t.Fatalf("requests %q, want %q", reqs, want)
+	}
+
+	// A run longer than maxBatch: handed over every maxBatch adds.
+	q2 := &batchQueue{}
+	b2 := batch(q2).(*batcher)
+	b2.open.Store(true)
+	for i := range 2*maxBatch + 1 {
+		b2.Add(req(i))
+	}
+	b2.flush(true)
+	calls, reqs = q2.snapshot()
+	if want := []string{fmt.Sprint("all ", maxBatch), fmt.Sprint("all ", maxBatch), "all 1"}; !slices.Equal(calls, want) {
+		t.Fatalf("calls %q, want %q", calls, want)
+	}
+	for i, r := range reqs {
+		if r != req(i).String() {
+			t.Fatalf("request %d is %s", i, r)
+		}
+	}
+}
+
+type nonBatching struct{}
+
+func (nonBatching) Add(reconcile.Request)                     {}
+func (nonBatching) AddAfter(reconcile.Request, time.Duration) {}
+
+// Adds from other goroutines — a handler that kept its Enqueuer — while
+// the delivering goroutine opens and ends runs, and after its last run, are
+// never stranded in the batch: every request reaches the queue once.
+func TestBatcherConcurrentAdds(t *testing.T) {
+	for range 20 {
+		q := &batchQueue{}
+		b := batch(q).(*batcher)
+		const others, each, runs = 4, 1000, 300
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range others {
+			wg.Go(func() {
+				<-start
+				for i := range each {
+					b.Add(req(g*each + i))
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			for n := range runs {
+				b.open.Store(true)
+				b.Add(req(others*each + n))
+				b.flush(true)
+			}
+		})
+		close(start)
+		wg.Wait()
+		_, reqs := q.snapshot()
+		if len(reqs) != others*each+runs {
+			t.Fatalf("the queue got %d requests, want %d", len(reqs), others*each+runs)
+		}
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			if seen[r] {
+				t.Fatalf("%s reached the queue twice", r)
+			}
+			seen[r] = true
+		}
+	}
+}
