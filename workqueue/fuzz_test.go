@@ -213,6 +213,15 @@ func FuzzQueue(f *testing.F) {
 				t.Fatalf("Len = %d, model %d\ntrace: %v", got, want, trace)
 			}
 			q.mu.Lock()
+			idle := 0
+			for _, i := range q.index {
+				if q.nodes[i].flags == flagIdle {
+					idle++
+				}
+			}
+			if idle != q.idleN || q.inUse() != len(m.keys) {
+				t.Fatalf("%d idle nodes, counted %d; %d keys in use, model %d\ntrace: %v", idle, q.idleN, q.inUse(), len(m.keys), trace)
+			}
 			stale := 0
 			for _, e := range q.heap {
 				if !q.live(e) {
@@ -332,8 +341,8 @@ func FuzzQueue(f *testing.F) {
 				break
 			}
 		}
-		if len(m.keys) != 0 || q.Len() != 0 || len(q.index) != 0 {
-			t.Fatalf("left over: model %d keys, queue Len %d, %d nodes in use", len(m.keys), q.Len(), len(q.index))
+		if len(m.keys) != 0 || q.Len() != 0 || q.inUse() != 0 {
+			t.Fatalf("left over: model %d keys, queue Len %d, %d nodes in use", len(m.keys), q.Len(), q.inUse())
 		}
 	})
 }

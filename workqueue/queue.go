@@ -115,6 +115,16 @@ type Queue[K comparable] struct {
 	timer Timer
 	armed int64
 
+	// idle lists the nodes that left the queue (not ready, waiting nor
+	// held) but keep their key in index, oldest first: a controller's keys
+	// come back, and a key found idle costs one map lookup instead of an
+	// insert now and a delete at its next Done. idleN counts the idle
+	// nodes; entries whose seq no longer matches their node are stale (the
+	// key came back). Past maxIdle the oldest idle node is freed, and the
+	// ring is compacted once stale entries outnumber the live ones.
+	idle  ring
+	idleN int
+
 	// inFlight holds the nodes held by workers, for the unfinished-work
 	// metrics and drain; each node records its position.
 	inFlight []int32
@@ -145,6 +155,7 @@ const (
 	flagHeap                         // in the delay heap
 	flagProcessing                   // held by a worker
 	flagDirty                        // held by a worker and added again: ready at Done
+	flagIdle                         // none of the above, kept for its key's next add (see idle)
 )
 
 type node[K comparable] struct {
@@ -433,12 +444,19 @@ func (q *Queue[K]) shutdownLocked() {
 				n := &q.nodes[e.node]
 				n.flags &^= flagHeap
 				if n.flags == 0 {
-					q.release(e.node)
+					q.free1(e.node)
 				}
 			}
 		}
 		clear(q.heap)
 		q.heap, q.stale = q.heap[:0], 0
+		// Nothing is added any more: idle keys have no use.
+		for q.idle.n > 0 {
+			if e := q.idle.pop(); q.liveIdle(e) {
+				q.free1(e.node)
+			}
+		}
+		q.idleN = 0
 	}
 	q.cond.Broadcast()
 }
@@ -446,7 +464,13 @@ func (q *Queue[K]) shutdownLocked() {
 // lookup returns the node of key, allocating a fresh one if there is none.
 func (q *Queue[K]) lookup(key K) (int32, *node[K]) {
 	if i, ok := q.index[key]; ok {
-		return i, &q.nodes[i]
+		n := &q.nodes[i]
+		if n.flags == flagIdle {
+			// Back from idle: a fresh node; its idle entry goes stale.
+			*n = node[K]{key: n.key, seq: n.seq + 1, procIdx: -1}
+			q.idleN--
+		}
+		return i, n
 	}
 	var i int32
 	if f := len(q.free); f > 0 {
@@ -463,10 +487,57 @@ func (q *Queue[K]) lookup(key K) (int32, *node[K]) {
 	return i, n
 }
 
-// release frees a node that is neither ready, waiting nor held.
+// release is called for a node that is no longer ready, waiting nor held:
+// it becomes idle, keeping its key for the key's next add, or is freed once
+// the queue is shutting down. The oldest idle node is freed past maxIdle.
 func (q *Queue[K]) release(i int32) {
+	if q.shuttingDown {
+		q.free1(i)
+		return
+	}
+	n := &q.nodes[i]
+	n.flags = flagIdle
+	n.seq++
+	q.idle.push(entry{node: i, seq: n.seq})
+	q.idleN++
+	for q.idleN > maxIdle {
+		if e := q.idle.pop(); q.liveIdle(e) {
+			q.free1(e.node)
+			q.idleN--
+		}
+	}
+	if stale := q.idle.n - q.idleN; stale > q.idleN+64 {
+		q.compactIdle()
+	}
+}
+
+// maxIdle is the most idle nodes a queue keeps: about 130 bytes each with
+// their index entry, for keys that are likely to come back.
+const maxIdle = 4096
+
+// liveIdle reports whether e is the idle entry of an idle node.
+func (q *Queue[K]) liveIdle(e entry) bool {
+	n := &q.nodes[e.node]
+	return n.flags == flagIdle && n.seq == e.seq
+}
+
+// compactIdle drops the stale entries of the idle ring, keeping the order.
+func (q *Queue[K]) compactIdle() {
+	var r ring
+	for q.idle.n > 0 {
+		if e := q.idle.pop(); q.liveIdle(e) {
+			r.push(e)
+		}
+	}
+	q.idle = r
+}
+
+// free1 frees node i: its key leaves the index and the node goes back to
+// the free list.
+func (q *Queue[K]) free1(i int32) {
 	n := &q.nodes[i]
 	delete(q.index, n.key)
+	n.flags = 0
 	var zero K
 	n.key = zero // let the key be collected
 	n.seq++

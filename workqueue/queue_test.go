@@ -745,8 +745,8 @@ func TestDoneWithManyHeld(t *testing.T) {
 			if want := map[string]bool{"ready": true, keys[0]: true}; !maps.Equal(got, want) {
 				t.Fatalf("ready after Done: %v, want %v", got, want)
 			}
-			if q.Len() != 0 || len(q.inFlight) != 0 || len(q.index) != 0 {
-				t.Fatalf("left: %d ready, %d held, %d indexed", q.Len(), len(q.inFlight), len(q.index))
+			if q.Len() != 0 || len(q.inFlight) != 0 || q.inUse() != 0 {
+				t.Fatalf("left: %d ready, %d held, %d indexed", q.Len(), len(q.inFlight), q.inUse())
 			}
 		})
 	}
@@ -996,5 +996,70 @@ func TestReadyMemoryReleased(t *testing.T) {
 				t.Fatalf("Get = %q", k)
 			}
 		})
+	}
+}
+
+// inUse is the number of keys ready, waiting or held: the indexed ones
+// that are not idle.
+func (q *Queue[K]) inUse() int { return len(q.index) - q.idleN }
+
+// A key that leaves the queue stays indexed, idle, for its next add — up
+// to maxIdle of them, the oldest freed first; keys coming back leave stale
+// entries that are compacted away; ShutDown frees them all.
+func TestIdleKeys(t *testing.T) {
+	q, _ := newTestQueue(t, nil)
+	cycle := func(k string) {
+		q.Add(k)
+		got, _ := q.Get()
+		if got != k {
+			t.Fatalf("Get = %q, want %q", got, k)
+		}
+		q.Done(k)
+	}
+	for i := range 10 {
+		cycle(fmt.Sprint("k", i))
+	}
+	if q.idleN != 10 || len(q.index) != 10 || q.inUse() != 0 {
+		t.Fatalf("after 10 keys: %d idle, %d indexed", q.idleN, len(q.index))
+	}
+	nodes := len(q.nodes)
+	for range 1000 {
+		cycle("k3") // comes back: no new node, the idle ring stays small
+	}
+	if len(q.nodes) != nodes || q.idleN != 10 || q.idle.n > 2*q.idleN+65 {
+		t.Fatalf("a returning key: %d nodes (was %d), %d idle, %d idle entries", len(q.nodes), nodes, q.idleN, q.idle.n)
+	}
+	for i := range maxIdle + 100 {
+		cycle(fmt.Sprint("m", i))
+	}
+	if q.idleN != maxIdle || len(q.index) != maxIdle {
+		t.Fatalf("past maxIdle: %d idle, %d indexed", q.idleN, len(q.index))
+	}
+	if _, ok := q.index["k0"]; ok {
+		t.Fatal("the oldest idle key was not the one freed")
+	}
+	if _, ok := q.index[fmt.Sprint("m", maxIdle+99)]; !ok {
+		t.Fatal("the newest idle key was freed")
+	}
+	// A revived idle key behaves as a new one.
+	if n := &q.nodes[q.index["m4000"]]; n.flags != flagIdle {
+		t.Fatalf("m4000 is not idle: flags %b", n.flags)
+	}
+	q.AddWithOptions("m4000", AddOptions{Priority: 3})
+	q.Add("x")
+	if got, p, _ := q.GetWithPriority(); got != "m4000" || p != 3 {
+		t.Fatalf("GetWithPriority = %q p%d, want m4000 p3", got, p)
+	}
+	q.ShutDown()
+	if q.idleN != 0 || len(q.index) != 2 || q.idle.n != 0 {
+		t.Fatalf("after ShutDown: %d idle, %d indexed (want the held and the ready key), %d idle entries", q.idleN, len(q.index), q.idle.n)
+	}
+	q.Done("m4000")
+	if got, _ := q.Get(); got != "x" {
+		t.Fatalf("Get = %q, want x", got)
+	}
+	q.Done("x")
+	if len(q.index) != 0 || q.idleN != 0 {
+		t.Fatalf("after the last Done: %d indexed, %d idle", len(q.index), q.idleN)
 	}
 }

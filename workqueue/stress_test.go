@@ -124,7 +124,7 @@ func TestNextManyWorkers(t *testing.T) {
 				return q.waiters == tt.workers && q.waking == 0
 			})
 			q.mu.Lock()
-			indexed := len(q.index)
+			indexed := q.inUse()
 			q.mu.Unlock()
 			if indexed != 0 {
 				t.Errorf("idle: %d keys indexed", indexed)
@@ -207,8 +207,8 @@ func TestShutDownWithDrainNext(t *testing.T) {
 			}
 			q.mu.Lock()
 			defer q.mu.Unlock()
-			if q.ready != 0 || len(q.inFlight) != 0 || len(q.index) != 0 || len(q.heap) != 0 {
-				t.Errorf("after the drain: %d ready, %d held, %d indexed, %d in the heap", q.ready, len(q.inFlight), len(q.index), len(q.heap))
+			if q.ready != 0 || len(q.inFlight) != 0 || q.inUse() != 0 || len(q.heap) != 0 {
+				t.Errorf("after the drain: %d ready, %d held, %d indexed, %d in the heap", q.ready, len(q.inFlight), q.inUse(), len(q.heap))
 			}
 		})
 	}
