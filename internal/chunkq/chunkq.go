@@ -13,9 +13,10 @@ type chunk[T any] struct {
 // Unlike a ring that doubles when full, it never copies what it holds: it
 // grows by one chunk at a time and gives drained chunks back, so a backlog
 // costs at most one item's worth of allocation per item pushed however it
-// comes and goes, and the memory of a burst goes back as it is drained. One
-// drained chunk is kept for reuse, so a queue that hovers around a chunk
-// boundary does not allocate.
+// comes and goes, and the memory of a burst goes back as it is drained. Up
+// to maxSpare drained chunks are kept for reuse, so a queue whose backlog
+// comes and goes by a few chunks — a watch's bursts, every millisecond —
+// does not allocate.
 //
 // The zero value is an empty queue. A Queue is not safe for concurrent use:
 // its owner guards it.
@@ -27,8 +28,16 @@ type Queue[T any] struct {
 	head, tail  *chunk[T]
 	first, last int
 	n           int
-	spare       *chunk[T] // a drained chunk kept for the next growth, or nil
+	// spare lists drained chunks kept for the next growth (linked by
+	// next), at most maxSpare of them: a backlog that comes and goes by a
+	// few chunks — a watch's bursts — reuses them instead of allocating.
+	spare  *chunk[T]
+	spares int
 }
+
+// maxSpare is the most drained chunks a queue keeps: the memory of a
+// larger burst goes back.
+const maxSpare = 4
 
 // Len returns the number of items queued.
 func (q *Queue[T]) Len() int { return q.n }
@@ -109,19 +118,22 @@ func (q *Queue[T]) Each(fn func(*T) bool) {
 // Clear empties the queue and gives back all its memory.
 func (q *Queue[T]) Clear() { *q = Queue[T]{} }
 
-// newChunk returns the spare chunk, or a new one.
+// newChunk returns a spare chunk, or a new one.
 func (q *Queue[T]) newChunk() *chunk[T] {
 	if c := q.spare; c != nil {
-		q.spare = nil
+		q.spare, c.next = c.next, nil
+		q.spares--
 		return c
 	}
 	return new(chunk[T])
 }
 
-// recycle keeps a drained chunk (all its slots zeroed by Pop) as the spare,
-// or lets the garbage collector have it when there is one already.
+// recycle keeps a drained chunk (all its slots zeroed by Pop) as a spare,
+// or lets the garbage collector have it when maxSpare are kept already.
 func (q *Queue[T]) recycle(c *chunk[T]) {
-	if q.spare == nil {
+	if q.spares < maxSpare {
+		c.next = q.spare
 		q.spare = c
+		q.spares++
 	}
 }

@@ -101,8 +101,8 @@ func TestPopForgets(t *testing.T) {
 }
 
 // A backlog that builds up and drains over and over allocates at most one
-// chunk per chunkSize items pushed, and none once it hovers within the chunk
-// and the spare it keeps.
+// chunk per chunkSize items pushed, and none once it hovers within the
+// chunks and the spares it keeps.
 func TestAllocations(t *testing.T) {
 	var q Queue[[8]int64]
 	burst := func() {
@@ -128,6 +128,21 @@ func TestAllocations(t *testing.T) {
 	hover()
 	if a := testing.AllocsPerRun(100, hover); a != 0 {
 		t.Errorf("hovering across one chunk boundary allocated %v times, want 0", a)
+	}
+	small := func() { // a backlog of up to maxSpare+1 chunks, over and over
+		for range (maxSpare + 1) * chunkSize {
+			q.Push([8]int64{})
+		}
+		for range (maxSpare + 1) * chunkSize {
+			q.Pop()
+		}
+	}
+	small()
+	if a := testing.AllocsPerRun(100, small); a != 0 {
+		t.Errorf("a backlog of %d chunks, over and over, allocated %v times, want 0", maxSpare+1, a)
+	}
+	if q.spares > maxSpare {
+		t.Errorf("%d spare chunks kept, want at most %d", q.spares, maxSpare)
 	}
 }
 
