@@ -1,14 +1,19 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"kloop.dev/kloop/handler"
+	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -144,6 +149,56 @@ func TestBatcherConcurrentAdds(t *testing.T) {
 				t.Fatalf("%s reached the queue twice", r)
 			}
 			seen[r] = true
+		}
+	}
+}
+
+// The Kind's handler routes by event: the initial list and resyncs (the
+// very same object as old and new) to low, other changes to the live queue.
+func TestKindHandlerPriorities(t *testing.T) {
+	live, low := &batchQueue{}, &batchQueue{}
+	h := &kindHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low}
+	cm := func(name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	a := cm("a", "1")
+	h.OnAdd(a, true)
+	h.OnAdd(cm("b", "2"), false)
+	h.OnUpdate(a, a)            // resync
+	h.OnUpdate(a, cm("a", "3")) // a change
+	h.OnDelete(informer.Deleted[*corev1.ConfigMap]{Object: cm("c", "4"), Key: "ns/c"})
+	h.Flush() // plain Enqueuers: nothing to flush
+	_, gotLow := low.snapshot()
+	_, gotLive := live.snapshot()
+	if want := []string{"ns/a", "ns/a"}; !slices.Equal(gotLow, want) {
+		t.Fatalf("low got %q, want %q", gotLow, want)
+	}
+	if want := []string{"ns/b", "ns/a", "ns/c"}; !slices.Equal(gotLive, want) {
+		t.Fatalf("live got %q, want %q", gotLive, want)
+	}
+}
+
+func TestSame(t *testing.T) {
+	a, b := &corev1.ConfigMap{}, &corev1.ConfigMap{}
+	m := map[string]int{}
+	var nilCM *corev1.ConfigMap
+	tests := []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"same pointer", same(a, a), true},
+		{"equal objects", same(a, b), false},
+		{"as interfaces", same[handler.Object](a, a), true},
+		{"nil pointers", same(nilCM, nilCM), true},
+		{"nil and not", same(nilCM, a), false},
+		{"incomparable dynamic type", same[any](m, map[string]int{}), false},
+		{"the same map", same[any](m, m), true},
+		{"slices are never the same", same[any]([]int{1}, []int{1}), false},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: same = %v, want %v", tt.name, tt.got, tt.want)
 		}
 	}
 }
