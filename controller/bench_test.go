@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -97,7 +98,7 @@ func BenchmarkReconcileID(b *testing.B) {
 		ids := newIDSource()
 		b.ReportAllocs()
 		for b.Loop() {
-			sink = ids.next()
+			sink = rctx.FormatUUID(ids.next())
 		}
 	})
 	b.Run("apimachinery-uuid", func(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"kloop.dev/kloop/handler"
+	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
 	"kloop.dev/kloop/workqueue"
 )
@@ -408,16 +409,20 @@ func (c *Controller) work(ctx context.Context) {
 // applies the Result rules. Requeues keep the priority, as
 // controller-runtime's priority queue does: a failing key of the initial list
 // is retried behind fresh events.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id string) {
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte) {
 	var start time.Time
 	if c.timed {
 		start = c.opts.Clock.Now()
 	}
-	log := c.log
+	// The ID's text is made here only for a logger that logs; otherwise
+	// when reconcile.IDFrom asks for it.
+	sc := &rctx.Scope{Context: ctx, UUID: id, HasUUID: true, Logger: c.log}
 	if !c.quiet {
-		log = log.With("namespace", req.Namespace, "name", req.Name, "reconcileID", id)
+		sc.ID = rctx.FormatUUID(id)
+		sc.Logger = c.log.With("namespace", req.Namespace, "name", req.Name, "reconcileID", sc.ID)
 	}
-	ctx = reconcile.NewContext(ctx, id, log)
+	log := sc.Logger
+	ctx = sc
 
 	res, err := c.reconcile(ctx, req)
 	switch {

@@ -20,6 +20,7 @@ import (
 
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
+	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -603,6 +604,16 @@ func TestGracefulDrain(t *testing.T) {
 }
 
 func TestLoggerAndIDInContext(t *testing.T) {
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quiet=%t", quiet), func(t *testing.T) { testLoggerAndIDInContext(t, quiet) })
+	}
+}
+
+// testLoggerAndIDInContext: each reconcile has its own UUID, in its
+// logger's attributes and from reconcile.IDFrom — also when the
+// controller's logger discards (quiet), where the ID's text is made only
+// when asked for.
+func testLoggerAndIDInContext(t *testing.T, quiet bool) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var ids []string
@@ -613,7 +624,11 @@ func TestLoggerAndIDInContext(t *testing.T) {
 			reconcile.LoggerFrom(ctx).Info("hello from reconcile")
 			return reconcile.Result{}, nil
 		}}
-		tc := newTest(t, r, Options{})
+		var opts Options
+		if quiet {
+			opts.Logger = slog.New(slog.DiscardHandler)
+		}
+		tc := newTest(t, r, opts)
 		cancel, errc := run(tc.c)
 		tc.send("a")
 		synctest.Wait()
@@ -624,6 +639,12 @@ func TestLoggerAndIDInContext(t *testing.T) {
 		uuidRE := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 		if len(ids) != 2 || ids[0] == ids[1] || !uuidRE.MatchString(ids[0]) || !uuidRE.MatchString(ids[1]) {
 			t.Fatalf("reconcile IDs %q", ids)
+		}
+		if quiet {
+			if !tc.c.quiet {
+				t.Fatal("a controller with a discarding logger is not quiet")
+			}
+			return
 		}
 		for _, id := range ids {
 			want := `msg="hello from reconcile" controller=widget namespace=ns name=a reconcileID=` + id
@@ -879,7 +900,7 @@ func TestReconcileIDs(t *testing.T) {
 	a, b := newIDSource(), newIDSource()
 	seen := map[string]bool{}
 	for range 10000 {
-		for _, id := range []string{a.next(), b.next()} {
+		for _, id := range []string{rctx.FormatUUID(a.next()), rctx.FormatUUID(b.next())} {
 			if !uuidRE.MatchString(id) {
 				t.Fatalf("not a v4 UUID: %q", id)
 			}

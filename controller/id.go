@@ -2,7 +2,6 @@ package controller
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	mrand "math/rand/v2"
 )
 
@@ -21,21 +20,11 @@ func newIDSource() idSource {
 	return idSource{g: mrand.NewChaCha8(seed)}
 }
 
-// next returns a new UUID in its canonical 36-character form.
-func (s idSource) next() string {
+// next returns a new version 4 UUID (rctx.FormatUUID gives its text).
+func (s idSource) next() [16]byte {
 	var u [16]byte
 	_, _ = s.g.Read(u[:])   // ChaCha8.Read never fails
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:36], u[10:16])
-	return string(b[:])
+	return u
 }

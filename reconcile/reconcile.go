@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"kloop.dev/kloop/internal/rctx"
 )
 
 // Request names the object to reconcile: its namespace (empty for
@@ -69,36 +71,17 @@ func (t *terminalError) Error() string        { return "terminal error: " + t.er
 func (t *terminalError) Unwrap() error        { return t.err }
 func (t *terminalError) Is(target error) bool { return target == ErrTerminal }
 
-// ctxKey is the context key of a reconcile's scope.
-type ctxKey struct{}
-
-// scope is the context of one reconcile: its parent plus the reconcile ID and
-// logger, in one allocation (context.WithValue and a value would be two).
-type scope struct {
-	context.Context
-	id     string
-	logger *slog.Logger
-}
-
-// Value returns the scope itself for ctxKey, and asks the parent otherwise.
-func (s *scope) Value(key any) any {
-	if _, ok := key.(ctxKey); ok {
-		return s
-	}
-	return s.Context.Value(key)
-}
-
 // NewContext returns a context carrying a reconcile ID and a logger. The
-// controller calls it for each reconcile; tests of a Reconciler may call it
+// controller makes one for each reconcile; tests of a Reconciler may call it
 // too. A nil logger is stored as one that discards.
 func NewContext(ctx context.Context, id string, logger *slog.Logger) context.Context {
-	return &scope{Context: ctx, id: id, logger: logger}
+	return &rctx.Scope{Context: ctx, ID: id, Logger: logger}
 }
 
 // IDFrom returns the reconcile ID in ctx, or "" outside a reconcile.
 func IDFrom(ctx context.Context) string {
-	if s, ok := ctx.Value(ctxKey{}).(*scope); ok {
-		return s.id
+	if s := rctx.From(ctx); s != nil {
+		return s.IDString()
 	}
 	return ""
 }
@@ -107,8 +90,8 @@ func IDFrom(ctx context.Context) string {
 // attributes controller, namespace, name and reconcileID. Outside a
 // reconcile it returns a logger that discards; it never returns nil.
 func LoggerFrom(ctx context.Context) *slog.Logger {
-	if s, ok := ctx.Value(ctxKey{}).(*scope); ok && s.logger != nil {
-		return s.logger
+	if s := rctx.From(ctx); s != nil && s.Logger != nil {
+		return s.Logger
 	}
 	return slog.New(slog.DiscardHandler)
 }
