@@ -34,7 +34,11 @@
 // a burst costs one wake-up per run, not per event. HandlerOptions.Inline
 // instead calls a handler on the informer's own goroutine right after the
 // cache update of each run, for handlers that only enqueue keys and never
-// block (the controller's own): one hand-off less per event. A handler that panics is
+// block (the controller's own): one hand-off less per event. A Handler that
+// is also a [Flusher] is told when each run of its notifications ends
+// (after the run, before HasSynced counts it), so that it can hand over
+// what the run produced in one go: the manager's Kind adds a run's keys to
+// the work queue under one take of its lock. A handler that panics is
 // logged and keeps receiving later notifications. When Run's context is
 // cancelled, pending notifications are dropped and Run returns once the
 // handler calls in progress have returned.

@@ -41,5 +41,12 @@
 // few held ones without hashing it, and Forget takes no lock while no key
 // has failures. Next(done) is Done and GetWithPriority under one take of
 // the lock: the controller's workers loop on it, so that per event a worker
-// takes the queue's lock once and the handler once (Add).
+// takes the queue's lock once. AddAll adds many keys under one take of the
+// lock: the manager's Kind source hands over each run of informer events'
+// keys with it, so the informer contends with the workers once per run.
+//
+// A key that leaves the queue (Done with nothing pending) stays indexed,
+// idle, until it is added again — a controller's keys come back — up to
+// 4096 of them, the oldest let go first: a returning key costs one map
+// lookup instead of a map insert at its add and a delete at its Done.
 package workqueue
