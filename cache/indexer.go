@@ -478,7 +478,7 @@ func (ix *Indexer[T]) AddIndexers(indexers map[string]IndexFunc[T]) error {
 func (ix *Indexer[T]) Get(namespace, name string) (T, bool) {
 	var buf [keyBufSize]byte
 	if it := ix.items.Load().getBytes(appendKey(buf[:0], namespace, name)); it != nil {
-		return it.obj, true
+		return it.obj(), true
 	}
 	var zero T
 	return zero, false
@@ -488,7 +488,7 @@ func (ix *Indexer[T]) Get(namespace, name string) (T, bool) {
 // "name"). The object is shared: do not mutate it.
 func (ix *Indexer[T]) GetByKey(key string) (T, bool) {
 	if it := ix.items.Load().get(key); it != nil {
-		return it.obj, true
+		return it.obj(), true
 	}
 	var zero T
 	return zero, false

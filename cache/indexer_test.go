@@ -126,7 +126,7 @@ func checkInvariants[T Object](t *testing.T, ix *Indexer[T]) {
 			t.Fatalf("objs[%d] is not %s's object", i, e.key)
 		}
 		it := st.items.get(e.key)
-		if int(e.pos) != i || it == nil || it.e != e || any(it.obj) != any(e.obj) || it.key != e.key {
+		if int(e.pos) != i || it == nil || it.e != e || any(it.obj()) != any(e.obj) || it.key != e.key {
 			t.Fatalf("entry %s: pos %d at %d, item %+v", e.key, e.pos, i, it)
 		}
 		if e.key != Key(e.obj) {

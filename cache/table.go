@@ -2,6 +2,7 @@ package cache
 
 import (
 	"hash/maphash"
+	"reflect"
 	"sync/atomic"
 )
 
@@ -12,8 +13,8 @@ import (
 // each parking until the other left (see bench/README.md, "Eighth session").
 // Writers hold Indexer.mu.
 //
-// A published item is never modified: an update publishes a new item in
-// the object's slot, a delete a tombstone, and a table that fills up is
+// A published item changes only its object (atomically, see item): a
+// delete publishes a tombstone in its slot, and a table that fills up is
 // copied into a new array, published whole. Open addressing with linear
 // probing; an item keeps its slot until the next copy, so a reader probing
 // the slots of one array finds every key that was in it when it began,
@@ -37,12 +38,29 @@ type slots[T Object] struct {
 	s    []atomic.Pointer[item[T]]
 }
 
-// item is one stored object as readers see it; immutable once published.
+// item is one stored key as readers see it. hash, key and e are immutable
+// once published; the object is in v, which an update of the key replaces
+// atomically in place — no allocation per update — as long as the new
+// object has the same dynamic type as the old (atomic.Value's rule; an
+// informer's objects always do), else the update publishes a new item.
 type item[T Object] struct {
 	hash uint64
 	key  string
-	obj  T
 	e    *entry[T] // the writers' entry (index positions)
+	v    atomic.Value
+}
+
+// newItem returns an item holding obj.
+func newItem[T Object](h uint64, key string, e *entry[T], obj T) *item[T] {
+	it := &item[T]{hash: h, key: key, e: e}
+	it.v.Store(obj)
+	return it
+}
+
+// obj returns the item's object.
+func (it *item[T]) obj() T {
+	o, _ := it.v.Load().(T)
+	return o
 }
 
 // minTable is the smallest array of a table.
@@ -125,14 +143,18 @@ func (t *table[T]) put(h uint64, e *entry[T], obj T) {
 				free = int(i)
 			}
 			t.live++
-			a.s[free].Store(&item[T]{hash: h, key: e.key, obj: obj, e: e})
+			a.s[free].Store(newItem(h, e.key, e, obj))
 			return
 		case it == a.tomb:
 			if free < 0 {
 				free = int(i)
 			}
 		case it.hash == h && it.key == e.key:
-			a.s[i].Store(&item[T]{hash: h, key: e.key, obj: obj, e: e})
+			if it.e == e && reflect.TypeOf(it.v.Load()) == reflect.TypeOf(any(obj)) {
+				it.v.Store(obj) // in place
+				return
+			}
+			a.s[i].Store(newItem(h, e.key, e, obj))
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // checkTable verifies a table's counts and that every item is found by its
@@ -62,10 +63,10 @@ func TestTableModel(t *testing.T) {
 						t.Fatalf("step %d: %d live, model %d", step, tab.live, len(model))
 					}
 					for k, p := range model {
-						if it := tab.get(k); it == nil || it.obj != p {
+						if it := tab.get(k); it == nil || it.obj() != p {
 							t.Fatalf("step %d: get(%q) = %+v, want %s", step, k, it, p.ResourceVersion)
 						}
-						if it := tab.getBytes([]byte(k)); it == nil || it.obj != p {
+						if it := tab.getBytes([]byte(k)); it == nil || it.obj() != p {
 							t.Fatalf("step %d: getBytes(%q) = %+v", step, k, it)
 						}
 					}
@@ -150,4 +151,53 @@ func TestGetWhileWriting(t *testing.T) {
 	close(done)
 	wg.Wait()
 	checkInvariants(t, ix)
+}
+
+// An update replaces the object in its item, in place and without an
+// allocation, while the object keeps its dynamic type; an object of another
+// type (an Indexer of an interface holding typed and unstructured objects)
+// gets a new item. Either way readers see the newest object.
+func TestUpdateInPlace(t *testing.T) {
+	ix, err := New[Object](Options[Object]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}}
+	if err := ix.Add(a); err != nil {
+		t.Fatal(err)
+	}
+	first := ix.items.Load().get("ns/a")
+	b := a.DeepCopy()
+	b.ResourceVersion = "2"
+	if err := ix.Update(b); err != nil {
+		t.Fatal(err)
+	}
+	if it := ix.items.Load().get("ns/a"); it != first || it.obj() != Object(b) {
+		t.Fatalf("same type: item %p (was %p), object %v", it, first, it.obj())
+	}
+	objs := []Object{a, b}
+	if allocs := testing.AllocsPerRun(100, func() {
+		objs[0], objs[1] = objs[1], objs[0]
+		if err := ix.Update(objs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Fatalf("an update of the same type allocated %v times", allocs)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetNamespace("ns")
+	u.SetName("a")
+	u.SetResourceVersion("3")
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	if err := ix.Update(u); err != nil {
+		t.Fatal(err)
+	}
+	if it := ix.items.Load().get("ns/a"); it == first || it.obj() != Object(u) {
+		t.Fatalf("another type: item %p (was %p), object %T", it, first, it.obj())
+	}
+	if got, ok := ix.Get("ns", "a"); !ok || got != Object(u) {
+		t.Fatalf("Get = %T, %v", got, ok)
+	}
+	checkTable(t, ix.items.Load())
 }
