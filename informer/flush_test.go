@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -125,3 +126,37 @@ func testFlusher(t *testing.T, ho HandlerOptions) {
 }
 
 func maxRun64() int { return maxRun }
+
+// stopper is a flusher that stops the informer from its first
+// notification.
+type stopper struct {
+	*flusher
+	stop context.CancelFunc
+}
+
+func (s *stopper) OnAdd(p *corev1.Pod, initial bool) { s.flusher.OnAdd(p, initial); s.stop() }
+
+// TestFlushOnStop: a run of notifications cut short by the informer's stop
+// is flushed all the same — the handler returned from them, and a batching
+// handler would otherwise keep their requests, and its run open, for good.
+func TestFlushOnStop(t *testing.T) { bothDeliveries(t, testFlushOnStop) }
+
+func testFlushOnStop(t *testing.T, ho HandlerOptions) {
+	srv := newFakeServer(pod("a"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	ctx, cancel := context.WithCancel(timeout(t))
+	defer cancel()
+	s := &stopper{flusher: newFlusher(), stop: cancel}
+	if _, err := inf.AddHandler(s, ho); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.Run(ctx); err != nil { // until the handler stops it
+		t.Fatal(err)
+	}
+	if got := len(s.snapshot()); got != 1 {
+		t.Fatalf("the handler got %d notifications before the stop, want 1", got)
+	}
+	if pending, flushed, _, _ := s.counts(); pending != 0 || flushed != 1 {
+		t.Fatalf("after the stop: %d notifications left unflushed, %d flushed", pending, flushed)
+	}
+}

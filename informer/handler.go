@@ -35,8 +35,8 @@ type Handler[T Object] interface {
 // goroutine that delivered them and before HasSynced counts them: for an
 // Inline handler after the notifications of each cache update (at most 64
 // watch events), the synthetic adds of its registration and each resync;
-// for a buffered one whenever its buffer runs empty, and at least every 64
-// notifications. A handler must not keep anything past Flush that it would
+// for a buffered one whenever its buffer runs empty, at least every 64
+// notifications, and when the informer stops in the middle of a run. A handler must not keep anything past Flush that it would
 // lose if no further notification came.
 type Flusher interface {
 	Flush()

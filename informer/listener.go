@@ -206,6 +206,14 @@ func (l *listener) run(ctx context.Context) {
 			l.checkSynced()
 		}
 	}
+	// A run cut short by ctx is flushed too: the handler returned from its
+	// notifications, and what they produced must not stay with it (a
+	// batching handler's requests, and its run left open for good).
+	defer func() {
+		if run > 0 {
+			finish()
+		}
+	}()
 	for {
 		l.mu.Lock()
 		if run > 0 && l.buf.Len() == 0 {
