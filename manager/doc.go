@@ -89,5 +89,6 @@
 // and reach the controller's queue with one AddAll: the informer takes the
 // queue's lock once per run instead of once per event, which with several
 // workers was most of its cost per event. Adds from elsewhere — a handler
-// that kept its Enqueuer — go to the queue at once.
+// that kept its Enqueuer — go to the queue at once between runs, and with
+// the run's requests during one.
 package manager

@@ -145,7 +145,8 @@ var _ informer.Flusher = (*kindHandler[informer.Object])(nil)
 // informer's resync (a relist never notifies an unchanged object), so the
 // priority is known without reading either object's resourceVersion — the
 // old object is cold in the CPU's caches, and that read was a third of the
-// handler's cost per event.
+// handler's cost per event. A T held by value has no identity (see same):
+// its resyncs are known by resourceVersion, as handler.Dispatch knows them.
 
 func (k *kindHandler[T]) OnAdd(obj T, initial bool) {
 	e := handler.CreateEvent{Object: obj, IsInInitialList: initial}
@@ -164,7 +165,7 @@ func (k *kindHandler[T]) OnUpdate(oldObj, newObj T) {
 	if !k.allow(e) {
 		return
 	}
-	if same(oldObj, newObj) {
+	if same(oldObj, newObj) || (!identified[T]() && unchanged(oldObj, newObj)) {
 		k.h.Update(k.ctx, e, k.low)
 	} else {
 		k.h.Update(k.ctx, e, k.q)
@@ -198,10 +199,36 @@ func (k *kindHandler[T]) open(q handler.Enqueuer) {
 
 // same reports whether a and b are the very same object: the same
 // interface words (type and pointer), compared without reading the objects
-// and without the panic of == on an incomparable dynamic type.
+// and without the panic of == on an incomparable dynamic type. Only a T
+// that an interface holds as is (see identified) has such an identity: any
+// other T — a struct held by value — is copied into a new box by each
+// conversion, so that two conversions of one value would never match (or
+// always, for a zero-size T); for those same reports false.
 func same[T any](a, b T) bool {
+	if !identified[T]() {
+		return false
+	}
 	x, y := any(a), any(b)
 	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&x)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&y))
+}
+
+// identified reports whether an interface holding a T holds the T's own
+// pointer word (pointers, maps, channels, funcs), or T is an interface,
+// whose dynamic value keeps its box when converted: then same compares
+// identities.
+func identified[T any]() bool {
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Interface:
+		return true
+	}
+	return false
+}
+
+// unchanged reports whether an update changes nothing by resourceVersion
+// (handler.Dispatch's rule): the resync test for a T without identity.
+func unchanged[T informer.Object](oldObj, newObj T) bool {
+	rv := newObj.GetResourceVersion()
+	return rv != "" && rv == oldObj.GetResourceVersion()
 }
 
 // Flush ends the run: it hands the requests collected since the last Flush

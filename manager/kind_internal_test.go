@@ -182,6 +182,8 @@ func TestSame(t *testing.T) {
 	a, b := &corev1.ConfigMap{}, &corev1.ConfigMap{}
 	m := map[string]int{}
 	var nilCM *corev1.ConfigMap
+	vo := valueObj{ConfigMap: a, note: "v"}
+	boxed := any(vo)
 	tests := []struct {
 		name string
 		got  bool
@@ -195,10 +197,39 @@ func TestSame(t *testing.T) {
 		{"incomparable dynamic type", same[any](m, map[string]int{}), false},
 		{"the same map", same[any](m, m), true},
 		{"slices are never the same", same[any]([]int{1}, []int{1}), false},
+		{"one boxed value, as interfaces", same[any](boxed, boxed), true},
+		{"a struct held by value has no identity", same(vo, vo), false},
+		{"zero-size values have no identity", same(struct{}{}, struct{}{}), false},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
 			t.Errorf("%s: same = %v, want %v", tt.name, tt.got, tt.want)
 		}
+	}
+}
+
+// valueObj is an Object held by value: each conversion to an interface
+// copies it into a box of its own.
+type valueObj struct {
+	*corev1.ConfigMap
+	note string
+}
+
+// A Kind of a T held by value, which has no identity to compare: its
+// resyncs are known by resourceVersion and go to low, its changes to the
+// live queue.
+func TestKindHandlerValueType(t *testing.T) {
+	live, low := &batchQueue{}, &batchQueue{}
+	h := &kindHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low}
+	vo := func(name, rv string) valueObj {
+		return valueObj{ConfigMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}, note: rv}
+	}
+	a := vo("a", "1")
+	h.OnUpdate(a, a)            // resync
+	h.OnUpdate(a, vo("a", "2")) // a change
+	_, gotLow := low.snapshot()
+	_, gotLive := live.snapshot()
+	if want := []string{"ns/a"}; !slices.Equal(gotLow, want) || !slices.Equal(gotLive, want) {
+		t.Fatalf("low got %q, live got %q; want %q each", gotLow, gotLive, want)
 	}
 }
