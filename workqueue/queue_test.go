@@ -1063,3 +1063,84 @@ func TestIdleKeys(t *testing.T) {
 		t.Fatalf("after the last Done: %d indexed, %d idle", len(q.index), q.idleN)
 	}
 }
+
+// An idle key comes back as a new key, by every kind of add: at its new
+// add's priority (not the one it left at), delayed if the add is, idle
+// again after its Done — and freed, not left indexed, by a ShutDown while
+// it is back.
+func TestIdleKeyRevival(t *testing.T) {
+	tests := []struct {
+		name  string
+		add   func(q *Queue[string])
+		prio  int
+		delay time.Duration
+	}{
+		{"add", func(q *Queue[string]) { q.Add("a") }, 0, 0},
+		{"add at a lower priority", func(q *Queue[string]) { q.AddWithOptions("a", AddOptions{Priority: -1}) }, -1, 0},
+		{"add after", func(q *Queue[string]) { q.AddAfter("a", time.Second) }, 0, time.Second},
+		{"add after at a priority", func(q *Queue[string]) { q.AddWithOptions("a", AddOptions{Priority: 2, After: time.Second}) }, 2, time.Second},
+		{"add all", func(q *Queue[string]) { q.AddAll([]string{"a", "a"}, AddOptions{}) }, 0, 0},
+		{"add all after", func(q *Queue[string]) { q.AddAll([]string{"a"}, AddOptions{After: time.Second}) }, 0, time.Second},
+	}
+	for _, tt := range tests {
+		for _, shutdown := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/shutdown=%t", tt.name, shutdown), func(t *testing.T) {
+				q, clock := newTestQueue(t, nil)
+				// a leaves the queue at priority 5, after a delay and a
+				// re-add while held: every field of its node was used.
+				q.AddWithOptions("a", AddOptions{Priority: 5, After: time.Millisecond})
+				clock.Advance(time.Millisecond)
+				if got, p, _ := q.GetWithPriority(); got != "a" || p != 5 {
+					t.Fatalf("GetWithPriority = %q p%d, want a p5", got, p)
+				}
+				q.AddWithOptions("a", AddOptions{Priority: 5})
+				q.Done("a")
+				if got, _ := q.Get(); got != "a" {
+					t.Fatalf("Get = %q, want a", got)
+				}
+				q.Done("a")
+				if n := &q.nodes[q.index["a"]]; n.flags != flagIdle || q.idleN != 1 {
+					t.Fatalf("a left the queue: flags %b, %d idle", n.flags, q.idleN)
+				}
+
+				tt.add(q)
+				if q.idleN != 0 || q.inUse() != 1 {
+					t.Fatalf("a is back: %d idle, %d keys in use", q.idleN, q.inUse())
+				}
+				if shutdown {
+					q.ShutDown()
+					q.mu.Lock()
+					defer q.mu.Unlock()
+					if tt.delay > 0 {
+						// Dropped with the delayed keys.
+						if len(q.index) != 0 {
+							t.Fatalf("after ShutDown: %d keys indexed, want none", len(q.index))
+						}
+					} else if len(q.index) != 1 || q.ready != 1 {
+						t.Fatalf("after ShutDown: %d keys indexed, %d ready; want the ready a", len(q.index), q.ready)
+					}
+					if q.idleN != 0 || q.idle.n != 0 {
+						t.Fatalf("after ShutDown: %d idle, %d idle entries", q.idleN, q.idle.n)
+					}
+					return
+				}
+				if tt.delay > 0 {
+					if q.Len() != 0 {
+						t.Fatal("a delayed add made a ready at once")
+					}
+					clock.Advance(tt.delay)
+				}
+				if q.Len() != 1 {
+					t.Fatalf("Len = %d, want 1", q.Len())
+				}
+				if got, p, _ := q.GetWithPriority(); got != "a" || p != tt.prio {
+					t.Fatalf("GetWithPriority = %q p%d, want a p%d", got, p, tt.prio)
+				}
+				q.Done("a")
+				if q.idleN != 1 || len(q.index) != 1 || q.Len() != 0 {
+					t.Fatalf("after Done: %d idle, %d indexed, Len %d", q.idleN, len(q.index), q.Len())
+				}
+			})
+		}
+	}
+}

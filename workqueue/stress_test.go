@@ -207,8 +207,10 @@ func TestShutDownWithDrainNext(t *testing.T) {
 			}
 			q.mu.Lock()
 			defer q.mu.Unlock()
-			if q.ready != 0 || len(q.inFlight) != 0 || q.inUse() != 0 || len(q.heap) != 0 {
-				t.Errorf("after the drain: %d ready, %d held, %d indexed, %d in the heap", q.ready, len(q.inFlight), q.inUse(), len(q.heap))
+			// Shut down: not even idle keys stay indexed.
+			if q.ready != 0 || len(q.inFlight) != 0 || len(q.index) != 0 || q.idleN != 0 || q.idle.n != 0 || len(q.heap) != 0 {
+				t.Errorf("after the drain: %d ready, %d held, %d indexed (%d idle, %d idle entries), %d in the heap",
+					q.ready, len(q.inFlight), len(q.index), q.idleN, q.idle.n, len(q.heap))
 			}
 		})
 	}
