@@ -500,21 +500,39 @@ func (e *recordingEnqueuer) got() string {
 	return strings.Join(e.reqs, ",")
 }
 
-// Kind is usable on its own: a handler on the shared informer, events
-// filtered by the predicates, the initial list at low priority, synced after
-// it, the handler removed at cancel.
-// The same with the handler inline (KindOptions.Inline).
-func TestKindSource(t *testing.T) {
-	for _, inline := range []bool{false, true} {
-		t.Run(fmt.Sprintf("inline=%t", inline), func(t *testing.T) {
-			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
-				testKindSource(t, env, inline)
-			})
-		})
+// batchingEnqueuer is a recordingEnqueuer that takes batches too, as the
+// controller's enqueuers do; batches counts its AddAll calls.
+type batchingEnqueuer struct {
+	recordingEnqueuer
+	batches atomic.Int32
+}
+
+func (e *batchingEnqueuer) AddAll(reqs []reconcile.Request) {
+	e.batches.Add(1)
+	for _, r := range reqs {
+		e.Add(r)
 	}
 }
 
-func testKindSource(t *testing.T, env *apiservertest.Env, inline bool) {
+// Kind is usable on its own: a handler on the shared informer, events
+// filtered by the predicates, the initial list at low priority, synced after
+// it, the handler removed at cancel.
+// The same with the handler inline (KindOptions.Inline), and with enqueuers
+// that take batches: the requests of a run wait for its end, and the
+// initial list's are with the enqueuer by the time the source is synced.
+func TestKindSource(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		for _, batching := range []bool{false, true} {
+			t.Run(fmt.Sprintf("inline=%t/batching=%t", inline, batching), func(t *testing.T) {
+				apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+					testKindSource(t, env, inline, batching)
+				})
+			})
+		}
+	}
+}
+
+func testKindSource(t *testing.T, env *apiservertest.Env, inline, batching bool) {
 	ns, cfg := env.Namespace, env.Config()
 	mgr, err := manager.New(cfg, manager.Options{})
 	if err != nil {
@@ -549,7 +567,14 @@ func testKindSource(t *testing.T, env *apiservertest.Env, inline bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := run(t, ctx, mgr) // runs the factory
-	live, low := &recordingEnqueuer{}, &recordingEnqueuer{}
+	var live, low interface {
+		handler.Enqueuer
+		got() string
+	}
+	live, low = &recordingEnqueuer{}, &recordingEnqueuer{}
+	if batching {
+		live, low = &batchingEnqueuer{}, &batchingEnqueuer{}
+	}
 	sctx, stop := context.WithCancel(context.Background())
 	srcDone := make(chan error, 1)
 	go func() { srcDone <- src.Start(sctx, live, low) }()
@@ -567,6 +592,13 @@ func testKindSource(t *testing.T, env *apiservertest.Env, inline bool) {
 		}
 	}
 	eventually(t, "the live update", func() bool { return live.got() == "a" })
+	if batching {
+		for name, e := range map[string]any{"live": live, "low": low} {
+			if n := e.(*batchingEnqueuer).batches.Load(); n == 0 {
+				t.Errorf("the %s enqueuer got no batch", name)
+			}
+		}
+	}
 	if err := src.Start(sctx, live, low); err == nil {
 		t.Fatal("a second Start succeeded")
 	}
