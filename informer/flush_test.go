@@ -160,3 +160,56 @@ func testFlushOnStop(t *testing.T, ho HandlerOptions) {
 		t.Fatalf("after the stop: %d notifications left unflushed, %d flushed", pending, flushed)
 	}
 }
+
+// blocker is a flusher whose first notification waits for release.
+type blocker struct {
+	*flusher
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (b *blocker) OnAdd(p *corev1.Pod, initial bool) {
+	b.flusher.OnAdd(p, initial)
+	b.once.Do(func() {
+		close(b.entered)
+		<-b.release
+	})
+}
+
+// TestFlushOnRemove: a handler removed in the middle of a run still gets
+// the run's Flush once it returns from the notification it was in: what
+// it was given before RemoveHandler is handed on, not dropped.
+func TestFlushOnRemove(t *testing.T) {
+	ctx := timeout(t)
+	srv := newFakeServer(pod("a"), pod("b"))
+	inf := newPodInformer(t, srv, Options[*corev1.Pod]{})
+	b := &blocker{flusher: newFlusher(), entered: make(chan struct{}), release: make(chan struct{})}
+	reg, err := inf.AddHandler(b, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, inf)
+	select {
+	case <-b.entered:
+	case <-ctx.Done():
+		t.Fatal("no notification")
+	}
+	if err := inf.RemoveHandler(reg); err != nil {
+		t.Fatal(err)
+	}
+	close(b.release)
+	for {
+		if pending, flushed, _, _ := b.counts(); pending == 0 && flushed == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			pending, flushed, _, _ := b.counts()
+			t.Fatalf("after RemoveHandler: %d notifications unflushed, %d flushed; want the one delivered flushed", pending, flushed)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if got := b.snapshot(); len(got) != 1 {
+		t.Fatalf("notified after RemoveHandler: %q", got)
+	}
+}
