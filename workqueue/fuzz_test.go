@@ -219,7 +219,7 @@ func FuzzQueue(f *testing.F) {
 					idle++
 				}
 			}
-			if idle != q.idleN || q.inUse() != len(m.keys) {
+			if idle != q.idleN || q.idleLen() != idle || q.inUse() != len(m.keys) {
 				t.Fatalf("%d idle nodes, counted %d; %d keys in use, model %d\ntrace: %v", idle, q.idleN, q.inUse(), len(m.keys), trace)
 			}
 			stale := 0

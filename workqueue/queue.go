@@ -115,15 +115,14 @@ type Queue[K comparable] struct {
 	timer Timer
 	armed int64
 
-	// idle lists the nodes that left the queue (not ready, waiting nor
-	// held) but keep their key in index, oldest first: a controller's keys
-	// come back, and a key found idle costs one map lookup instead of an
-	// insert now and a delete at its next Done. idleN counts the idle
-	// nodes; entries whose seq no longer matches their node are stale (the
-	// key came back). Past maxIdle the oldest idle node is freed, and the
-	// ring is compacted once stale entries outnumber the live ones.
-	idle  ring
-	idleN int
+	// The idle nodes left the queue (not ready, waiting nor held) but keep
+	// their key in index: a controller's keys come back, and a key found
+	// idle costs one map lookup instead of an insert now and a delete at
+	// its next Done. They form a list through node.idlePrev/idleNext,
+	// oldest first (idleHead, idleTail; -1 when empty); idleN counts them.
+	// Past maxIdle the oldest is freed.
+	idleHead, idleTail int32
+	idleN              int
 
 	// inFlight holds the nodes held by workers, for the unfinished-work
 	// metrics and drain; each node records its position.
@@ -166,7 +165,10 @@ type node[K comparable] struct {
 	procIdx int32
 	seq     uint32 // identifies the live ring entry; bumped when the node leaves or moves
 	flags   uint8
-	addedAt int64 // when it became ready or dirty (metrics only)
+	// idlePrev and idleNext link an idle node into the queue's idle list
+	// (-1: none); meaningless otherwise.
+	idlePrev, idleNext int32
+	addedAt            int64 // when it became ready or dirty (metrics only)
 	started int64 // when a worker took it (metrics only)
 }
 
@@ -193,6 +195,9 @@ func New[K comparable](opts Options[K]) (*Queue[K], error) {
 		epoch:   opts.Clock.Now(),
 		index:   make(map[K]int32),
 		armed:   -1,
+
+		idleHead: -1,
+		idleTail: -1,
 	}
 	q.cond.L = &q.mu
 	if opts.Metrics != nil {
@@ -451,12 +456,11 @@ func (q *Queue[K]) shutdownLocked() {
 		clear(q.heap)
 		q.heap, q.stale = q.heap[:0], 0
 		// Nothing is added any more: idle keys have no use.
-		for q.idle.n > 0 {
-			if e := q.idle.pop(); q.liveIdle(e) {
-				q.free1(e.node)
-			}
+		for q.idleHead >= 0 {
+			i := q.idleHead
+			q.unlinkIdle(i)
+			q.free1(i)
 		}
-		q.idleN = 0
 	}
 	q.cond.Broadcast()
 }
@@ -466,9 +470,9 @@ func (q *Queue[K]) lookup(key K) (int32, *node[K]) {
 	if i, ok := q.index[key]; ok {
 		n := &q.nodes[i]
 		if n.flags == flagIdle {
-			// Back from idle: a fresh node; its idle entry goes stale.
+			// Back from idle: a fresh node.
+			q.unlinkIdle(i)
 			*n = node[K]{key: n.key, seq: n.seq + 1, procIdx: -1}
-			q.idleN--
 		}
 		return i, n
 	}
@@ -498,38 +502,41 @@ func (q *Queue[K]) release(i int32) {
 	n := &q.nodes[i]
 	n.flags = flagIdle
 	n.seq++
-	q.idle.push(entry{node: i, seq: n.seq})
-	q.idleN++
-	for q.idleN > maxIdle {
-		if e := q.idle.pop(); q.liveIdle(e) {
-			q.free1(e.node)
-			q.idleN--
-		}
+	n.idlePrev, n.idleNext = q.idleTail, -1
+	if q.idleTail >= 0 {
+		q.nodes[q.idleTail].idleNext = i
+	} else {
+		q.idleHead = i
 	}
-	if stale := q.idle.n - q.idleN; stale > q.idleN+64 {
-		q.compactIdle()
+	q.idleTail = i
+	q.idleN++
+	if q.idleN > maxIdle {
+		oldest := q.idleHead
+		q.unlinkIdle(oldest)
+		q.free1(oldest)
 	}
 }
 
-// maxIdle is the most idle nodes a queue keeps: about 130 bytes each with
+// maxIdle is the most idle nodes a queue keeps: about 140 bytes each with
 // their index entry, for keys that are likely to come back.
 const maxIdle = 4096
 
-// liveIdle reports whether e is the idle entry of an idle node.
-func (q *Queue[K]) liveIdle(e entry) bool {
-	n := &q.nodes[e.node]
-	return n.flags == flagIdle && n.seq == e.seq
-}
-
-// compactIdle drops the stale entries of the idle ring, keeping the order.
-func (q *Queue[K]) compactIdle() {
-	var r ring
-	for q.idle.n > 0 {
-		if e := q.idle.pop(); q.liveIdle(e) {
-			r.push(e)
-		}
+// unlinkIdle takes idle node i out of the idle list; it stays flagIdle
+// until the caller changes it.
+func (q *Queue[K]) unlinkIdle(i int32) {
+	n := &q.nodes[i]
+	if n.idlePrev >= 0 {
+		q.nodes[n.idlePrev].idleNext = n.idleNext
+	} else {
+		q.idleHead = n.idleNext
 	}
-	q.idle = r
+	if n.idleNext >= 0 {
+		q.nodes[n.idleNext].idlePrev = n.idlePrev
+	} else {
+		q.idleTail = n.idlePrev
+	}
+	n.idlePrev, n.idleNext = -1, -1
+	q.idleN--
 }
 
 // free1 frees node i: its key leaves the index and the node goes back to

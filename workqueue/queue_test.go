@@ -999,6 +999,23 @@ func TestReadyMemoryReleased(t *testing.T) {
 	}
 }
 
+// idleLen walks the idle list, checking its links, and returns its length
+// (-1 if the links are broken or it holds a node that is not idle).
+func (q *Queue[K]) idleLen() int {
+	n, prev := 0, int32(-1)
+	for i := q.idleHead; i >= 0; i = q.nodes[i].idleNext {
+		if q.nodes[i].idlePrev != prev || q.nodes[i].flags != flagIdle || n > len(q.nodes) {
+			return -1
+		}
+		prev = i
+		n++
+	}
+	if prev != q.idleTail {
+		return -1
+	}
+	return n
+}
+
 // inUse is the number of keys ready, waiting or held: the indexed ones
 // that are not idle.
 func (q *Queue[K]) inUse() int { return len(q.index) - q.idleN }
@@ -1026,8 +1043,8 @@ func TestIdleKeys(t *testing.T) {
 	for range 1000 {
 		cycle("k3") // comes back: no new node, the idle ring stays small
 	}
-	if len(q.nodes) != nodes || q.idleN != 10 || q.idle.n > 2*q.idleN+65 {
-		t.Fatalf("a returning key: %d nodes (was %d), %d idle, %d idle entries", len(q.nodes), nodes, q.idleN, q.idle.n)
+	if len(q.nodes) != nodes || q.idleN != 10 || q.idleLen() != 10 {
+		t.Fatalf("a returning key: %d nodes (was %d), %d idle, %d in the idle list", len(q.nodes), nodes, q.idleN, q.idleLen())
 	}
 	for i := range maxIdle + 100 {
 		cycle(fmt.Sprint("m", i))
@@ -1051,8 +1068,8 @@ func TestIdleKeys(t *testing.T) {
 		t.Fatalf("GetWithPriority = %q p%d, want m4000 p3", got, p)
 	}
 	q.ShutDown()
-	if q.idleN != 0 || len(q.index) != 2 || q.idle.n != 0 {
-		t.Fatalf("after ShutDown: %d idle, %d indexed (want the held and the ready key), %d idle entries", q.idleN, len(q.index), q.idle.n)
+	if q.idleN != 0 || len(q.index) != 2 || q.idleHead != -1 || q.idleTail != -1 {
+		t.Fatalf("after ShutDown: %d idle, %d indexed (want the held and the ready key), idle list %d…%d", q.idleN, len(q.index), q.idleHead, q.idleTail)
 	}
 	q.Done("m4000")
 	if got, _ := q.Get(); got != "x" {
@@ -1119,8 +1136,8 @@ func TestIdleKeyRevival(t *testing.T) {
 					} else if len(q.index) != 1 || q.ready != 1 {
 						t.Fatalf("after ShutDown: %d keys indexed, %d ready; want the ready a", len(q.index), q.ready)
 					}
-					if q.idleN != 0 || q.idle.n != 0 {
-						t.Fatalf("after ShutDown: %d idle, %d idle entries", q.idleN, q.idle.n)
+					if q.idleN != 0 || q.idleLen() != 0 {
+						t.Fatalf("after ShutDown: %d idle, %d in the idle list", q.idleN, q.idleLen())
 					}
 					return
 				}

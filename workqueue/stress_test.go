@@ -208,9 +208,9 @@ func TestShutDownWithDrainNext(t *testing.T) {
 			q.mu.Lock()
 			defer q.mu.Unlock()
 			// Shut down: not even idle keys stay indexed.
-			if q.ready != 0 || len(q.inFlight) != 0 || len(q.index) != 0 || q.idleN != 0 || q.idle.n != 0 || len(q.heap) != 0 {
-				t.Errorf("after the drain: %d ready, %d held, %d indexed (%d idle, %d idle entries), %d in the heap",
-					q.ready, len(q.inFlight), len(q.index), q.idleN, q.idle.n, len(q.heap))
+			if q.ready != 0 || len(q.inFlight) != 0 || len(q.index) != 0 || q.idleN != 0 || q.idleHead != -1 || len(q.heap) != 0 {
+				t.Errorf("after the drain: %d ready, %d held, %d indexed (%d idle, %d in the idle list), %d in the heap",
+					q.ready, len(q.inFlight), len(q.index), q.idleN, q.idleLen(), len(q.heap))
 			}
 		})
 	}
