@@ -169,7 +169,7 @@ type node[K comparable] struct {
 	// (-1: none); meaningless otherwise.
 	idlePrev, idleNext int32
 	addedAt            int64 // when it became ready or dirty (metrics only)
-	started int64 // when a worker took it (metrics only)
+	started            int64 // when a worker took it (metrics only)
 }
 
 type entry struct {
