@@ -154,7 +154,7 @@ const (
 	flagHeap                         // in the delay heap
 	flagProcessing                   // held by a worker
 	flagDirty                        // held by a worker and added again: ready at Done
-	flagIdle                         // none of the above, kept for its key's next add (see idle)
+	flagIdle                         // none of the above, kept for its key's next add (see Queue.idleHead)
 )
 
 type node[K comparable] struct {
