@@ -194,7 +194,8 @@ func (i *Informer[T]) AddHandler(h Handler[T], opts HandlerOptions) (*Registrati
 }
 
 // RemoveHandler unregisters a handler: it receives no notification after
-// RemoveHandler returns, except one already being delivered.
+// RemoveHandler returns, except one already being delivered (and, for a
+// Flusher, the Flush of that notification's run).
 func (i *Informer[T]) RemoveHandler(r *Registration) error { return i.s.removeHandler(r) }
 
 // HasSynced reports whether the cache holds the initial list (handlers may
