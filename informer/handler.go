@@ -36,8 +36,9 @@ type Handler[T Object] interface {
 // Inline handler after the notifications of each cache update (at most 64
 // watch events), the synthetic adds of its registration and each resync;
 // for a buffered one whenever its buffer runs empty, at least every 64
-// notifications, and when the informer stops in the middle of a run. A handler must not keep anything past Flush that it would
-// lose if no further notification came.
+// notifications, and when the informer stops in the middle of a run. A
+// handler must not keep anything past Flush that it would lose if no
+// further notification came.
 type Flusher interface {
 	Flush()
 }
