@@ -87,7 +87,7 @@ func (k *Kind[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 	if low == nil {
 		low = q
 	}
-	h := &kindHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batch(q), low: batch(low)}
+	h := &kindHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batch(q), low: batch(low), identity: identified[T]()}
 	reg, err := k.inf.AddHandler(h, informer.HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
 	if err != nil {
 		return fmt.Errorf("manager: adding the source's informer handler: %w", err)
@@ -136,6 +136,9 @@ type kindHandler[T informer.Object] struct {
 	h      handler.EventHandler
 	preds  []predicate.Predicate
 	q, low handler.Enqueuer // *batcher when the controller's enqueuer batches
+	// identity: a T has an identity (identified), so a resync is known by
+	// the very same object as old and new; else by resourceVersion.
+	identity bool
 }
 
 var _ informer.Flusher = (*kindHandler[informer.Object])(nil)
@@ -165,7 +168,13 @@ func (k *kindHandler[T]) OnUpdate(oldObj, newObj T) {
 	if !k.allow(e) {
 		return
 	}
-	if same(oldObj, newObj) || (!identified[T]() && unchanged(oldObj, newObj)) {
+	var resync bool
+	if k.identity {
+		resync = sameWords(oldObj, newObj)
+	} else {
+		resync = unchanged(oldObj, newObj)
+	}
+	if resync {
 		k.h.Update(k.ctx, e, k.low)
 	} else {
 		k.h.Update(k.ctx, e, k.q)
@@ -205,9 +214,12 @@ func (k *kindHandler[T]) open(q handler.Enqueuer) {
 // conversion, so that two conversions of one value would never match (or
 // always, for a zero-size T); for those same reports false.
 func same[T any](a, b T) bool {
-	if !identified[T]() {
-		return false
-	}
+	return identified[T]() && sameWords(a, b)
+}
+
+// sameWords compares the interface words of a and b: same's answer for a
+// T that identified accepts.
+func sameWords[T any](a, b T) bool {
 	x, y := any(a), any(b)
 	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&x)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&y))
 }

@@ -154,10 +154,13 @@ func TestBatcherConcurrentAdds(t *testing.T) {
 }
 
 // The Kind's handler routes by event: the initial list and resyncs (the
-// very same object as old and new) to low, other changes to the live queue.
+// very same object as old and new) to low, other changes to the live queue
+// — also an update to a copy with the same resourceVersion: not the
+// informer's resync.
 func TestKindHandlerPriorities(t *testing.T) {
 	live, low := &batchQueue{}, &batchQueue{}
-	h := &kindHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low}
+	h := &kindHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
+		identity: identified[*corev1.ConfigMap]()}
 	cm := func(name, rv string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
@@ -165,6 +168,7 @@ func TestKindHandlerPriorities(t *testing.T) {
 	h.OnAdd(a, true)
 	h.OnAdd(cm("b", "2"), false)
 	h.OnUpdate(a, a)            // resync
+	h.OnUpdate(a, a.DeepCopy()) // not the informer's resync
 	h.OnUpdate(a, cm("a", "3")) // a change
 	h.OnDelete(informer.Deleted[*corev1.ConfigMap]{Object: cm("c", "4"), Key: "ns/c"})
 	h.Flush() // plain Enqueuers: nothing to flush
@@ -173,7 +177,7 @@ func TestKindHandlerPriorities(t *testing.T) {
 	if want := []string{"ns/a", "ns/a"}; !slices.Equal(gotLow, want) {
 		t.Fatalf("low got %q, want %q", gotLow, want)
 	}
-	if want := []string{"ns/b", "ns/a", "ns/c"}; !slices.Equal(gotLive, want) {
+	if want := []string{"ns/b", "ns/a", "ns/a", "ns/c"}; !slices.Equal(gotLive, want) {
 		t.Fatalf("live got %q, want %q", gotLive, want)
 	}
 }
@@ -220,7 +224,8 @@ type valueObj struct {
 // live queue.
 func TestKindHandlerValueType(t *testing.T) {
 	live, low := &batchQueue{}, &batchQueue{}
-	h := &kindHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low}
+	h := &kindHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
+		identity: identified[valueObj]()}
 	vo := func(name, rv string) valueObj {
 		return valueObj{ConfigMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}, note: rv}
 	}
