@@ -148,7 +148,7 @@ var _ informer.Flusher = (*kindHandler[informer.Object])(nil)
 // informer's resync (a relist never notifies an unchanged object), so the
 // priority is known without reading either object's resourceVersion — the
 // old object is cold in the CPU's caches, and that read was a third of the
-// handler's cost per event. A T held by value has no identity (see same):
+// handler's cost per event. A T held by value has no identity (see identified):
 // its resyncs are known by resourceVersion, as handler.Dispatch knows them.
 
 func (k *kindHandler[T]) OnAdd(obj T, initial bool) {
@@ -206,19 +206,12 @@ func (k *kindHandler[T]) open(q handler.Enqueuer) {
 	}
 }
 
-// same reports whether a and b are the very same object: the same
+// sameWords reports whether a and b are the very same object: the same
 // interface words (type and pointer), compared without reading the objects
-// and without the panic of == on an incomparable dynamic type. Only a T
-// that an interface holds as is (see identified) has such an identity: any
-// other T — a struct held by value — is copied into a new box by each
-// conversion, so that two conversions of one value would never match (or
-// always, for a zero-size T); for those same reports false.
-func same[T any](a, b T) bool {
-	return identified[T]() && sameWords(a, b)
-}
-
-// sameWords compares the interface words of a and b: same's answer for a
-// T that identified accepts.
+// and without the panic of == on an incomparable dynamic type. Only for a T
+// that identified accepts: any other T — a struct held by value — is copied
+// into a new box by each conversion, so that two conversions of one value
+// would never match (or always, for a zero-size T).
 func sameWords[T any](a, b T) bool {
 	x, y := any(a), any(b)
 	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&x)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&y))
@@ -226,8 +219,8 @@ func sameWords[T any](a, b T) bool {
 
 // identified reports whether an interface holding a T holds the T's own
 // pointer word (pointers, maps, channels, funcs), or T is an interface,
-// whose dynamic value keeps its box when converted: then same compares
-// identities.
+// whose dynamic value keeps its box when converted: then sameWords
+// compares identities.
 func identified[T any]() bool {
 	switch reflect.TypeFor[T]().Kind() {
 	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Interface:

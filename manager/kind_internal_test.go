@@ -182,6 +182,10 @@ func TestKindHandlerPriorities(t *testing.T) {
 	}
 }
 
+// same is the Kind's resync test by identity, as OnUpdate makes it:
+// sameWords for a T that identified accepts, false otherwise.
+func same[T any](a, b T) bool { return identified[T]() && sameWords(a, b) }
+
 func TestSame(t *testing.T) {
 	a, b := &corev1.ConfigMap{}, &corev1.ConfigMap{}
 	m := map[string]int{}
