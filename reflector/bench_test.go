@@ -332,7 +332,7 @@ func BenchmarkTypedListDecode(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		l, err := decodeTypedList(bytes.NewReader(data), newCR, false)
+		l, err := decodeTypedList(bytes.NewReader(data), newCR, listDecoding{})
 		if err != nil || len(l.Items) != n {
 			b.Fatal(err)
 		}

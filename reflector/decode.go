@@ -65,7 +65,7 @@ func decodeListDropping[T Object](r io.Reader, newObj func() T, isUnstructured b
 	var list *List[T]
 	var err error
 	if !isUnstructured {
-		list, err = decodeTypedList(r, newObj, dropMF)
+		list, err = decodeTypedList(r, newObj, listDecoding{dropMF: dropMF})
 	} else {
 		list, err = decodeStdList(r, newObj, isUnstructured, gv)
 	}
@@ -364,7 +364,8 @@ func skipValue(dec decoder) error {
 // batches (itemDecoder: decoding is nearly all of a list's cost, and an
 // informer's initial list is what its time to synced is made of). The
 // batches are put back in order, so the list keeps the server's order.
-func decodeTypedList[T Object](r io.Reader, newObj func() T, dropMF bool) (*List[T], error) {
+func decodeTypedList[T Object](r io.Reader, newObj func() T, ld listDecoding) (*List[T], error) {
+	ld.defaults()
 	// The page is kept in the chunks it was read in (one buffer grown by
 	// doubling would touch three times as much fresh memory, and joining
 	// them would copy it all once more); items are slices of them.
@@ -381,9 +382,10 @@ func decodeTypedList[T Object](r io.Reader, newObj func() T, dropMF bool) (*List
 	t := reflect.TypeOf(newObj())
 	fast := t.Kind() == reflect.Pointer && !holdsInterface(t.Elem(), map[reflect.Type]bool{})
 	dec := newItemDecoder(newObj)
-	dec.dropMF = dropMF
-	split := listSplitter{item: dec.add}
-	for size := firstChunk; ; size = min(2*size, maxChunk) {
+	dec.dropMF = ld.dropMF
+	dec.perBatch = ld.itemsPerBatch
+	split := listSplitter{item: dec.add, window: ld.carryWindow}
+	for size := ld.firstChunk; ; size = min(2*size, ld.maxChunk) {
 		c := make([]byte, size)
 		n, err := io.ReadFull(r, c)
 		if n > 0 {
@@ -519,13 +521,47 @@ func isDelimiter(c byte) bool {
 	return false
 }
 
-// Sizes of the chunks a list page is read in: the first, doubling up to the
-// largest.
-var firstChunk, maxChunk = 32 << 10, 1 << 20
+// listDecoding tunes decodeTypedList. The zero value holds the defaults;
+// tests set the sizes small to cut every token and item by a boundary and to
+// decode even short lists on several goroutines.
+type listDecoding struct {
+	// firstChunk and maxChunk are the sizes of the chunks a list page is
+	// read in: the first, doubling up to the largest. Defaults 32 KiB and
+	// 1 MiB.
+	firstChunk, maxChunk int
+	// carryWindow is the splitter's window (listSplitter.window). Default
+	// 64 KiB.
+	carryWindow int
+	// itemsPerBatch is how many items a decoding goroutine takes at a time
+	// (and the fewest items worth a second goroutine). Default 64.
+	itemsPerBatch int
+	// dropMF skips metadata.managedFields (decodeItem).
+	dropMF bool
+}
 
-// itemsPerBatch is how many items a decoding goroutine takes at a time
-// (and the fewest items worth a second goroutine).
-var itemsPerBatch = 64
+// The defaults of listDecoding.
+const (
+	defaultFirstChunk    = 32 << 10
+	defaultMaxChunk      = 1 << 20
+	defaultCarryWindow   = 64 << 10
+	defaultItemsPerBatch = 64
+)
+
+// defaults fills the sizes left zero (or negative).
+func (ld *listDecoding) defaults() {
+	if ld.firstChunk <= 0 {
+		ld.firstChunk = defaultFirstChunk
+	}
+	if ld.maxChunk < ld.firstChunk {
+		ld.maxChunk = max(defaultMaxChunk, ld.firstChunk)
+	}
+	if ld.carryWindow <= 0 {
+		ld.carryWindow = defaultCarryWindow
+	}
+	if ld.itemsPerBatch <= 0 {
+		ld.itemsPerBatch = defaultItemsPerBatch
+	}
+}
 
 // itemDecoder checks and decodes a list's items while the list is still
 // being cut into them: full batches go to up to GOMAXPROCS-1 goroutines
@@ -537,11 +573,14 @@ var itemsPerBatch = 64
 // its error.
 type itemDecoder[T Object] struct {
 	newObj func() T
-	dropMF bool           // skip metadata.managedFields (decodeItem)
-	cur    [][]byte       // the batch being filled, by add's goroutine only
-	work   chan itemBatch // full batches; nil until the first one
-	wg     sync.WaitGroup
-	failed atomic.Bool
+	dropMF bool // skip metadata.managedFields (decodeItem)
+	// perBatch is how many items a batch holds (listDecoding.itemsPerBatch;
+	// 0: defaultItemsPerBatch).
+	perBatch int
+	cur      [][]byte       // the batch being filled, by add's goroutine only
+	work     chan itemBatch // full batches; nil until the first one
+	wg       sync.WaitGroup
+	failed   atomic.Bool
 
 	mu  sync.Mutex // guards out
 	out [][]T      // decoded batches by number; grows with each batch sent
@@ -559,7 +598,11 @@ func newItemDecoder[T Object](newObj func() T) *itemDecoder[T] {
 // add takes the next item's bytes.
 func (d *itemDecoder[T]) add(raw []byte) {
 	d.cur = append(d.cur, raw)
-	if len(d.cur) < itemsPerBatch {
+	per := d.perBatch
+	if per <= 0 {
+		per = defaultItemsPerBatch
+	}
+	if len(d.cur) < per {
 		return
 	}
 	if d.work == nil {

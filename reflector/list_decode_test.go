@@ -14,18 +14,10 @@ import (
 
 func newConfigMap() *corev1.ConfigMap { return &corev1.ConfigMap{} }
 
-// parallelDecoding makes every item its own run, so that even short lists
-// are decoded on several goroutines, for the length of a test.
-func parallelDecoding(tb testing.TB) {
-	old := itemsPerBatch
-	itemsPerBatch = 1
-	tb.Cleanup(func() { itemsPerBatch = old })
-}
-
-// sameAsStd decodes doc with the typed list decoder and with decodeStdList
-// (apimachinery's decoding) and reports how they differ, or "".
-func sameAsStd(doc []byte) string {
-	got, err := decodeTypedList(bytes.NewReader(doc), newConfigMap, false)
+// sameAsStd decodes doc with the typed list decoder tuned by ld and with
+// decodeStdList (apimachinery's decoding) and reports how they differ, or "".
+func sameAsStd(doc []byte, ld listDecoding) string {
+	got, err := decodeTypedList(bytes.NewReader(doc), newConfigMap, ld)
 	want, wantErr := decodeStdList(bytes.NewReader(doc), newConfigMap, false, schema.GroupVersion{})
 	switch {
 	case (err == nil) != (wantErr == nil):
@@ -46,26 +38,23 @@ func cmItems(n int, item func(i int) string) string {
 	return strings.Join(items, ",")
 }
 
-// smallChunks makes the page be read in chunks of n bytes (doubling up to
-// 4n), so that tokens and items are cut by chunk boundaries everywhere, and
-// the carried token be completed from windows of n bytes.
-func smallChunks(n int) func() {
-	f, m, w := firstChunk, maxChunk, carryWindow
-	firstChunk, maxChunk, carryWindow = n, 4*n, n
-	return func() { firstChunk, maxChunk, carryWindow = f, m, w }
+// smallChunks reads the page in chunks of n bytes (doubling up to 4n), so
+// that tokens and items are cut by chunk boundaries everywhere, completes the
+// carried token from windows of n bytes, and makes every item its own batch,
+// so that even short lists are decoded on several goroutines.
+func smallChunks(n int) listDecoding {
+	return listDecoding{firstChunk: n, maxChunk: 4 * n, carryWindow: n, itemsPerBatch: 1}
 }
 
 func TestTypedListMatchesAPIMachinery(t *testing.T) {
 	for _, chunk := range []int{1, 2, 3, 7, 100, 32 << 10} {
 		t.Run(fmt.Sprintf("chunks=%d", chunk), func(t *testing.T) {
-			defer smallChunks(chunk)()
-			testTypedListMatchesAPIMachinery(t)
+			testTypedListMatchesAPIMachinery(t, smallChunks(chunk))
 		})
 	}
 }
 
-func testTypedListMatchesAPIMachinery(t *testing.T) {
-	parallelDecoding(t)
+func testTypedListMatchesAPIMachinery(t *testing.T, ld listDecoding) {
 	plain := func(i int) string {
 		return fmt.Sprintf(`{"metadata":{"name":"cm-%d","namespace":"ns","resourceVersion":"%d"},"data":{"k":"v %d"}}`, i, 100+i, i)
 	}
@@ -116,10 +105,10 @@ func testTypedListMatchesAPIMachinery(t *testing.T) {
 		{"not an object", `[1,2]`, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := sameAsStd([]byte(tt.doc)); diff != "" {
+			if diff := sameAsStd([]byte(tt.doc), ld); diff != "" {
 				t.Fatal(diff)
 			}
-			got, err := decodeTypedList(strings.NewReader(tt.doc), newConfigMap, false)
+			got, err := decodeTypedList(strings.NewReader(tt.doc), newConfigMap, ld)
 			if tt.wantN < 0 {
 				if err == nil {
 					t.Fatalf("no error, want one")
@@ -141,10 +130,7 @@ func testTypedListMatchesAPIMachinery(t *testing.T) {
 func TestTypedListKeepsOrder(t *testing.T) {
 	doc := `{"items":[` + cmItems(1000, func(i int) string { return fmt.Sprintf(`{"metadata":{"name":"cm-%04d"}}`, i) }) + `]}`
 	for _, per := range []int{1, 7, 64, 1000, 5000} {
-		old := itemsPerBatch
-		itemsPerBatch = per
-		got, err := decodeTypedList(strings.NewReader(doc), newConfigMap, false)
-		itemsPerBatch = old
+		got, err := decodeTypedList(strings.NewReader(doc), newConfigMap, listDecoding{itemsPerBatch: per})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,11 +165,7 @@ func FuzzTypedListMatchesAPIMachinery(f *testing.F) {
 		if !json.Valid(doc) {
 			return // an API server sends JSON
 		}
-		old := itemsPerBatch
-		itemsPerBatch = 1
-		defer func() { itemsPerBatch = old }()
-		defer smallChunks(1 + len(doc)%13)()
-		if diff := sameAsStd(doc); diff != "" {
+		if diff := sameAsStd(doc, smallChunks(1+len(doc)%13)); diff != "" {
 			t.Fatalf("%s: %s", doc, diff)
 		}
 	})
@@ -212,14 +194,11 @@ func TestListSplitterChunks(t *testing.T) {
 		}
 		for chunk := 1; chunk <= len(doc); chunk++ {
 			var got [][]byte
-			s := listSplitter{item: func(b []byte) { got = append(got, b) }}
-			old := carryWindow
-			carryWindow = 1 + chunk/2
+			s := listSplitter{item: func(b []byte) { got = append(got, b) }, window: 1 + chunk/2}
 			for i := 0; i < len(doc); i += chunk {
 				s.feed([]byte(doc[i:min(i+chunk, len(doc))]), false)
 			}
 			s.feed(nil, true)
-			carryWindow = old
 			if !s.done() {
 				t.Fatalf("%s in chunks of %d: not done (state %d)", doc, chunk, s.state)
 			}

@@ -21,6 +21,10 @@ type listSplitter struct {
 	seen map[string]bool
 	// carry is an incomplete token at the end of the bytes fed so far.
 	carry []byte
+	// window is how much of the next chunk is first joined to a carried
+	// token to complete it (doubled until the token completes). Default
+	// (0): defaultCarryWindow.
+	window int
 }
 
 type splitState uint8
@@ -48,10 +52,6 @@ type listParts struct {
 	rest           []byte
 }
 
-// carryWindow is how much of the next chunk is first joined to a carried
-// token to complete it (doubled until the token completes).
-var carryWindow = 64 << 10
-
 // feed takes the next bytes of the response; final says no more follow
 // (c may then be empty). After the final feed, done reports the outcome.
 func (s *listSplitter) feed(c []byte, final bool) {
@@ -62,7 +62,11 @@ func (s *listSplitter) feed(c []byte, final bool) {
 		// Complete the token cut by the boundary on a copy of it and of
 		// as little of c as it takes; then go on in c itself.
 		carried := len(s.carry)
-		for w := min(len(c), carryWindow); ; w = min(len(c), 2*w) {
+		window := s.window
+		if window <= 0 {
+			window = defaultCarryWindow
+		}
+		for w := min(len(c), window); ; w = min(len(c), 2*w) {
 			joined := append(s.carry[:carried:carried], c[:w]...)
 			last := final && w == len(c)
 			n := s.step(joined, last, carried)
