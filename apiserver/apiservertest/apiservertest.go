@@ -3,7 +3,9 @@ package apiservertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,27 +16,37 @@ import (
 )
 
 // Options configure the server; see apiserver.Options. The zero value works.
-// NewServer always serves TLS (Options.TLS is forced on), so that both
-// Config and Kubeconfig (kubectl) clients authenticate.
+// New and NewServer always serve TLS (Options.TLS is forced on), so that
+// both Config and Kubeconfig (kubectl) clients authenticate.
 type Options = apiserver.Options
 
-// Server is an embedded API server running for one test.
+// Server is an embedded API server running on a loopback port, for a test,
+// an Example or a program, as net/http/httptest's Server is for a handler.
 type Server struct {
 	*apiserver.Server
-	t testing.TB
 
-	mu         sync.Mutex // guards kubeconfig
-	kubeconfig string     // path, once written
+	// dir holds the kubeconfig; removed by Close.
+	dir        string
+	kubeconfig string // dir/kubeconfig
+
+	cancel context.CancelFunc // stops Serve
+	done   chan error         // Serve's result, received once by Close
+
+	closeOnce sync.Once
+	closeErr  error // Serve's error, set by the first Close
 }
 
-// NewServer starts a server and stops it when the test ends (t.Cleanup). It
-// fails the test if the server cannot start.
-func NewServer(t testing.TB, opts Options) *Server {
-	t.Helper()
+// New starts an embedded server on a random port of 127.0.0.1 (or on
+// Options.Addr) with TLS, and returns once it is ready, as
+// httptest.NewServer does: for code that has no testing.TB (an Example, a
+// TestMain, a benchmark harness, a program). It writes the server's
+// kubeconfig into a temporary directory of its own (see Kubeconfig). Close
+// stops the server and removes that directory.
+func New(opts Options) (*Server, error) {
 	opts.TLS = true
 	srv, err := apiserver.New(opts)
 	if err != nil {
-		t.Fatalf("apiservertest: %v", err)
+		return nil, fmt.Errorf("apiservertest: %w", err)
 	}
 	addr := opts.Addr
 	if addr == "" {
@@ -42,41 +54,77 @@ func NewServer(t testing.TB, opts Options) *Server {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatalf("apiservertest: listen: %v", err)
+		return nil, fmt.Errorf("apiservertest: listen: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
+	s := &Server{Server: srv, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- srv.Serve(ctx, ln) }()
+	select {
+	case <-srv.Ready():
+	case err := <-s.done:
 		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("apiservertest: server stopped before it was ready: %w", err)
+	}
+	if err := s.writeKubeconfig(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) writeKubeconfig() error {
+	dir, err := os.MkdirTemp("", "apiservertest-")
+	if err != nil {
+		return fmt.Errorf("apiservertest: %w", err)
+	}
+	s.dir = dir
+	path := filepath.Join(dir, "kubeconfig")
+	if err := s.WriteKubeconfig(path); err != nil {
+		return fmt.Errorf("apiservertest: %w", err)
+	}
+	s.kubeconfig = path
+	return nil
+}
+
+// NewServer is New for a test: it fails the test if the server cannot start,
+// and closes the server when the test ends (t.Cleanup), reporting an error
+// of its Serve to t.
+func NewServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
 			t.Errorf("apiservertest: %v", err)
 		}
 	})
-	select {
-	case <-srv.Ready():
-	case err := <-done:
-		t.Fatalf("apiservertest: server stopped before it was ready: %v", err)
-	}
-	return &Server{Server: srv, t: t}
+	return s
+}
+
+// Close stops the server, waits for its requests in flight and its watches
+// to end, and removes its kubeconfig. It returns the error Serve ended with,
+// if any other than the stop itself. Later calls return the same.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		if err := <-s.done; err != nil && !errors.Is(err, context.Canceled) {
+			s.closeErr = err
+		}
+		if s.dir != "" {
+			if err := os.RemoveAll(s.dir); err != nil && s.closeErr == nil {
+				s.closeErr = fmt.Errorf("apiservertest: %w", err)
+			}
+		}
+	})
+	return s.closeErr
 }
 
 // Config returns a client configuration for the server (a new copy on each
 // call): client-go's clients, kloop's client, and controller-runtime accept it.
 func (s *Server) Config() *rest.Config { return s.RESTConfig() }
 
-// Kubeconfig writes a kubeconfig for the server into the test's temporary
-// directory (once) and returns its path, for kubectl --kubeconfig.
-func (s *Server) Kubeconfig() string {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.kubeconfig == "" {
-		path := filepath.Join(s.t.TempDir(), "kubeconfig")
-		if err := s.WriteKubeconfig(path); err != nil {
-			s.t.Fatalf("apiservertest: %v", err)
-		}
-		s.kubeconfig = path
-	}
-	return s.kubeconfig
-}
+// Kubeconfig returns the path of a kubeconfig for the server (written by New;
+// removed by Close), for kubectl --kubeconfig.
+func (s *Server) Kubeconfig() string { return s.kubeconfig }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -158,3 +159,44 @@ func TestForEachTarget(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// New needs no testing.TB: its server serves until Close, which stops it,
+// removes its kubeconfig and is idempotent.
+func TestNewAndClose(t *testing.T) {
+	srv, err := apiservertest.New(apiservertest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := srv.Kubeconfig()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("kubeconfig %s still there after Close: %v", path, err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err == nil {
+		t.Fatal("the server answered after Close")
+	}
+	cs.CoreV1().RESTClient().(*rest.RESTClient).Client.CloseIdleConnections()
+}
+
+// New reports a server that cannot start instead of failing a test.
+func TestNewError(t *testing.T) {
+	if _, err := apiservertest.New(apiservertest.Options{Addr: "256.0.0.1:0"}); err == nil {
+		t.Fatal("New on an address that cannot be listened on succeeded")
+	}
+}
