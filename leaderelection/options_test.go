@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/internal/testutil"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -87,19 +89,18 @@ func TestMetricsProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer(t)
 		cfg, _ := inProcess(srv)
-		var p provider
+		var p testutil.Provider[Status]
 		e := newElector(t, cfg, "me", Options{Name: "election", Metrics: &p})
-		if p.name != "election" || p.read == nil {
-			t.Fatalf("registered %q", p.name)
+		if names := p.Names(); len(names) != 1 || names[0] != "election" {
+			t.Fatalf("registered %q", names)
 		}
-		var st Status
-		p.read(&st)
+		st := p.Only()
 		if st.Leading || st.Identity != "me" {
 			t.Errorf("before Run: %+v", st)
 		}
 		l := startLeader(t, e)
 		<-l.started
-		p.read(&st)
+		st = p.Only()
 		if !st.Leading || st.Holder != "me" || st.Acquisitions != 1 || st != e.Status() {
 			t.Errorf("leading: read %+v, Status %+v", st, e.Status())
 		}
@@ -107,21 +108,11 @@ func TestMetricsProvider(t *testing.T) {
 		if err := l.wait(); err != nil {
 			t.Fatal(err)
 		}
-		p.read(&st)
+		st = p.Only()
 		if st.Leading || st.Holder != "" {
 			t.Errorf("after release: %+v", st)
 		}
 	})
-}
-
-type provider struct {
-	name string
-	read func(*Status)
-}
-
-func (p *provider) Register(name string, read func(*Status)) error {
-	p.name, p.read = name, read
-	return nil
 }
 
 // The elector logs its transitions with the lease and its identity.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // runTranscript drives a queue through a script, one operation per line, and
@@ -542,22 +544,6 @@ func TestProgressUnderLoad(t *testing.T) {
 	}
 }
 
-type statsProvider struct {
-	name string
-	read func(*Stats)
-}
-
-func (p *statsProvider) Register(name string, read func(*Stats)) error {
-	p.name, p.read = name, read
-	return nil
-}
-
-func (p *statsProvider) stats() Stats {
-	var s Stats
-	p.read(&s)
-	return s
-}
-
 func depthOf(s Stats, prio int) int {
 	for _, d := range s.Depth {
 		if d.Priority == prio {
@@ -569,35 +555,35 @@ func depthOf(s Stats, prio int) int {
 
 func TestMetrics(t *testing.T) {
 	clock := newFakeClock()
-	m := &statsProvider{}
+	m := &testutil.Provider[Stats]{}
 	q, err := New(Options[string]{Name: "test", Clock: clock, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer q.ShutDown()
-	if m.name != "test" {
-		t.Fatalf("registered as %q", m.name)
+	if names := m.Names(); len(names) != 1 || names[0] != "test" {
+		t.Fatalf("registered as %q", names)
 	}
 	q.Add("a")
 	q.Add("a") // not a new add
 	q.AddWithOptions("b", AddOptions{Priority: 2})
-	if s := m.stats(); s.Adds != 2 || depthOf(s, 0) != 1 || depthOf(s, 2) != 1 || s.Depth[0].Priority != 2 {
+	if s := m.Only(); s.Adds != 2 || depthOf(s, 0) != 1 || depthOf(s, 2) != 1 || s.Depth[0].Priority != 2 {
 		t.Fatalf("after adds: %+v", s)
 	}
 	clock.Advance(3 * time.Millisecond)
 	b, _ := q.Get()
 	clock.Advance(2 * time.Millisecond)
 	a, _ := q.Get()
-	if s := m.stats(); s.Unfinished != 2*time.Millisecond || s.Longest != 2*time.Millisecond {
+	if s := m.Only(); s.Unfinished != 2*time.Millisecond || s.Longest != 2*time.Millisecond {
 		t.Fatalf("in flight = %v, %v", s.Unfinished, s.Longest)
 	}
 	clock.Advance(7 * time.Millisecond)
-	if s := m.stats(); s.Unfinished != 16*time.Millisecond || s.Longest != 9*time.Millisecond {
+	if s := m.Only(); s.Unfinished != 16*time.Millisecond || s.Longest != 9*time.Millisecond {
 		t.Fatalf("in flight = %v, %v", s.Unfinished, s.Longest)
 	}
 	q.Done(b)
 	q.Done(a)
-	s := m.stats()
+	s := m.Only()
 	if s.Unfinished != 0 || s.Longest != 0 {
 		t.Fatalf("in flight after Done = %v, %v", s.Unfinished, s.Longest)
 	}
@@ -613,16 +599,16 @@ func TestMetrics(t *testing.T) {
 	}
 	q.AddRateLimited("c")
 	q.AddAfter("d", time.Second)
-	if s := m.stats(); s.Retries != 2 || s.Adds != 2 {
+	if s := m.Only(); s.Retries != 2 || s.Adds != 2 {
 		t.Fatalf("retries %d, adds %d", s.Retries, s.Adds)
 	}
 	clock.Advance(time.Second)
-	if s := m.stats(); s.Adds != 4 || depthOf(s, 0) != 2 {
+	if s := m.Only(); s.Adds != 4 || depthOf(s, 0) != 2 {
 		t.Fatalf("after delays: %+v", s)
 	}
 	// A priority raise moves the key between depths.
 	q.AddWithOptions("c", AddOptions{Priority: 9})
-	if s := m.stats(); depthOf(s, 0) != 1 || depthOf(s, 9) != 1 || s.Adds != 4 {
+	if s := m.Only(); depthOf(s, 0) != 1 || depthOf(s, 9) != 1 || s.Adds != 4 {
 		t.Fatalf("after raise: %+v", s)
 	}
 }

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,27 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"kloop.dev/kloop/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for the command and the test.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestDispatch(t *testing.T) {
 	for _, tc := range []struct {
@@ -53,7 +35,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "--addr", "nonsense"}, 1, "Addr"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			var out, errOut syncBuffer
+			var out, errOut testutil.SyncBuffer
 			code := run(context.Background(), tc.args, &out, &errOut)
 			if code != tc.code || !strings.Contains(out.String()+errOut.String(), tc.out) {
 				t.Fatalf("code %d (want %d), output %q, want it to contain %q", code, tc.code, out.String()+errOut.String(), tc.out)
@@ -66,7 +48,7 @@ func TestAPIServerCommand(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, []string{"apiserver", "--kubeconfig-out", path, "--token", "t0ken"}, &out, &errOut)
@@ -118,7 +100,7 @@ func TestSignalShutdown(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSignalShutdown$")
 	cmd.Env = append(os.Environ(), "KLOOP_TEST_MAIN=1", "KLOOP_TEST_ARGS=apiserver --kubeconfig-out "+path)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
