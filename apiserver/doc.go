@@ -1,8 +1,9 @@
 // Package apiserver is kloop's embedded API server: an in-process server that
 // speaks the Kubernetes REST and watch protocol (JSON on the wire; protobuf
 // request bodies of built-in kinds are accepted), so that kubectl, client-go
-// and controller-runtime use it as they would a cluster. It starts in about a
-// millisecond and keeps everything in memory ([storage]).
+// and controller-runtime use it as they would a cluster. It starts no other
+// process (start-up time: README.md) and keeps everything in memory
+// ([storage]).
 //
 // It serves namespaces, configmaps, secrets, events (core/v1 and
 // events.k8s.io/v1, one storage), serviceaccounts, pods, services,

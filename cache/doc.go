@@ -41,25 +41,22 @@
 // store an updated object atomically into the key's item (a new item only
 // for a new key, or an object of another dynamic type; a new array when the
 // table grows), so
-// a reader never waits for a writer nor a writer for readers. With a
+// a reader never waits for a writer nor a writer for readers (on a
 // read-write lock, an informer updating the cache and a worker reading it
-// fell into step at a few hundred thousand events per second, each parking
-// on every other event until the other left: the pipeline then sustained
-// half the events. Custom index funcs run before the write lock is taken,
-// into a stack buffer, and Replace builds the new content without any lock,
+// fall into step, each parking until the other leaves). Custom index funcs
+// run before the write lock is taken, into a stack buffer, and Replace
+// builds the new content without any lock,
 // so readers of List and the indexes wait only for the swap; ReplaceFrom
 // builds it from batches as a producer hands them over (the informer interns
 // a relist's objects while the cache indexes them). Allocations per
-// operation (deterministic, from the benchmarks):
+// operation:
 //
-//	Update (existing key)      0 allocs   (client-go's indexer: 3, 56 B)
-//	Update with a custom index 1 alloc    (what the IndexFunc returns; client-go: 5, 88 B)
-//	Get / GetByKey             0 allocs   (client-go's GetByKey after building the key: 1)
+//	Update (existing key)      0 allocs   (when the object keeps its dynamic type)
+//	Update with a custom index 1 alloc    (what the IndexFunc returns)
+//	Get / GetByKey             0 allocs
 //	Add (new key)              3 allocs   (the entry, its key string and its item)
-//	List, ByIndex              1 alloc    (the result slice, 8 B per object; client-go: 16 B)
+//	List, ByIndex              1 alloc    (the result slice)
 //
-// Index overhead beyond the objects themselves: about 185 B per object
-// (client-go: about 130 B); it is the objects that dominate a cache's memory.
-// Timings, the comparison with client-go and the commands are in README.md in
-// this directory.
+// Timings, the index's memory beyond the objects, and the commands are in
+// README.md in this directory.
 package cache

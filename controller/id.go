@@ -7,9 +7,9 @@ import (
 
 // idSource makes reconcile IDs: random (version 4) UUIDs from a ChaCha8
 // generator seeded from crypto/rand. Each worker owns one, so no lock is
-// taken. It costs about a third of apimachinery's uuid.NewUUID (a crypto/rand
-// read per call, which was half of the controller's own work per reconcile)
-// and allocates once instead of twice: see BenchmarkReconcileID.
+// taken. It is cheaper than apimachinery's uuid.NewUUID, which reads
+// crypto/rand on every call, and allocates once instead of twice: see
+// BenchmarkReconcileID.
 type idSource struct {
 	g *mrand.ChaCha8
 }

@@ -59,7 +59,7 @@
 // handlers (they only enqueue keys) than by dropping events: a FIFO that
 // dropped deltas would leave the cache wrong until the next relist. The queue
 // grows by chunks of 128 deltas and gives each chunk back as it is drained
-// (one is kept for reuse), so a burst (for example a relist) never copies
+// (up to four are kept for reuse), so a burst (for example a relist) never copies
 // what is queued and its memory goes back as it drains; a Pop's batch buffer
 // bigger than 1,024 deltas is not kept.
 //
@@ -68,12 +68,5 @@
 // Deltas live in chunks of values (internal/chunkq); a Pop copies its unit into a
 // reused buffer, so pushing and popping allocate nothing but the key string
 // of a namespaced object (and only signal the consumer when it is waiting).
-// `go test -run='^$' -bench=. -benchmem ./fifo/` on the shared 2-core
-// development machine: one Update plus one Pop costs about 160–270 ns, 1
-// allocation, 24 B; client-go's RealFIFO (v0.37.2), side by side in the same
-// run, about 1,800 ns, 5 allocations, 167 B (≈ 6.7× slower). With a producer
-// and a consumer goroutine (BenchmarkPipeline), about 300 ns per delta one per
-// Pop, and 180 ns in runs of 64 (MaxRun). A Replace of
-// 10,000 objects over 10,000 known ones, queued and popped as one batch: about
-// 1 µs and 0.9 allocations per object.
+// Figures (`go test -run='^$' -bench=. -benchmem ./fifo/`): bench/README.md.
 package fifo

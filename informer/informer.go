@@ -59,9 +59,9 @@ type Options[T Object] struct {
 	// its metadata interned (namespace, labels and annotations shared with
 	// the cached version or other objects when equal, finalizers, owner
 	// references); the rest keeps its decoded strings. Walking a whole Pod
-	// against its cached version costs several microseconds, more than the
-	// rest of an event's path from the watch to a handler; objects updated
-	// often then hold their own copies of spec and status strings.
+	// against its cached version costs more than the rest of an event's
+	// path from the watch to a handler; objects updated often then hold
+	// their own copies of spec and status strings.
 	InternUpdates bool
 	// Transform is applied to every object received from the server, after
 	// the managedFields strip, before it is queued (on the watch's

@@ -350,7 +350,7 @@ func skipValue(dec decoder) error {
 }
 
 // decodeTypedList decodes a list of typed objects with json-iterator
-// (about 2.4 times faster than encoding/json or sigs.k8s.io/json on Pods),
+// (faster than encoding/json or sigs.k8s.io/json),
 // from the whole response (a page), kept in memory. An item json-iterator
 // could read differently from apimachinery (see listCheck) is decoded by
 // apimachinery's decoder; a list of a type holding interface values, or
