@@ -22,7 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"kloop.dev/kloop/internal/restlimit"
+	irest "kloop.dev/kloop/internal/rest"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -196,7 +196,7 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 		return nil, err
 	}
 	lwCfg := rest.CopyConfig(cfg)
-	lwCfg.RateLimiter = restlimit.For(cfg) // one bucket for all the informers
+	lwCfg.RateLimiter = irest.RateLimiter(cfg) // one bucket for all the informers
 	return &Factory{
 		cfg:       rest.CopyConfig(cfg),
 		lwCfg:     lwCfg,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -17,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	irest "kloop.dev/kloop/internal/rest"
 )
 
 // Mapper maps a kind to its resource and scope. meta.DefaultRESTMapper
@@ -47,37 +48,16 @@ func NewDiscoveryMapper(cfg *rest.Config, client *http.Client) (Mapper, error) {
 		}
 		client = c
 	}
-	base, err := serverURL(cfg)
+	base, err := irest.BaseURL(cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("informer: server URL: %w", err)
 	}
-	return &discoveryMapper{client: client, base: base, userAgent: userAgent(cfg), timeout: discoveryTimeout, byGV: map[schema.GroupVersion]map[string]*meta.RESTMapping{}}, nil
+	return &discoveryMapper{client: client, base: base, userAgent: irest.UserAgent(cfg), timeout: discoveryTimeout, byGV: map[schema.GroupVersion]map[string]*meta.RESTMapping{}}, nil
 }
 
 // discoveryTimeout bounds each discovery request, as client-go's discovery
 // client does when the config sets no Timeout.
 const discoveryTimeout = 32 * time.Second
-
-// serverURL returns cfg's server URL with its path prefix, if any.
-func serverURL(cfg *rest.Config) (*url.URL, error) {
-	host := cfg.Host
-	if host == "" {
-		host = "localhost"
-	}
-	tls := len(cfg.CAFile) != 0 || len(cfg.CAData) != 0 || len(cfg.CertFile) != 0 || len(cfg.CertData) != 0 || cfg.Insecure
-	u, _, err := rest.DefaultServerURL(host, "", schema.GroupVersion{}, tls)
-	if err != nil {
-		return nil, fmt.Errorf("informer: server URL: %w", err)
-	}
-	return u, nil
-}
-
-func userAgent(cfg *rest.Config) string {
-	if cfg.UserAgent != "" {
-		return cfg.UserAgent
-	}
-	return rest.DefaultKubernetesUserAgent()
-}
 
 type discoveryMapper struct {
 	client    *http.Client
@@ -201,8 +181,7 @@ func (m *discoveryMapper) get(ctx context.Context, p string, out any) (found boo
 	case resp.StatusCode == http.StatusNotFound:
 		return false, nil
 	case resp.StatusCode != http.StatusOK:
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return false, fmt.Errorf("informer: discovery %s: %s: %s", p, resp.Status, strings.TrimSpace(string(body)))
+		return false, fmt.Errorf("informer: discovery %s: %w", p, irest.ResponseError(resp, "get", schema.GroupResource{}))
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return false, fmt.Errorf("informer: discovery %s: %w", p, err)
