@@ -238,8 +238,11 @@ func (c *Client) gvkFor(obj runtime.Object) (schema.GroupVersionKind, error) {
 	return gvks[0], nil
 }
 
-func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+// mapping returns gvk's resource and scope: from the mapper's cache
+// without a lock, or, for a kind it does not know yet, from discovery
+// within ctx.
+func (c *Client) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(ctx, gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("client: mapping %s: %w", gvk, err)
 	}
@@ -266,7 +269,7 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if !c.cached(gvk) {
 		return apiReader{c}.Get(ctx, key, obj)
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -409,7 +412,7 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if o.Continue != "" {
 		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue): list without Limit, or use Uncached()")
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -578,7 +581,7 @@ func (r apiReader) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if key.Name == "" { // the URL would be the collection's
 		return apierrors.NewBadRequest("client: resource name may not be empty")
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -607,7 +610,7 @@ func (r apiReader) List(ctx context.Context, list ObjectList, opts ...ListOption
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -786,7 +789,7 @@ func (c *Client) write(ctx context.Context, method string, obj Object, sub strin
 	if err != nil {
 		return err
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -898,7 +901,7 @@ func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
