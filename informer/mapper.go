@@ -87,7 +87,7 @@ func NewDiscoveryMapper(cfg *rest.Config, client *http.Client) (Mapper, error) {
 		base:      base,
 		userAgent: irest.UserAgent(cfg),
 		timeout:   discoveryTimeout,
-		flights:   map[string]*flight{},
+		flights:   map[flightKey]*flight{},
 	}
 	m.known.Store(&discovered{byGV: map[schema.GroupVersion]map[string]*meta.RESTMapping{}, preferred: map[string]string{}})
 	return m, nil
@@ -114,9 +114,16 @@ type discoveryMapper struct {
 	// flight, and orders the copy-on-write replacements of known (load,
 	// copy, store). It is never held during a request.
 	mu sync.Mutex
-	// flights holds the request in progress for each document path
-	// (/api/v1, /apis/<group>, /apis/<group>/<version>): at most one.
-	flights map[string]*flight
+	// flights holds the request in progress for each discovery document:
+	// at most one.
+	flights map[flightKey]*flight
+}
+
+// flightKey names a discovery document: a group version's (/api/v1,
+// /apis/<group>/<version>) or, with group set, a group's (/apis/<group>).
+type flightKey struct {
+	path  string
+	group bool
 }
 
 // discovered is a snapshot of the discovery documents read; immutable once
@@ -176,7 +183,7 @@ func (m *discoveryMapper) refresh(ctx context.Context, gv schema.GroupVersion, k
 		p = path.Join("/api", gv.Version)
 	}
 	lookup := func(d *discovered) bool { return d.byGV[gv][kind] != nil }
-	err := m.await(ctx, p, lookup, func(ctx context.Context) (func(*discovered), error) {
+	err := m.await(ctx, flightKey{path: p}, lookup, func(ctx context.Context) (func(*discovered), error) {
 		kinds, err := m.fetchGV(ctx, p, gv)
 		if err != nil {
 			return nil, err
@@ -200,9 +207,10 @@ func (m *discoveryMapper) preferredVersion(ctx context.Context, group string) (s
 		return v, nil
 	}
 	lookup := func(d *discovered) bool { _, ok := d.preferred[group]; return ok }
-	err := m.await(ctx, path.Join("/apis", group), lookup, func(ctx context.Context) (func(*discovered), error) {
+	p := path.Join("/apis", group)
+	err := m.await(ctx, flightKey{path: p, group: true}, lookup, func(ctx context.Context) (func(*discovered), error) {
 		var g metav1.APIGroup
-		found, err := m.get(ctx, path.Join("/apis", group), &g)
+		found, err := m.get(ctx, p, &g)
 		if err != nil || !found || g.PreferredVersion.Version == "" {
 			return nil, err
 		}
@@ -217,21 +225,21 @@ func (m *discoveryMapper) preferredVersion(ctx context.Context, group string) (s
 	return "", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: group}}
 }
 
-// await makes sure that a request for the document at p has been answered
+// await makes sure that a request for the document key has been answered
 // since the call (unless have finds what the caller wants in known first)
-// and returns its error. It waits for the request in progress for p, or
+// and returns its error. It waits for the request in progress for key, or
 // starts one that runs fetch (whose result edits a copy of known). A
 // request in progress began before the call: when have does not find in
 // its answer what the caller wants, await waits for (or starts) the next
 // one, so that a document that changed before the call (a CRD created) is
 // read as it is now, as one request per caller would.
-func (m *discoveryMapper) await(ctx context.Context, p string, have func(*discovered) bool, fetch func(context.Context) (func(*discovered), error)) error {
+func (m *discoveryMapper) await(ctx context.Context, key flightKey, have func(*discovered) bool, fetch func(context.Context) (func(*discovered), error)) error {
 	for fresh := false; ; fresh = true {
-		f, started := m.join(ctx, p, have, fetch)
+		f, started := m.join(ctx, key, have, fetch)
 		if f == nil {
 			return nil // have found it
 		}
-		if err := m.wait(ctx, p, f); err != nil {
+		if err := m.wait(ctx, key, f); err != nil {
 			return err
 		}
 		if started || fresh || have(m.known.Load()) {
@@ -240,17 +248,17 @@ func (m *discoveryMapper) await(ctx context.Context, p string, have func(*discov
 	}
 }
 
-// join returns the request in progress for p, counting the caller as one
+// join returns the request in progress for key, counting the caller as one
 // of its waiters, or a new one running fetch (started true). It returns
 // nil when have finds what the caller wants in known (another request
 // brought it meanwhile).
-func (m *discoveryMapper) join(ctx context.Context, p string, have func(*discovered) bool, fetch func(context.Context) (func(*discovered), error)) (f *flight, started bool) {
+func (m *discoveryMapper) join(ctx context.Context, key flightKey, have func(*discovered) bool, fetch func(context.Context) (func(*discovered), error)) (f *flight, started bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if have(m.known.Load()) {
 		return nil, false
 	}
-	if f := m.flights[p]; f != nil {
+	if f := m.flights[key]; f != nil {
 		f.waiters++
 		return f, false
 	}
@@ -265,13 +273,13 @@ func (m *discoveryMapper) join(ctx context.Context, p string, have func(*discove
 		rctx, cancel = context.WithCancel(rctx)
 	}
 	f = &flight{done: make(chan struct{}), cancel: cancel, waiters: 1}
-	m.flights[p] = f
-	go m.run(rctx, p, f, fetch)
+	m.flights[key] = f
+	go m.run(rctx, key, f, fetch)
 	return f, true
 }
 
 // run sends the request of f and publishes its answer.
-func (m *discoveryMapper) run(ctx context.Context, p string, f *flight, fetch func(context.Context) (func(*discovered), error)) {
+func (m *discoveryMapper) run(ctx context.Context, key flightKey, f *flight, fetch func(context.Context) (func(*discovered), error)) {
 	edit, err := fetch(ctx)
 	f.cancel()
 	m.mu.Lock()
@@ -281,8 +289,8 @@ func (m *discoveryMapper) run(ctx context.Context, p string, f *flight, fetch fu
 		edit(next)
 		m.known.Store(next)
 	}
-	if m.flights[p] == f {
-		delete(m.flights, p)
+	if m.flights[key] == f {
+		delete(m.flights, key)
 	}
 	f.err = err
 	f.finished = true
@@ -292,7 +300,7 @@ func (m *discoveryMapper) run(ctx context.Context, p string, f *flight, fetch fu
 
 // wait waits for f to end, or for ctx: the caller then stops waiting, and
 // the request ends if it was the last waiter.
-func (m *discoveryMapper) wait(ctx context.Context, p string, f *flight) error {
+func (m *discoveryMapper) wait(ctx context.Context, key flightKey, f *flight) error {
 	select {
 	case <-f.done:
 		return f.err
@@ -303,8 +311,8 @@ func (m *discoveryMapper) wait(ctx context.Context, p string, f *flight) error {
 		if f.waiters--; f.waiters == 0 {
 			// Nobody is left to use the answer: end the request, and
 			// let the next caller start a new one.
-			if m.flights[p] == f {
-				delete(m.flights, p)
+			if m.flights[key] == f {
+				delete(m.flights, key)
 			}
 			f.cancel()
 		}
@@ -312,9 +320,9 @@ func (m *discoveryMapper) wait(ctx context.Context, p string, f *flight) error {
 	m.mu.Unlock()
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != err {
-		return fmt.Errorf("informer: discovery %s: %w (%w)", p, err, cause)
+		return fmt.Errorf("informer: discovery %s: %w (%w)", key.path, err, cause)
 	}
-	return fmt.Errorf("informer: discovery %s: %w", p, err)
+	return fmt.Errorf("informer: discovery %s: %w", key.path, err)
 }
 
 // fetchGV reads the discovery document of gv at p: its kinds by name,

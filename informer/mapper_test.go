@@ -164,8 +164,8 @@ func TestDiscoveryMapperOneRequestPerDocument(t *testing.T) {
 		synctest.Wait()
 		m.mu.Lock()
 		waiting := map[string]int{}
-		for p, f := range m.flights {
-			waiting[p] = f.waiters
+		for key, f := range m.flights {
+			waiting[key.path] = f.waiters
 		}
 		m.mu.Unlock()
 		if waiting["/api/v1"] != 8 || waiting["/apis/a.example"] != 8 || len(waiting) != 2 {
