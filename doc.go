@@ -19,7 +19,8 @@
 //	builder         For / Owns / Watches wiring of a controller into a manager
 //	leaderelection  leader election on a coordination.k8s.io/v1 Lease
 //	metrics         Prometheus exposition of the stages' statistics, controller-runtime's names
-//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context), restlimit, testcrd
+//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context), testcrd,
+//	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries, rate limit)
 //
 // Commands and examples:
 //

@@ -243,7 +243,7 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	all := b.allWatches()
 	gvks := make([]schema.GroupVersionKind, len(all))
 	for i, w := range all {
-		gvk, mapping, err := resolve(f, w.obj)
+		gvk, mapping, err := resolve(context.Background(), f, w.obj)
 		if err != nil {
 			return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
 		}
@@ -477,7 +477,7 @@ func (b *Builder) allWatches() []watch {
 // resolve returns obj's kind (a Scheme lookup for Go types, the object's own
 // apiVersion and kind for unstructured and metadata-only objects) and its
 // resource mapping.
-func resolve(f *informer.Factory, obj client.Object) (schema.GroupVersionKind, *meta.RESTMapping, error) {
+func resolve(ctx context.Context, f *informer.Factory, obj client.Object) (schema.GroupVersionKind, *meta.RESTMapping, error) {
 	if obj == nil || handler.IsNil(obj) {
 		return schema.GroupVersionKind{}, nil, errors.New("nil object")
 	}
@@ -498,7 +498,7 @@ func resolve(f *informer.Factory, obj client.Object) (schema.GroupVersionKind, *
 		}
 		gvk = gvks[0]
 	}
-	mapping, err := f.RESTMapping(gvk)
+	mapping, err := f.RESTMapping(ctx, gvk)
 	if err != nil {
 		return gvk, nil, err
 	}

@@ -28,9 +28,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"kloop.dev/kloop/informer"
-	"kloop.dev/kloop/internal/restlimit"
+	irest "kloop.dev/kloop/internal/rest"
 )
 
 // Object is a Kubernetes object: a pointer to a k8s.io/api or CRD struct,
@@ -104,26 +105,18 @@ type Client struct {
 	fieldOwner string
 	logger     *slog.Logger
 	uncached   map[schema.GroupVersionKind]bool
-	// throttle waits for the client-side rate limit before each request
-	// (rest.Config's RateLimiter, or QPS and Burst); nil: none.
-	throttle func(ctx context.Context) error
+	// limiter is waited on before each request, retries included:
+	// cfg's client-side rate limit as client-go's REST client applies it
+	// (irest.RateLimiter: cfg.RateLimiter, or a QPS/Burst token bucket;
+	// QPS 0 or negative: none, as with controller-runtime's config since
+	// v0.21); nil: none.
+	limiter flowcontrol.RateLimiter
 	// indexes are the field indexes of IndexField.
 	indexes fieldIndexes
 	// synced holds the informers reads have found synced, by
 	// informerKey: a read of the same kind, form and scope goes to its
 	// informer at once.
 	synced sync.Map // informerKey → *informer.Informer[informer.Object]
-}
-
-// throttleFor returns the wait of cfg's client-side rate limit, as
-// client-go's REST client applies it (internal/restlimit: cfg.RateLimiter,
-// or a QPS/Burst token bucket; QPS 0 or negative: none, as with
-// controller-runtime's config since v0.21), nil when there is none.
-func throttleFor(cfg *rest.Config) func(ctx context.Context) error {
-	if l := restlimit.For(cfg); l != nil {
-		return l.Wait
-	}
-	return nil
 }
 
 func (o *Options) defaults(cfg *rest.Config) error {
@@ -187,18 +180,9 @@ func New(cfg *rest.Config, opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	host := cfg.Host
-	if host == "" {
-		host = "localhost"
-	}
-	tls := len(cfg.CAFile) != 0 || len(cfg.CAData) != 0 || len(cfg.CertFile) != 0 || len(cfg.CertData) != 0 || cfg.Insecure
-	base, _, err := rest.DefaultServerURL(host, "", schema.GroupVersion{}, tls)
+	base, err := irest.BaseURL(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client: server URL: %w", err)
-	}
-	ua := cfg.UserAgent
-	if ua == "" {
-		ua = rest.DefaultKubernetesUserAgent()
 	}
 	c := &Client{
 		factory:    opts.Factory,
@@ -206,11 +190,11 @@ func New(cfg *rest.Config, opts Options) (*Client, error) {
 		mapper:     opts.Mapper,
 		http:       opts.HTTPClient,
 		base:       base,
-		userAgent:  ua,
+		userAgent:  irest.UserAgent(cfg),
 		fieldOwner: opts.FieldOwner,
 		logger:     opts.Logger,
 		uncached:   map[schema.GroupVersionKind]bool{},
-		throttle:   throttleFor(cfg),
+		limiter:    irest.RateLimiter(cfg),
 	}
 	for _, o := range opts.Uncached {
 		gvk, err := c.gvkFor(o)
@@ -254,8 +238,11 @@ func (c *Client) gvkFor(obj runtime.Object) (schema.GroupVersionKind, error) {
 	return gvks[0], nil
 }
 
-func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+// mapping returns gvk's resource and scope: from the mapper's cache
+// without a lock, or, for a kind it does not know yet, from discovery
+// within ctx.
+func (c *Client) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m, err := c.mapper.RESTMapping(ctx, gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("client: mapping %s: %w", gvk, err)
 	}
@@ -282,7 +269,7 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if !c.cached(gvk) {
 		return apiReader{c}.Get(ctx, key, obj)
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -425,7 +412,7 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if o.Continue != "" {
 		return apierrors.NewBadRequest("client: a cached List does not paginate (Continue): list without Limit, or use Uncached()")
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -594,7 +581,7 @@ func (r apiReader) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if key.Name == "" { // the URL would be the collection's
 		return apierrors.NewBadRequest("client: resource name may not be empty")
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -623,7 +610,7 @@ func (r apiReader) List(ctx context.Context, list ObjectList, opts ...ListOption
 	for _, opt := range opts {
 		opt(&o)
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -749,39 +736,22 @@ func (c *Client) url(m *meta.RESTMapping, namespace, name, sub string) (*url.URL
 const maxBody = 256 << 20
 
 // do sends a request and returns the response body of a 2xx answer; any
-// other answer is a *apierrors.StatusError.
+// other answer is a *apierrors.StatusError (irest.DecodeError: the Status
+// the server sent, Retry-After in Details.RetryAfterSeconds).
 //
 // As client-go's REST client, an answer 429 (Too Many Requests: API
-// Priority and Fairness) or 5xx that carries a Retry-After header is retried
-// after that many seconds, up to maxRetries times; the last answer's error
-// is returned when they run out, ctx's when it ends first.
+// Priority and Fairness) or 5xx that carries a Retry-After header
+// (delay-seconds or an HTTP-date) is retried after that wait, up to
+// irest.MaxRetries times; the last answer's error is returned when they run
+// out, ctx's when it ends first (irest.Retry).
 func (c *Client) do(ctx context.Context, method string, u *url.URL, accept, contentType string, body []byte, m *meta.RESTMapping) ([]byte, error) {
-	for retries := 0; ; retries++ {
-		if c.throttle != nil {
-			if err := c.throttle(ctx); err != nil {
-				return nil, fmt.Errorf("client: %s %s: client-side rate limit: %w", method, u.Path, err)
-			}
-		}
-		data, wait, err := c.doOnce(ctx, method, u, accept, contentType, body, m)
-		if wait < 0 || retries == maxRetries {
-			return data, err
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("client: %s %s: %w (waiting to retry after: %w)", method, u.Path, context.Cause(ctx), err)
-		case <-t.C:
-		}
-	}
+	return irest.Retry(ctx, "client: "+method+" "+u.Path, c.limiter, func(ctx context.Context) ([]byte, time.Duration, error) {
+		return c.doOnce(ctx, method, u, accept, contentType, body, m)
+	})
 }
 
-// maxRetries is how many times a request is retried on Retry-After, as in
-// client-go.
-const maxRetries = 10
-
 // doOnce sends a request once. wait is how long to wait before retrying it
-// (Retry-After), negative when it is not to be retried.
+// (irest.RetryWait), negative when it is not to be retried.
 func (c *Client) doOnce(ctx context.Context, method string, u *url.URL, accept, contentType string, body []byte, m *meta.RESTMapping) (data []byte, wait time.Duration, err error) {
 	var rd io.Reader
 	if body != nil {
@@ -808,37 +778,9 @@ func (c *Client) doOnce(ctx context.Context, method string, u *url.URL, accept, 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return data, -1, nil
 	}
-	return nil, retryAfter(resp), statusError(resp, data, method, m)
-}
-
-// retryAfter is how long to wait before retrying an answer: its Retry-After
-// seconds for a 429 or a 5xx, negative for other answers or without one.
-func retryAfter(resp *http.Response) time.Duration {
-	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode < 500 {
-		return -1
-	}
-	s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After")))
-	if err != nil || s < 0 {
-		return -1
-	}
-	return time.Duration(min(s, 24*60*60)) * time.Second
-}
-
-// statusError turns an error answer into a *apierrors.StatusError: the
-// Status the server sent, or a generic one for the code.
-func statusError(resp *http.Response, body []byte, method string, m *meta.RESTMapping) error {
-	var st metav1.Status
-	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" && st.Status == metav1.StatusFailure {
-		if st.Code == 0 {
-			st.Code = int32(resp.StatusCode)
-		}
-		return &apierrors.StatusError{ErrStatus: st}
-	}
-	retry := 0
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		retry = s
-	}
-	return apierrors.NewGenericServerResponse(resp.StatusCode, strings.ToLower(method), m.Resource.GroupResource(), "", strings.TrimSpace(string(body)), retry, true)
+	now := time.Now()
+	return nil, irest.RetryWait(resp.StatusCode, resp.Header, now),
+		irest.DecodeError(resp.StatusCode, resp.Header, data, strings.ToLower(method), m.Resource.GroupResource(), now)
 }
 
 // write sends obj (or a patch) and decodes the answer into obj.
@@ -847,7 +789,7 @@ func (c *Client) write(ctx context.Context, method string, obj Object, sub strin
 	if err != nil {
 		return err
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}
@@ -959,7 +901,7 @@ func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) er
 	if err != nil {
 		return err
 	}
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	if err != nil {
 		return err
 	}

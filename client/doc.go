@@ -40,11 +40,14 @@
 // apierrors.IsNotFound, IsConflict and IsAlreadyExists work; [IgnoreNotFound]
 // and [IgnoreAlreadyExists] turn the expected ones into nil. As client-go's
 // REST client does, a request answered 429 (API Priority and Fairness) or
-// 5xx with a Retry-After header is sent again after that many seconds, up
-// to 10 times, while its context lasts. rest.Config's RateLimiter, or QPS
-// (> 0) and Burst (default 10), limit the client's requests as in client-go;
-// QPS 0 means no client-side limit, as with controller-runtime's config since
-// v0.21 (API Priority and Fairness protects the server).
+// 5xx with a Retry-After header (delay-seconds or an HTTP-date) is sent
+// again after that wait, up to 10 times, while its context lasts; the
+// error of an answer whose Status does not say has the header's wait in
+// Details.RetryAfterSeconds (apierrors.SuggestsClientDelay). rest.Config's
+// RateLimiter, or QPS (> 0) and Burst (default 10), limit the client's
+// requests as in client-go; QPS 0 means no client-side limit, as with
+// controller-runtime's config since v0.21 (API Priority and Fairness
+// protects the server).
 //
 // A [Recorder] records Kubernetes Events about objects, as client-go's
 // EventRecorder: Event and Eventf never block (a goroutine run by

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	irest "kloop.dev/kloop/internal/rest"
 )
 
 // throttle answers the first n requests it sees with code and a Retry-After
@@ -49,11 +50,13 @@ func (t *throttle) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: t.code, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
 
-// TestRetryAfter: a write or read answered 429 (or 5xx) with Retry-After is
-// retried, as client-go's REST client does (API Priority and Fairness);
-// without Retry-After, or after maxRetries, the error is returned; a context
-// that ends while waiting ends the call.
+// TestRetryAfter: a write or read answered 429 (or 5xx) with Retry-After
+// (delay-seconds or an HTTP-date) is retried, as client-go's REST client
+// does (API Priority and Fairness); without Retry-After, or after
+// irest.MaxRetries, the error is returned; a context that ends while
+// waiting ends the call.
 func TestRetryAfter(t *testing.T) {
+	past := time.Now().Add(-time.Hour).UTC().Format(http.TimeFormat)
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 		for _, tc := range []struct {
 			name       string
@@ -64,8 +67,9 @@ func TestRetryAfter(t *testing.T) {
 		}{
 			{"429 retried", http.StatusTooManyRequests, 3, "0", nil, 4},
 			{"503 retried", http.StatusServiceUnavailable, 2, "0", nil, 3},
+			{"429 retried after an HTTP date", http.StatusTooManyRequests, 2, past, nil, 3},
 			{"429 without Retry-After", http.StatusTooManyRequests, 1, "", apierrors.IsTooManyRequests, 1},
-			{"retries run out", http.StatusTooManyRequests, maxRetries + 1, "0", apierrors.IsTooManyRequests, maxRetries + 1},
+			{"retries run out", http.StatusTooManyRequests, irest.MaxRetries + 1, "0", apierrors.IsTooManyRequests, irest.MaxRetries + 1},
 		} {
 			name := strings.NewReplacer(" ", "-", "4", "x").Replace(strings.ToLower(tc.name))
 			t.Run(tc.name, func(t *testing.T) {
@@ -92,24 +96,42 @@ func TestRetryAfter(t *testing.T) {
 				}
 			})
 		}
-		t.Run("context ends while waiting", func(t *testing.T) {
-			e := newEnv(t, ae, Options{})
-			th := &throttle{next: e.http.Transport, code: http.StatusTooManyRequests, n: 1, retryAfter: "3600"}
-			c, err := New(e.cfg, Options{Factory: e.factory, HTTPClient: &http.Client{Transport: th}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
-			start := time.Now()
-			err = c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "cm2"}})
-			if !errors.Is(err, context.DeadlineExceeded) || !apierrors.IsTooManyRequests(err) {
-				t.Fatalf("create: %v, want the context's error wrapping the 429", err)
-			}
-			if d := time.Since(start); d > 10*time.Second {
-				t.Fatalf("returned after %v", d)
-			}
-		})
+		// The 429's Status has no details: the Retry-After header fills
+		// Details.RetryAfterSeconds, in either form.
+		for _, tc := range []struct {
+			name, retryAfter string
+			wantDelay        int
+		}{
+			{"delay-seconds", "3600", 3600},
+			{"HTTP-date", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat), 3600},
+		} {
+			t.Run("context ends while waiting, Retry-After "+tc.name, func(t *testing.T) {
+				e := newEnv(t, ae, Options{})
+				th := &throttle{next: e.http.Transport, code: http.StatusTooManyRequests, n: 1, retryAfter: tc.retryAfter}
+				c, err := New(e.cfg, Options{Factory: e.factory, HTTPClient: &http.Client{Transport: th}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				err = c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: "cm2"}})
+				if !errors.Is(err, context.DeadlineExceeded) || !apierrors.IsTooManyRequests(err) {
+					t.Fatalf("create: %v, want the context's error wrapping the 429", err)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Fatalf("returned after %v", d)
+				}
+				// An HTTP-date has whole seconds: an hour ahead is
+				// 3599 to 3600 s by the time it is read.
+				if d, ok := apierrors.SuggestsClientDelay(err); !ok || d < tc.wantDelay-1 || d > tc.wantDelay {
+					t.Fatalf("suggested delay %d, %v; want %d (the Retry-After header)", d, ok, tc.wantDelay)
+				}
+				if th.seen != 1 {
+					t.Fatalf("%d requests sent, want 1", th.seen)
+				}
+			})
+		}
 	})
 }
 
@@ -166,7 +188,11 @@ func TestClientSideRateLimit(t *testing.T) {
 		burst int
 		want  bool
 	}{{0, 0, false}, {-1, 0, false}, {5, 0, true}, {20, 30, true}} {
-		if got := throttleFor(&rest.Config{QPS: tc.qps, Burst: tc.burst}) != nil; got != tc.want {
+		c, err := New(&rest.Config{Host: "http://127.0.0.1:1", QPS: tc.qps, Burst: tc.burst}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.limiter != nil; got != tc.want {
 			t.Errorf("QPS %v Burst %d: limited %v, want %v", tc.qps, tc.burst, got, tc.want)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/informer"
 )
 
 // Object URLs carry names and namespaces escaped once: the server decodes
@@ -19,7 +21,7 @@ func TestObjectURLs(t *testing.T) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(cmGVK, meta.RESTScopeNamespace)
 	mapper.Add(crGVK, meta.RESTScopeRoot)
-	c, err := New(&rest.Config{Host: "https://h:6443/prefix"}, Options{Mapper: mapper})
+	c, err := New(&rest.Config{Host: "https://h:6443/prefix"}, Options{Mapper: informer.StaticMapper(mapper)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestObjectURLs(t *testing.T) {
 		{"dot dot namespace", cmGVK, "..", "x", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := c.mapping(tc.gvk)
+			m, err := c.mapping(t.Context(), tc.gvk)
 			if err != nil {
 				t.Fatal(err)
 			}

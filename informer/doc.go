@@ -93,14 +93,15 @@
 // runtime.Scheme (Go type → kind) and a [Mapper] (kind → resource); by
 // default the Scheme knows k8s.io/api's types and the Mapper asks the
 // server's discovery, once per group version (again when a kind is
-// missing, for CRDs created since). Users add their CRD types to the Scheme,
-// or register their resources with meta.DefaultRESTMapper to avoid
-// discovery. [Factory.ForObject] gives an untyped view for code that only
-// has a runtime.Object (the cached client). Typed, unstructured and
-// metadata-only informers of one resource are distinct informers (they
-// decode differently), as in controller-runtime. Metadata-only informers ask
-// the server for PartialObjectMetadata: the cheapest way to watch a kind
-// whose content a controller never reads.
+// missing, for CRDs created since), serving the kinds it knows without a
+// lock while it asks for others. Users add their CRD types to the Scheme,
+// or register their resources with a meta.DefaultRESTMapper given as
+// [StaticMapper] to avoid discovery. [Factory.ForObject] gives an untyped
+// view for code that only has a runtime.Object (the cached client). Typed,
+// unstructured and metadata-only informers of one resource are distinct
+// informers (they decode differently), as in controller-runtime.
+// Metadata-only informers ask the server for PartialObjectMetadata: the
+// cheapest way to watch a kind whose content a controller never reads.
 //
 // FactoryOptions.DefaultNamespace restricts the informers of namespaced
 // kinds to one namespace when their Scope names none (controller-runtime's

@@ -22,7 +22,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"kloop.dev/kloop/internal/restlimit"
+	irest "kloop.dev/kloop/internal/rest"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -47,7 +47,8 @@ type FactoryOptions struct {
 	// Add your CRD types to it (scheme.AddKnownTypes or your AddToScheme).
 	Scheme *runtime.Scheme
 	// Mapper maps kinds to resources. Default: NewDiscoveryMapper over the
-	// factory's config. meta.DefaultRESTMapper works without discovery.
+	// factory's config. StaticMapper(a meta.DefaultRESTMapper) works
+	// without discovery.
 	Mapper Mapper
 	// HTTPClient carries every list and watch of the factory's informers
 	// (one connection pool). Default: rest.HTTPClientFor(cfg).
@@ -163,6 +164,9 @@ func (o *FactoryOptions) validate() error {
 	if isNil(o.Mapper) {
 		return errors.New("informer: FactoryOptions.Mapper is a typed nil")
 	}
+	if s, ok := o.Mapper.(staticMapper); ok && isNil(s.m) {
+		return errors.New("informer: FactoryOptions.Mapper is StaticMapper(nil)")
+	}
 	if err := checkResync("FactoryOptions.ResyncPeriod", o.ResyncPeriod); err != nil {
 		return err
 	}
@@ -196,7 +200,7 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 		return nil, err
 	}
 	lwCfg := rest.CopyConfig(cfg)
-	lwCfg.RateLimiter = restlimit.For(cfg) // one bucket for all the informers
+	lwCfg.RateLimiter = irest.RateLimiter(cfg) // one bucket for all the informers
 	return &Factory{
 		cfg:       rest.CopyConfig(cfg),
 		lwCfg:     lwCfg,
@@ -321,12 +325,14 @@ func (f *Factory) GVKForType(t reflect.Type) (schema.GroupVersionKind, error) {
 	return gvks[0], nil
 }
 
-// RESTMapping returns the resource and scope of gvk.
-func (f *Factory) RESTMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+// RESTMapping returns the resource and scope of gvk. It may ask the
+// server's discovery (the default Mapper's, for a kind not cached yet), and
+// then returns when ctx ends.
+func (f *Factory) RESTMapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	if gvk.Kind == "" || gvk.Version == "" {
 		return nil, fmt.Errorf("informer: incomplete kind %q (apiVersion and kind are required)", gvk.String())
 	}
-	m, err := f.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := f.opts.Mapper.RESTMapping(ctx, gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("informer: mapping %s: %w", gvk, err)
 	}
@@ -334,9 +340,10 @@ func (f *Factory) RESTMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, e
 }
 
 // entry returns the informer of key (form, gvk's resource, scope), creating
-// it if needed.
+// it if needed. Its callers take no ctx: a kind the mapper has not cached
+// waits for discovery, which the mapper bounds (32 s by default).
 func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Type, scope Scope) (*factoryEntry, error) {
-	mapping, err := f.RESTMapping(gvk)
+	mapping, err := f.RESTMapping(context.Background(), gvk)
 	if err != nil {
 		return nil, err
 	}

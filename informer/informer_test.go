@@ -749,7 +749,7 @@ func TestWaitForCacheSyncAfterStop(t *testing.T) {
 func TestFactoryWaitForCacheSyncAfterStop(t *testing.T) {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
-	f, err := NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: m, Reflector: quickReflector})
+	f, err := NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: StaticMapper(m), Reflector: quickReflector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,7 +791,7 @@ func TestNewFactoryValidatesReflector(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil), Reflector: tc.opts})
+			_, err := NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: StaticMapper(meta.NewDefaultRESTMapper(nil)), Reflector: tc.opts})
 			if tc.ok != (err == nil) {
 				t.Errorf("NewFactory: %v, want ok=%v", err, tc.ok)
 			}
@@ -822,7 +822,7 @@ func TestResyncPeriodMinimum(t *testing.T) {
 			if _, err := inf.AddHandler(newRecorder(), HandlerOptions{ResyncPeriod: tc.period}); tc.ok != (err == nil) {
 				t.Errorf("AddHandler with ResyncPeriod %v: %v, want ok=%v", tc.period, err, tc.ok)
 			}
-			_, err = NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil), ResyncPeriod: tc.period})
+			_, err = NewFactory(&rest.Config{Host: "http://127.0.0.1:1"}, FactoryOptions{Mapper: StaticMapper(meta.NewDefaultRESTMapper(nil)), ResyncPeriod: tc.period})
 			if tc.ok != (err == nil) {
 				t.Errorf("NewFactory with ResyncPeriod %v: %v, want ok=%v", tc.period, err, tc.ok)
 			}

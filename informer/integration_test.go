@@ -787,7 +787,7 @@ func TestIntegrationExplicitMapper(t *testing.T) {
 		}
 		m := meta.NewDefaultRESTMapper(nil)
 		m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-		f := env.factory(t, FactoryOptions{Mapper: m})
+		f := env.factory(t, FactoryOptions{Mapper: StaticMapper(m)})
 		cms, err := InformerFor[*corev1.ConfigMap](f, Scope{Namespace: env.Namespace})
 		if err != nil {
 			t.Fatal(err)

@@ -101,7 +101,7 @@ func TestFactoryRateLimiterShared(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Host = "http://example.invalid"
-			f, err := NewFactory(&tc.cfg, FactoryOptions{Mapper: meta.NewDefaultRESTMapper(nil)})
+			f, err := NewFactory(&tc.cfg, FactoryOptions{Mapper: StaticMapper(meta.NewDefaultRESTMapper(nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestFactoryQPSShared(t *testing.T) {
 		m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 		m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 		f, err := NewFactory(&rest.Config{Host: "http://example.invalid", QPS: 1, Burst: 1}, FactoryOptions{
-			Mapper:     m,
+			Mapper:     StaticMapper(m),
 			HTTPClient: &http.Client{Transport: api},
 			Reflector:  reflector.Options{DisableWatchList: true},
 		})

@@ -2,7 +2,6 @@ package reflector
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,9 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	pathvalidation "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,12 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
-	"kloop.dev/kloop/internal/restlimit"
+	irest "kloop.dev/kloop/internal/rest"
 )
-
-// maxErrorBody bounds how much of an error response is read.
-const maxErrorBody = 1 << 20
 
 // RESTOptions configures a RESTListerWatcher. The zero value works.
 type RESTOptions[T Object] struct {
@@ -80,19 +75,9 @@ type RESTListerWatcher[T Object] struct {
 	dropMF       bool // RESTOptions.DropManagedFields
 	// accept is the Accept header of lists and of watches.
 	acceptList, acceptWatch string
-	// throttle waits for the client-side rate limit before each request
-	// (each list page, each watch); nil: no limit. See throttleFor.
-	throttle func(ctx context.Context) error
-}
-
-// throttleFor returns the wait of cfg's client-side rate limit
-// (internal/restlimit: cfg.RateLimiter, or a QPS/Burst token bucket; QPS 0
-// or negative: none), nil when there is none.
-func throttleFor(cfg *rest.Config) func(ctx context.Context) error {
-	if l := restlimit.For(cfg); l != nil {
-		return l.Wait
-	}
-	return nil
+	// limiter is waited on before each request (each list page, each
+	// watch): cfg's client-side rate limit (irest.RateLimiter); nil: none.
+	limiter flowcontrol.RateLimiter
 }
 
 // NewRESTListerWatcher returns a ListerWatcher for resource (for example
@@ -154,25 +139,15 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		apiPath = "/api"
 	}
 	gv := resource.GroupVersion()
-	hasCA := len(cfg.CAFile) != 0 || len(cfg.CAData) != 0
-	hasCert := len(cfg.CertFile) != 0 || len(cfg.CertData) != 0
-	host := cfg.Host
-	if host == "" {
-		host = "localhost"
-	}
-	base, versioned, err := rest.DefaultServerURL(host, apiPath, gv, hasCA || hasCert || cfg.Insecure)
+	base, err := irest.BaseURL(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("reflector: server URL: %w", err)
 	}
-	p := path.Join(base.Path, versioned)
+	p := path.Join(base.Path, rest.DefaultVersionedAPIPath(apiPath, gv))
 	if namespace != "" {
 		p = path.Join(p, "namespaces", namespace)
 	}
 	p = path.Join(p, resource.Resource)
-	ua := cfg.UserAgent
-	if ua == "" {
-		ua = rest.DefaultKubernetesUserAgent()
-	}
 	watchClient := client
 	if client.Timeout > 0 {
 		c := *client
@@ -183,7 +158,7 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		client:      client,
 		watchClient: watchClient,
 		url:         url.URL{Scheme: base.Scheme, Host: base.Host, Path: p},
-		userAgent:   ua,
+		userAgent:   irest.UserAgent(cfg),
 		gr:          resource.GroupResource(),
 		gv:          gv,
 		label:       opts.LabelSelector,
@@ -192,7 +167,7 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		dropMF:      opts.DropManagedFields,
 		acceptList:  "application/json",
 		acceptWatch: "application/json",
-		throttle:    throttleFor(cfg),
+		limiter:     irest.RateLimiter(cfg),
 	}
 	switch any(newObj()).(type) {
 	case *unstructured.Unstructured:
@@ -242,15 +217,8 @@ func (l *RESTListerWatcher[T]) query(opts metav1.ListOptions, watch bool) string
 }
 
 func (l *RESTListerWatcher[T]) do(ctx context.Context, verb string, opts metav1.ListOptions, watch bool) (*http.Response, error) {
-	if l.throttle != nil {
-		if err := l.throttle(ctx); err != nil {
-			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-				// x/time/rate says a wait would pass the deadline
-				// without wrapping the context's error.
-				err = fmt.Errorf("%w (%w)", err, cerr)
-			}
-			return nil, fmt.Errorf("%s %s: client-side rate limit: %w", verb, l.gr, err)
-		}
+	if err := irest.Throttle(ctx, l.limiter); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, l.gr, err)
 	}
 	u := l.url
 	u.RawQuery = l.query(opts, watch)
@@ -274,7 +242,9 @@ func (l *RESTListerWatcher[T]) do(ctx context.Context, verb string, opts metav1.
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		return nil, responseError(resp, verb, l.gr)
+		// The reflector's backoff retries: its wait honours the
+		// Retry-After that the error carries (retryAfter).
+		return nil, irest.ResponseError(resp, verb, l.gr)
 	}
 	return resp, nil
 }
@@ -321,46 +291,3 @@ func (w *restWatch[T]) Next() (Event[T], error) {
 }
 
 func (w *restWatch[T]) Stop() { w.once.Do(func() { w.body.Close() }) }
-
-// responseError turns a non-200 response into a *apierrors.StatusError:
-// the Status the server sent if it sent one, a generic one for the code
-// otherwise. A Retry-After header fills Details.RetryAfterSeconds when the
-// Status does not say.
-func responseError(resp *http.Response, verb string, gr schema.GroupResource) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	ra := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	var st metav1.Status
-	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" && st.Status == metav1.StatusFailure {
-		if st.Code == 0 {
-			st.Code = int32(resp.StatusCode)
-		}
-		if ra > 0 {
-			if st.Details == nil {
-				st.Details = &metav1.StatusDetails{}
-			}
-			if st.Details.RetryAfterSeconds == 0 {
-				st.Details.RetryAfterSeconds = int32(ra)
-			}
-		}
-		return &apierrors.StatusError{ErrStatus: st}
-	}
-	return apierrors.NewGenericServerResponse(resp.StatusCode, verb, gr, "", strings.TrimSpace(string(body)), ra, true)
-}
-
-// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP
-// date. It returns whole seconds, 0 when absent or unreadable, and at most
-// one day.
-func parseRetryAfter(h string, now time.Time) int {
-	if h == "" {
-		return 0
-	}
-	s, err := strconv.Atoi(strings.TrimSpace(h))
-	if err != nil {
-		t, err := http.ParseTime(h)
-		if err != nil {
-			return 0
-		}
-		s = int((t.Sub(now) + time.Second - 1) / time.Second)
-	}
-	return min(max(s, 0), 24*60*60)
-}

@@ -301,23 +301,6 @@ func TestRESTErrors(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		h    string
-		want int
-	}{
-		{"", 0}, {"7", 7}, {" 7 ", 7}, {"-3", 0}, {"soon", 0}, {"99999999", 86400},
-		{now.Add(10 * time.Second).Format(http.TimeFormat), 10},
-		{now.Add(-10 * time.Second).Format(http.TimeFormat), 0},
-	}
-	for _, tc := range tests {
-		if got := parseRetryAfter(tc.h, now); got != tc.want {
-			t.Errorf("parseRetryAfter(%q) = %d, want %d", tc.h, got, tc.want)
-		}
-	}
-}
-
 func TestNewRESTListerWatcherValidates(t *testing.T) {
 	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
 	if _, err := NewRESTListerWatcher[*corev1.Pod](nil, podsGVR, "", RESTOptions[*corev1.Pod]{}); err == nil {
