@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // A cached List cut by Limit says so with a Continue token (which the cache
@@ -26,7 +27,7 @@ func TestCachedListLimitIsNotSilent(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, ctx, "3 config maps cached", func() error {
+		testutil.Eventually(t, "3 config maps cached", func() error {
 			var l corev1.ConfigMapList
 			if err := c.List(ctx, &l, InNamespace(ns)); err != nil {
 				return err

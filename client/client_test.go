@@ -20,6 +20,7 @@ import (
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -110,22 +111,6 @@ func newPod(ns, name string, labels map[string]string) *corev1.Pod {
 	}
 }
 
-// eventually retries a cached read until it holds: the cache lags writes.
-func eventually(t *testing.T, ctx context.Context, what string, cond func() error) {
-	t.Helper()
-	var err error
-	for {
-		if err = cond(); err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, err)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-}
-
 // Cached Get and List (namespace, labels, fields, limit) against the
 // uncached reader, and every write sent to the server, followed by the cache.
 // On the real server other tests' pods exist in other namespaces: lists
@@ -158,7 +143,7 @@ func TestCachedReadsDirectWrites(t *testing.T) {
 		}
 
 		var p corev1.Pod
-		eventually(t, ctx, "cached Get", func() error {
+		testutil.Eventually(t, "cached Get", func() error {
 			return c.Get(ctx, ObjectKey{Namespace: ns2, Name: "web-3"}, &p)
 		})
 		if p.Kind != "Pod" || p.APIVersion != "v1" || p.Labels["app"] != "web" {
@@ -245,7 +230,7 @@ func TestCachedReadsDirectWrites(t *testing.T) {
 		if err := c.Status().Patch(ctx, &web1, RawPatch(types.MergePatchType, []byte(`{"status":{"message":"ok"}}`))); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, ctx, "the writes in the cache", func() error {
+		testutil.Eventually(t, "the writes in the cache", func() error {
 			var p corev1.Pod
 			if err := c.Get(ctx, ObjectKey{Namespace: ns, Name: "web-1"}, &p); err != nil {
 				return err
@@ -266,7 +251,7 @@ func TestCachedReadsDirectWrites(t *testing.T) {
 		if err := c.Uncached().Get(ctx, KeyOf(&web1), &p); !apierrors.IsNotFound(err) {
 			t.Fatalf("uncached Get after Delete: %v", err)
 		}
-		eventually(t, ctx, "the delete in the cache", func() error {
+		testutil.Eventually(t, "the delete in the cache", func() error {
 			if err := c.Get(ctx, KeyOf(&web1), &p); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("Get: %v", err)
 			}
@@ -293,7 +278,7 @@ func TestUnstructuredAndMetadata(t *testing.T) {
 		got := &unstructured.Unstructured{}
 		got.SetAPIVersion("v1")
 		got.SetKind("ConfigMap")
-		eventually(t, ctx, "cached unstructured Get", func() error {
+		testutil.Eventually(t, "cached unstructured Get", func() error {
 			return c.Get(ctx, ObjectKey{Namespace: ns, Name: "cfg"}, got)
 		})
 		if v, _, _ := unstructured.NestedString(got.Object, "data", "k"); v != "v" || got.GetKind() != "ConfigMap" {
@@ -301,7 +286,7 @@ func TestUnstructuredAndMetadata(t *testing.T) {
 		}
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-		eventually(t, ctx, "cached metadata Get", func() error {
+		testutil.Eventually(t, "cached metadata Get", func() error {
 			return c.Get(ctx, ObjectKey{Namespace: ns, Name: "cfg"}, m)
 		})
 		if m.Name != "cfg" || m.Kind != "ConfigMap" {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // A namespace given for a cluster-scoped kind is ignored, as by
@@ -43,13 +44,13 @@ func TestClusterScopedKindIgnoresNamespace(t *testing.T) {
 		}{{"cached", c}, {"uncached", c.Uncached()}} {
 			t.Run(tc.name, func(t *testing.T) {
 				var got corev1.Namespace
-				eventually(t, ctx, "Get with a namespace", func() error { return tc.r.Get(ctx, key, &got) })
+				testutil.Eventually(t, "Get with a namespace", func() error { return tc.r.Get(ctx, key, &got) })
 				if got.Name != name || got.Namespace != "" {
 					t.Fatalf("Get: %s/%s", got.Namespace, got.Name)
 				}
 				u := &unstructured.Unstructured{}
 				u.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-				eventually(t, ctx, "unstructured Get with a namespace", func() error { return tc.r.Get(ctx, key, u) })
+				testutil.Eventually(t, "unstructured Get with a namespace", func() error { return tc.r.Get(ctx, key, u) })
 				var list corev1.NamespaceList
 				if err := tc.r.List(ctx, &list, InNamespace(e.Namespace), MatchingLabels(mine)); err != nil {
 					t.Fatalf("List InNamespace: %v", err)

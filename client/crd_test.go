@@ -13,6 +13,7 @@ import (
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/internal/testcrd"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // A user's CRD struct works end to end: typed informer from the factory,
@@ -34,7 +35,7 @@ func TestCRDTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1"}, Spec: testcrd.WidgetSpec{Color: "red", Size: 3}}
-		eventually(t, ctx, "the CRD served", func() error {
+		testutil.Eventually(t, "the CRD served", func() error {
 			err := c.Create(ctx, w)
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				return err
@@ -60,7 +61,7 @@ func TestCRDTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got testcrd.Widget
-		eventually(t, ctx, "the status in the cache", func() error {
+		testutil.Eventually(t, "the status in the cache", func() error {
 			if err := c.Get(ctx, KeyOf(w), &got); err != nil {
 				return err
 			}
@@ -85,7 +86,7 @@ func TestCRDTypes(t *testing.T) {
 		if err := c.Delete(ctx, w); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, ctx, "the delete in the cache", func() error {
+		testutil.Eventually(t, "the delete in the cache", func() error {
 			if _, ok := widgets.Get(ns, "w1"); ok {
 				return apierrors.NewConflict(schema.GroupResource{}, "", nil)
 			}

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // A field index answers cached Lists by field as the server answers the
@@ -47,7 +48,7 @@ func TestIndexField(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, ctx, "5 pods cached", func() error {
+		testutil.Eventually(t, "5 pods cached", func() error {
 			var l corev1.PodList
 			if err := c.List(ctx, &l, MatchingLabels(mine)); err != nil {
 				return err
@@ -180,7 +181,7 @@ func TestIndexFieldTwoIndexesReadEachOnce(t *testing.T) {
 		in := InNamespace(e.Namespace)
 		both := MatchingFields(map[string]string{"data.zone": "a", "data.tier": "x"}) // cm-099 only
 		one := MatchingFields(map[string]string{"data.tier": "z"})                    // cm-000 only
-		eventually(t, ctx, "the cache", func() error {
+		testutil.Eventually(t, "the cache", func() error {
 			var l corev1.ConfigMapList
 			if err := c.List(ctx, &l, in); err != nil || len(l.Items) != n {
 				return fmt.Errorf("%d cached, %v", len(l.Items), err)

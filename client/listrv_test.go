@@ -10,6 +10,7 @@ import (
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // A cached List never claims a resourceVersion its items are not complete
@@ -64,7 +65,7 @@ func TestCachedListResourceVersion(t *testing.T) {
 		}
 		lateRV, _ := strconv.ParseUint(late.ResourceVersion, 10, 64)
 		// Give the watch time to bring "late" to the (held) informer.
-		eventually(t, ctx, "the watch reaching late", func() error {
+		testutil.Eventually(t, "the watch reaching late", func() error {
 			rv, _ := strconv.ParseUint(inf.LastSyncResourceVersion(), 10, 64)
 			if rv < lateRV {
 				return fmt.Errorf("reflector at %d, late at %d", rv, lateRV)
@@ -92,7 +93,7 @@ func TestCachedListResourceVersion(t *testing.T) {
 		}
 		close(release)
 		released = true
-		eventually(t, ctx, "late cached", func() error {
+		testutil.Eventually(t, "late cached", func() error {
 			return c.Get(ctx, KeyOf(late), &corev1.ConfigMap{})
 		})
 	})

@@ -15,6 +15,7 @@ import (
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 var (
@@ -123,7 +124,7 @@ func TestScopedReads(t *testing.T) {
 		sctx := WithReadScopes(ctx, ReadScopes{configMapGVK: scope})
 
 		var cm corev1.ConfigMap
-		eventually(t, ctx, "scoped Get", func() error { return c.Get(sctx, ObjectKey{Namespace: ns, Name: "in-2"}, &cm) })
+		testutil.Eventually(t, "scoped Get", func() error { return c.Get(sctx, ObjectKey{Namespace: ns, Name: "in-2"}, &cm) })
 		if cm.Name != "in-2" || cm.Kind != "ConfigMap" {
 			t.Fatalf("scoped Get: %+v", cm)
 		}
