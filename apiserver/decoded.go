@@ -3,8 +3,8 @@ package apiserver
 import (
 	"hash/maphash"
 	"sync/atomic"
-	"unicode/utf8"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -63,10 +63,10 @@ func (c *decodedCache) get(o *storage.Object) (map[string]any, bool) {
 }
 
 // put records m as the decoded form of o, when it is exactly what
-// decodeMap(o.Data) gives (see canonicalJSON): m is o's state as it was
+// decodeMap(o.Data) gives (see jsontree.Canonical): m is o's state as it was
 // encoded, and must not be modified from now on.
 func (c *decodedCache) put(o *storage.Object, m map[string]any) {
-	if !canonicalJSON(m) {
+	if !jsontree.Canonical(m) {
 		return
 	}
 	slots := c.slots.Load()
@@ -90,39 +90,4 @@ func (c *decodedCache) forget(ns, name string) {
 	if e := slot.Load(); e != nil && e.o.Namespace == ns && e.o.Name == name {
 		slot.CompareAndSwap(e, nil)
 	}
-}
-
-// canonicalJSON reports whether decoding the JSON encoding of v gives v
-// back, value for value (as reflect.DeepEqual, jsonEqual and the encoding
-// see them): a tree of non-nil maps and slices, valid UTF-8 strings,
-// int64, bool and nil. Floats are not (an integral one comes back as an
-// int64), nor any other Go type.
-func canonicalJSON(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		if x == nil {
-			return false
-		}
-		for k, e := range x {
-			if !utf8.ValidString(k) || !canonicalJSON(e) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		if x == nil {
-			return false
-		}
-		for _, e := range x {
-			if !canonicalJSON(e) {
-				return false
-			}
-		}
-		return true
-	case string:
-		return utf8.ValidString(x)
-	case int64, bool, nil:
-		return true
-	}
-	return false
 }

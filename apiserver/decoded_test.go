@@ -9,28 +9,6 @@ import (
 	"testing"
 )
 
-func TestCanonicalJSON(t *testing.T) {
-	for _, tc := range []struct {
-		v    any
-		want bool
-	}{
-		{map[string]any{"a": []any{int64(1), "s", true, nil, map[string]any{}}, "b": []any{}}, true},
-		{map[string]any{"f": 1.5}, false},
-		{map[string]any{"f": float64(3)}, false},
-		{map[string]any{"i": 3}, false},
-		{map[string]any{"m": map[string]any(nil)}, false},
-		{map[string]any{"l": []any(nil)}, false},
-		{map[string]any{"s": "a\xffb"}, false},
-		{map[string]any{"k\xff": "v"}, false},
-		{map[string]any{"l": []string{"a"}}, false},
-		{map[string]any(nil), false},
-	} {
-		if got := canonicalJSON(tc.v); got != tc.want {
-			t.Errorf("canonicalJSON(%#v) = %v, want %v", tc.v, got, tc.want)
-		}
-	}
-}
-
 // TestDecodedCacheMatchesStorage writes objects of several kinds in several
 // ways and checks that every decoded form the cache keeps is what decoding
 // the stored bytes gives, and that an update from the cache answers as one

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // Defaulting of built-in kinds, applied to every decoded request body
@@ -351,10 +353,10 @@ func preparePodCreate(o map[string]any) {
 		return // validation reports the spec
 	}
 	o["status"] = map[string]any{"phase": "Pending", "qosClass": string(podQOS(&ps))}
-	if _, ok := spec["priority"]; !ok && str(spec, "priorityClassName") == "" {
+	if _, ok := spec["priority"]; !ok && jsontree.Str(spec, "priorityClassName") == "" {
 		spec["priority"] = int64(0)
 	}
-	if _, ok := spec["preemptionPolicy"]; !ok && str(spec, "priorityClassName") == "" {
+	if _, ok := spec["preemptionPolicy"]; !ok && jsontree.Str(spec, "priorityClassName") == "" {
 		spec["preemptionPolicy"] = string(corev1.PreemptLowerPriority)
 	}
 	addDefaultTolerations(spec)
@@ -382,7 +384,7 @@ func addDefaultTolerations(spec map[string]any) {
 	tols, _ := spec["tolerations"].([]any)
 	notReady, unreachable := false, false
 	for _, t := range tols {
-		key, effect := str(t, "key"), str(t, "effect")
+		key, effect := jsontree.Str(t, "key"), jsontree.Str(t, "effect")
 		if (key == corev1.TaintNodeNotReady || key == "") && (effect == string(corev1.TaintEffectNoExecute) || effect == "") {
 			notReady = true
 		}

@@ -29,9 +29,14 @@
 //	ipalloc.go    Service cluster IPs
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
 //	fasttyped.go  one-pass decoding of built-in bodies already in their Go type's form
-//	jsondec.go    jsonenc.go: JSON trees decoded and encoded as the standard decoders do, faster
 //	decoded.go    the decoded form of recently written objects, for their next update
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
+//
+// Below it, internal/jsontree reads, writes, compares, decodes and encodes
+// JSON trees (the form objects are handled in) as the standard packages
+// do, faster; internal/apiext implements CustomResourceDefinitions (types,
+// validation, structural schemas, printer columns); internal/openapi builds
+// the OpenAPI documents.
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and

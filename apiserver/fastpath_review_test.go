@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/randfill"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -101,7 +102,7 @@ func checkFastMergePatch(t *testing.T, s *Server, k *kind, doc, patch []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !canonicalJSON(cached) {
+	if !jsontree.Canonical(cached) {
 		return
 	}
 	s.decoded.put(cur, cached)

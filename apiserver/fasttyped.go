@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -33,19 +34,8 @@ func (k *kind) fastTyped(body []byte) (obj map[string]any, ok bool) {
 	if s == nil {
 		return nil, false
 	}
-	d := jsonDecoder{b: body, strict: true}
-	d.ws()
-	if d.i >= len(d.b) || d.b[d.i] != '{' {
-		return nil, false
-	}
-	obj, ok = d.object(0)
-	if !ok || d.dup {
-		return nil, false
-	}
-	if d.ws(); d.i != len(d.b) {
-		return nil, false
-	}
-	if !k.typedTree(s, obj) {
+	obj, ok = jsontree.DecodeStrict(body)
+	if !ok || !k.typedTree(s, obj) {
 		return nil, false
 	}
 	return obj, true
@@ -68,83 +58,30 @@ func (k *kind) typedTree(s *typedSchema, obj map[string]any) bool {
 // servePatch's long way does (gopkg.in/evanphx/json-patch.v4's MergePatch
 // of cur's served bytes, then decodeBody), when it can tell the result from
 // the JSON trees alone: k served as stored, the patch a JSON object
-// fastDecode decodes, and the result of the form fastTyped takes. ok is
+// jsontree.Decode decodes, and the result of the form fastTyped takes. ok is
 // false otherwise.
 func (s *Server) fastMergePatch(k *kind, cur *storage.Object, patch []byte) (obj map[string]any, ok bool) {
 	sch := k.typedSchema()
 	if sch == nil || !k.servesAsIs(cur) {
 		return nil, false
 	}
-	// fastDecode skips JSON white space only: other bytes around the
+	// jsontree.Decode skips JSON white space only: other bytes around the
 	// object (form feed, Unicode spaces) make the long way's "invalid JSON
 	// patch".
-	p, ok := fastDecode(patch)
+	p, ok := jsontree.Decode(patch)
 	if !ok {
 		return nil, false
 	}
 	if m, ok := s.decoded.get(cur); ok {
 		obj = runtime.DeepCopyJSON(m)
-	} else if obj, ok = fastDecode(cur.Data); !ok {
+	} else if obj, ok = jsontree.Decode(cur.Data); !ok {
 		return nil, false
 	}
-	mergeTree(obj, p)
+	jsontree.MergePatch(obj, p)
 	if !k.typedTree(sch, obj) {
 		return nil, false
 	}
 	return obj, true
-}
-
-// mergeTree merges the JSON merge patch patch into doc, as json-patch.v4's
-// MergePatch does (RFC 7386: null deletes, objects merge, anything else
-// replaces; nulls inside new objects are pruned, but not inside a value
-// replacing an object). It takes patch's values.
-func mergeTree(doc, patch map[string]any) {
-	for key, v := range patch {
-		if v == nil {
-			delete(doc, key)
-			continue
-		}
-		if cur, ok := doc[key]; ok && cur != nil {
-			doc[key] = mergeValue(cur, v)
-		} else {
-			doc[key] = pruneNulls(v)
-		}
-	}
-}
-
-func mergeValue(cur, patch any) any {
-	cm, ok := cur.(map[string]any)
-	if !ok {
-		return pruneNulls(patch)
-	}
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	mergeTree(cm, pm)
-	return cm
-}
-
-// pruneNulls drops the null members of the objects in v (null elements of
-// lists stay).
-func pruneNulls(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for key, e := range x {
-			if e == nil {
-				delete(x, key)
-			} else {
-				x[key] = pruneNulls(e)
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if e != nil {
-				x[i] = pruneNulls(e)
-			}
-		}
-	}
-	return v
 }
 
 // typedSchema returns the description of k's Go type for fastTyped, nil
@@ -349,7 +286,7 @@ func (s *typedSchema) addFields(t reflect.Type, seen map[reflect.Type]*typedSche
 
 // check reports whether the JSON tree obj, an object of this struct
 // schema, round trips through the Go type unchanged once the zero fields
-// are added; it adds them to obj (fastDecode's own tree).
+// are added; it adds them to obj (jsontree.Decode's own tree).
 func (s *typedSchema) check(obj map[string]any) bool {
 	for name, v := range obj {
 		f, ok := s.fields[name]

@@ -3,8 +3,6 @@ package apiserver
 import (
 	"reflect"
 	"testing"
-
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // checkFastTyped checks fastTyped against the long way for an object of
@@ -110,55 +108,5 @@ func FuzzFastTyped(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, r uint8, body []byte) {
 		checkFastTyped(t, s, kindOf(t, s, resources[int(r)%len(resources)]), body)
-	})
-}
-
-// checkMergeTree checks mergeTree against json-patch.v4's MergePatch.
-func checkMergeTree(t *testing.T, doc, patch []byte) {
-	t.Helper()
-	d, ok := fastDecode(doc)
-	if !ok {
-		return
-	}
-	p, ok := fastDecode(patch)
-	if !ok {
-		return
-	}
-	out, err := jsonpatch.MergePatch(doc, patch)
-	if err != nil {
-		t.Fatalf("MergePatch(%s, %s): %v, mergeTree decoded both", doc, patch, err)
-	}
-	want, err := decodeMap(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mergeTree(d, p)
-	if !reflect.DeepEqual(d, want) {
-		t.Fatalf("mergeTree(%s, %s) =\n%#v\nMergePatch gives\n%#v", doc, patch, d, want)
-	}
-}
-
-var mergeCases = []struct{ doc, patch string }{
-	{`{"a":1,"b":{"c":2,"d":[1,{"e":null}]},"f":"x"}`, `{"a":null,"b":{"c":null,"g":{"h":null,"i":1}},"j":[{"k":null},null],"f":{"l":null,"m":2}}`},
-	{`{"a":{"b":1}}`, `{"a":[{"c":null}]}`},
-	{`{"a":[1]}`, `{"a":{"b":null,"c":{"d":null}}}`},
-	{`{"a":null}`, `{"a":{"b":null}}`},
-	{`{"a":"s"}`, `{"a":{"b":{"c":null},"d":[{"e":null}]}}`},
-	{`{}`, `{}`},
-	{`{"a":1}`, `{"a":1,"a":null}`},
-}
-
-func TestMergeTree(t *testing.T) {
-	for _, tc := range mergeCases {
-		checkMergeTree(t, []byte(tc.doc), []byte(tc.patch))
-	}
-}
-
-func FuzzMergeTree(f *testing.F) {
-	for _, tc := range mergeCases {
-		f.Add([]byte(tc.doc), []byte(tc.patch))
-	}
-	f.Fuzz(func(t *testing.T, doc, patch []byte) {
-		checkMergeTree(t, doc, patch)
 	})
 }

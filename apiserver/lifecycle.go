@@ -6,6 +6,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -16,7 +17,7 @@ import (
 // admitCreate runs kind-specific admission before a create is stored.
 func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 	if k.crd != nil && k.crd.terminating {
-		return apierrors.NewForbidden(k.groupResource(), str(obj, "metadata", "name"), errors.New("create not allowed while custom resource definition is terminating"))
+		return apierrors.NewForbidden(k.groupResource(), jsontree.Str(obj, "metadata", "name"), errors.New("create not allowed while custom resource definition is terminating"))
 	}
 	switch k.gvr {
 	case crdGVR:
@@ -31,7 +32,7 @@ func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 // (or no longer) stored.
 func (s *Server) undoAdmission(k *kind, obj map[string]any) {
 	if k.gvr == serviceGVR {
-		if ip := str(obj, "spec", "clusterIP"); ip != "" && ip != "None" {
+		if ip := jsontree.Str(obj, "spec", "clusterIP"); ip != "" && ip != "None" {
 			s.ips.release(ip)
 		}
 	}

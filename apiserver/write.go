@@ -28,6 +28,7 @@ import (
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -91,11 +92,11 @@ func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any
 				return nil, err
 			}
 		}
-		return nil, &versionMismatch{gvk: gv.WithKind(tm.Kind), name: str(obj, "metadata", "name"), k: k}
+		return nil, &versionMismatch{gvk: gv.WithKind(tm.Kind), name: jsontree.Str(obj, "metadata", "name"), k: k}
 	}
 	if tm.Kind != k.kind {
 		// A custom resource of another kind fails validation.
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gv.Group, Kind: tm.Kind}, str(obj, "metadata", "name"),
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: gv.Group, Kind: tm.Kind}, jsontree.Str(obj, "metadata", "name"),
 			field.ErrorList{field.Invalid(field.NewPath("kind"), tm.Kind, "must be "+k.kind)})
 	}
 	return obj, nil
@@ -285,88 +286,29 @@ func (s *Server) toStorage(k *kind, obj map[string]any) (map[string]any, error) 
 
 // encoder returns the EncodeFunc storing obj (stored form) at a revision.
 // obj is encoded now, outside the store's lock, with a gap where its
-// resourceVersion goes (encodeStored): under the lock, the EncodeFunc only
-// fills it in. Nothing may change obj after this call.
+// resourceVersion goes (jsontree.EncodeRVHole): under the lock, the
+// EncodeFunc only fills it in. Nothing may change obj after this call.
 func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 	m := meta(obj)
 	delete(m, "resourceVersion") // the EncodeFunc sets it
-	pre, off, encErr := encodeStored(obj)
+	pre, hole, encErr := jsontree.EncodeRVHole(obj)
 	return func(rev int64) (*storage.Object, error) {
 		if encErr != nil {
 			return nil, fmt.Errorf("encoding %s: %w", k.kind, encErr)
 		}
 		rv := formatRV(rev)
 		m["resourceVersion"] = rv
-		const key = `"resourceVersion":"`
-		data := make([]byte, 0, len(pre)+len(key)+len(rv)+1)
-		data = append(append(append(append(append(data, pre[:off]...), key...), rv...), '"'), pre[off:]...)
+		data := jsontree.FillRVHole(pre, hole, rv)
 		return &storage.Object{
-			Namespace:  str(m, "namespace"),
-			Name:       str(m, "name"),
-			UID:        str(m, "uid"),
+			Namespace:  jsontree.Str(m, "namespace"),
+			Name:       jsontree.Str(m, "name"),
+			UID:        jsontree.Str(m, "uid"),
 			Data:       data,
-			APIVersion: str(obj, "apiVersion"),
+			APIVersion: jsontree.Str(obj, "apiVersion"),
 			Labels:     labelsOf(obj),
 			Fields:     k.fieldsOf(obj),
 		}, nil
 	}
-}
-
-// encodeStored encodes obj exactly as json.Marshal does once its
-// metadata.resourceVersion is set (keys sorted, values as json.Marshal
-// encodes them: see appendJSON), but without it: off is where
-// `"resourceVersion":"<rv>"` goes (separators are in place). obj's metadata
-// must be a map without resourceVersion.
-func encodeStored(obj map[string]any) (pre []byte, off int, err error) {
-	m, ok := obj["metadata"].(map[string]any)
-	if !ok {
-		return nil, 0, fmt.Errorf("metadata is %T, not an object", obj["metadata"])
-	}
-	var arr [16]string
-	keys := arr[:0]
-	for key := range obj {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
-	b := make([]byte, 0, 512)
-	b = append(b, '{')
-	for i, key := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, key)
-		b = append(b, ':')
-		if key != "metadata" {
-			if b, err = appendJSON(b, obj[key]); err != nil {
-				return nil, 0, err
-			}
-			continue
-		}
-		b = append(b, '{')
-		var marr [24]string
-		mkeys := marr[:0]
-		for mk := range m {
-			mkeys = append(mkeys, mk)
-		}
-		mkeys = append(mkeys, "resourceVersion")
-		slices.Sort(mkeys)
-		for j, mk := range mkeys {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			if mk == "resourceVersion" {
-				off = len(b)
-				continue
-			}
-			b = appendJSONString(b, mk)
-			b = append(b, ':')
-			if b, err = appendJSON(b, m[mk]); err != nil {
-				return nil, 0, err
-			}
-		}
-		b = append(b, '}')
-	}
-	return append(b, '}'), off, nil
 }
 
 // writeOpts are the options of a create, update or patch request.
@@ -651,24 +593,24 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 func validateMetaUpdate(u, old *unstructured.Unstructured, fldPath *field.Path) field.ErrorList {
 	m, mok := u.Object["metadata"].(map[string]any)
 	om, omok := old.Object["metadata"].(map[string]any)
-	fast := mok && omok && str(om, "deletionTimestamp") == "" && str(m, "resourceVersion") != "" && u.GetGeneration() >= 0
+	fast := mok && omok && jsontree.Str(om, "deletionTimestamp") == "" && jsontree.Str(m, "resourceVersion") != "" && u.GetGeneration() >= 0
 	for _, f := range []string{"generation", "name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 		if !fast {
 			break
 		}
 		v, ok := m[f]
 		ov, ook := om[f]
-		fast = ok == ook && jsonEqual(v, ov)
+		fast = ok == ook && jsontree.Equal(v, ov)
 	}
 	if !fast {
 		return apivalidation.ValidateObjectMetaAccessorUpdate(u, old, fldPath)
 	}
 	// Empty (or absent) labels and annotations have nothing to check.
 	var errs field.ErrorList
-	if length(m, "labels") > 0 {
+	if jsontree.Len(m, "labels") > 0 {
 		errs = append(errs, metavalidation.ValidateLabels(u.GetLabels(), fldPath.Child("labels"))...)
 	}
-	if length(m, "annotations") > 0 {
+	if jsontree.Len(m, "annotations") > 0 {
 		errs = append(errs, apivalidation.ValidateAnnotations(u.GetAnnotations(), fldPath.Child("annotations"))...)
 	}
 	if _, ok := m["ownerReferences"]; ok {
@@ -938,10 +880,10 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		wo.strategyWarnings(k, obj)
 	}
 	if _, ok := om["generation"]; ok && (specChanged(k, obj, old) ||
-		k.annotationsMoveGeneration && ri.subresource == "" && !jsonEqual(m["annotations"], om["annotations"])) {
-		m["generation"] = integer(old, "metadata", "generation") + 1
+		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"])) {
+		m["generation"] = jsontree.Int(old, "metadata", "generation") + 1
 	}
-	if jsonEqual(obj, old) {
+	if jsontree.Equal(obj, old) {
 		return obj, false, false, nil
 	}
 	del := u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0
@@ -958,7 +900,7 @@ func specChanged(k *kind, obj, old map[string]any) bool {
 		if key == "metadata" || (k.status && key == "status") {
 			continue
 		}
-		if ov, ok := old[key]; !ok || !jsonEqual(v, ov) {
+		if ov, ok := old[key]; !ok || !jsontree.Equal(v, ov) {
 			return true
 		}
 	}
@@ -1159,7 +1101,7 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		}
 		s.markDeleted(u)
 		if k.gvr == namespaceGVR {
-			setPath(obj, "Terminating", "status", "phase")
+			jsontree.Set(obj, "Terminating", "status", "phase")
 		}
 		return k.encoder(obj), false, nil
 	})
@@ -1277,13 +1219,13 @@ func podGracePeriod(obj map[string]any, opts metav1.DeleteOptions) int64 {
 	var period int64
 	if p := opts.GracePeriodSeconds; p != nil {
 		period = *p
-	} else if _, ok := get(obj, "spec", "terminationGracePeriodSeconds").(int64); ok {
-		period = integer(obj, "spec", "terminationGracePeriodSeconds")
+	} else if _, ok := jsontree.Get(obj, "spec", "terminationGracePeriodSeconds").(int64); ok {
+		period = jsontree.Int(obj, "spec", "terminationGracePeriodSeconds")
 	}
-	if str(obj, "spec", "nodeName") == "" {
+	if jsontree.Str(obj, "spec", "nodeName") == "" {
 		period = 0
 	}
-	if ph := str(obj, "status", "phase"); ph == "Failed" || ph == "Succeeded" {
+	if ph := jsontree.Str(obj, "status", "phase"); ph == "Failed" || ph == "Succeeded" {
 		period = 0
 	}
 	if period < 0 {
@@ -1343,7 +1285,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 			return err
 		}
 		if k.crd == nil {
-			b = stripTypeMeta(b)
+			b = jsontree.StripTypeMeta(b)
 		}
 		if n > 0 {
 			buf.WriteByte(',')

@@ -362,7 +362,7 @@ func (n *node) validateEnum(v any, p string, errs *field.ErrorList) {
 		return
 	}
 	for _, e := range n.enum {
-		if jsonEqual(v, e) {
+		if schemaEqual(v, e) {
 			return
 		}
 	}
@@ -467,7 +467,7 @@ func (n *node) validateArray(a []any, p string, errs *field.ErrorList) {
 		for i := 1; i < len(a); i++ {
 			dup := false
 			for j := 0; j < i; j++ {
-				if jsonEqual(a[i], a[j]) {
+				if schemaEqual(a[i], a[j]) {
 					dup = true
 					break
 				}
@@ -613,7 +613,7 @@ func validateLists(n *node, v any, p *field.Path, errs *field.ErrorList) {
 		case "set":
 			for i := 1; i < len(t); i++ {
 				for j := 0; j < i; j++ {
-					if jsonEqual(t[i], t[j]) {
+					if schemaEqual(t[i], t[j]) {
 						*errs = append(*errs, field.Duplicate(p.Index(i), t[i]))
 						break
 					}
