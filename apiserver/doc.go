@@ -34,7 +34,8 @@
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages
-// do, faster; internal/apiext implements CustomResourceDefinitions (types,
+// do, faster; internal/typed tells from a JSON tree alone that a body is
+// already in its Go type's form (fasttyped.go); internal/apiext implements CustomResourceDefinitions (types,
 // validation, structural schemas, printer columns); internal/openapi builds
 // the OpenAPI documents.
 //

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"kloop.dev/kloop/apiserver/internal/typed"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -72,7 +73,7 @@ type kind struct {
 	// schemaOnce guards schema, computed on first use (typedSchema): the
 	// description of newTyped's type for fastTyped, nil when it serves none.
 	schemaOnce sync.Once
-	schema     *typedSchema
+	schema     *typed.Schema
 }
 
 // watchCached reports whether kube-apiserver serves the kind from its
