@@ -15,7 +15,9 @@
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
 //	registry.go   the served kinds; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
-//	write.go      create, update, delete with kube-apiserver's metadata rules
+//	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
+//	write.go      what writes share: the stored form, validation; write_decode.go request
+//	              bodies, write_options.go a write's options and warnings
 //	patch.go      JSON, merge and strategic merge patch; scale.go the /scale subresource
 //	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get

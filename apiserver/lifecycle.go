@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +67,17 @@ func (s *Server) afterDelete(k *kind, o *storage.Object) {
 			s.finalizeCRD(k.crd.crdName)
 		}
 	}
+}
+
+// terminating reports whether a stored object has a deletionTimestamp. It
+// reads the bytes without decoding the whole object.
+func terminating(o *storage.Object) bool {
+	var m struct {
+		Metadata struct {
+			DeletionTimestamp *string `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	return json.Unmarshal(o.Data, &m) == nil && m.Metadata.DeletionTimestamp != nil
 }
 
 // namespacedStorage returns one kind per namespaced storage resource,
