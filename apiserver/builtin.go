@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,6 +23,7 @@ import (
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
 	"kloop.dev/kloop/apiserver/internal/jsontree"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 var (
@@ -52,7 +54,18 @@ func builtinKinds() []*kind {
 		if jsontree.Get(o, "spec", "finalizers") == nil {
 			jsontree.Set(o, []any{"kubernetes"}, "spec", "finalizers")
 		}
+		if u := (&unstructured.Unstructured{Object: o}); u.GetName() != "" {
+			lbls := u.GetLabels()
+			if lbls == nil {
+				lbls = map[string]string{}
+			}
+			lbls["kubernetes.io/metadata.name"] = u.GetName()
+			u.SetLabels(lbls)
+		}
 	}
+	ns.terminate = func(o map[string]any) { jsontree.Set(o, "Terminating", "status", "phase") }
+	ns.deleteContent = (*Server).deleteNamespaceContent
+	ns.waitsForContent = func(s *Server, name string) bool { return !s.namespaceEmpty(name) }
 
 	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
 	cm.shortNames = []string{"cm"}
@@ -157,6 +170,12 @@ func builtinKinds() []*kind {
 		}
 		return nil
 	}
+	svc.admit, svc.releaseAdmitted = (*Server).allocateServiceIP, (*Server).releaseServiceIP
+	svc.afterDelete = func(s *Server, o *storage.Object) {
+		if obj, err := decodeMap(o.Data); err == nil {
+			s.releaseServiceIP(obj)
+		}
+	}
 	svc.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{"loadBalancer": map[string]any{}}
 		if spec, _ := o["spec"].(map[string]any); spec != nil {
@@ -232,7 +251,7 @@ func builtinKinds() []*kind {
 	crdKind(crd)
 	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "metadata", "creationTimestamp") }}}
 
-	pod.gracefulDelete = true
+	pod.gracePeriod = podGracePeriod
 	svc.validate, ns.validate = validateService, validateNamespace
 	deploy.statusKeepsMeta, pod.statusKeepsMeta = []string{"labels"}, []string{"ownerReferences"}
 	deploy.annotationsMoveGeneration = true

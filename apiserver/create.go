@@ -102,14 +102,6 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		}
 		u.Object = obj
 	}
-	if k.gvr == namespaceGVR && u.GetName() != "" {
-		lbls := u.GetLabels()
-		if lbls == nil {
-			lbls = map[string]string{}
-		}
-		lbls["kubernetes.io/metadata.name"] = u.GetName()
-		u.SetLabels(lbls)
-	}
 	for attempt := 0; ; attempt++ {
 		if generate {
 			u.SetName(u.GetGenerateName() + randomSuffix())

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"kloop.dev/kloop/apiserver/internal/jsontree"
@@ -377,6 +378,28 @@ func carryOverPod(obj, old map[string]any) {
 		}
 	}
 	addDefaultTolerations(spec)
+}
+
+// podGracePeriod is the grace period of a pod's deletion, as kube-apiserver's
+// pod strategy computes it: the one asked for, else the pod's
+// terminationGracePeriodSeconds; 0 for a pod no node runs or that ended.
+func podGracePeriod(obj map[string]any, opts metav1.DeleteOptions) int64 {
+	var period int64
+	if p := opts.GracePeriodSeconds; p != nil {
+		period = *p
+	} else if _, ok := jsontree.Get(obj, "spec", "terminationGracePeriodSeconds").(int64); ok {
+		period = jsontree.Int(obj, "spec", "terminationGracePeriodSeconds")
+	}
+	if jsontree.Str(obj, "spec", "nodeName") == "" {
+		period = 0
+	}
+	if ph := jsontree.Str(obj, "status", "phase"); ph == "Failed" || ph == "Succeeded" {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	return period
 }
 
 // addDefaultTolerations is the DefaultTolerationSeconds admission plugin.

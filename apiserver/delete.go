@@ -99,7 +99,7 @@ func (s *Server) deleteOptions(r *http.Request, q url.Values) (metav1.DeleteOpti
 func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*storage.Object, bool, error) {
 	dry := len(opts.DryRun) > 0
 	var marked *storage.Object // the graceful deletion's first write
-	if k.gracefulDelete && !dry {
+	if k.gracePeriod != nil && !dry {
 		// As kube-apiserver deletes pods: an update first records the
 		// deletion (deletionTimestamp, the grace period, generation + 1);
 		// with a grace period of 0 (a pod no node runs, or asked for) the
@@ -140,7 +140,7 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 				proceed = period == 0
 				return k.encoder(obj), false, nil
 			}
-			grace := podGracePeriod(obj, opts)
+			grace := k.gracePeriod(obj, opts)
 			nts := metav1.NewTime(s.opts.Now().Add(time.Duration(grace) * time.Second))
 			u.SetDeletionTimestamp(&nts)
 			u.SetDeletionGracePeriodSeconds(&grace)
@@ -175,12 +175,12 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 			return nil, false, fmt.Errorf("decoding stored object: %w", err)
 		}
 		u := &unstructured.Unstructured{Object: obj}
-		isNS, isCRD := k.gvr == namespaceGVR, k.gvr == crdGVR
+		terminates := k.terminate != nil
 		if dry {
-			dryDeleted = !isNS && !isCRD && len(u.GetFinalizers()) == 0
+			dryDeleted = !terminates && len(u.GetFinalizers()) == 0
 			return nil, false, nil
 		}
-		if f := gcFinalizer(opts); f != "" && !isNS && !isCRD {
+		if f := gcFinalizer(opts); f != "" && !terminates {
 			// Foreground and orphan deletions wait for the garbage
 			// collector, which removes their finalizer (below).
 			if slices.Contains(u.GetFinalizers(), f) {
@@ -194,22 +194,16 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 			return k.encoder(obj), false, nil
 		}
 		switch {
-		case isNS && u.GetDeletionTimestamp() == nil:
-			// A namespace first terminates: its content is deleted below.
-		case isCRD && u.GetDeletionTimestamp() == nil:
-			// A CRD keeps a finalizer until its objects are deleted below.
-			if !slices.Contains(u.GetFinalizers(), crdCleanupFinalizer) {
-				u.SetFinalizers(append(u.GetFinalizers(), crdCleanupFinalizer))
-			}
-		case len(u.GetFinalizers()) == 0 && (!isNS || s.namespaceEmpty(name)):
+		case terminates && u.GetDeletionTimestamp() == nil:
+			// The object first terminates (namespaces, CRDs): what it
+			// holds is deleted below (deleteContent), then the object.
+			k.terminate(obj)
+		case len(u.GetFinalizers()) == 0 && (k.waitsForContent == nil || !k.waitsForContent(s, name)):
 			return k.encoder(obj), true, nil
 		case u.GetDeletionTimestamp() != nil:
 			return nil, false, nil // deletion already in progress
 		}
 		s.markDeleted(u)
-		if k.gvr == namespaceGVR {
-			jsontree.Set(obj, "Terminating", "status", "phase")
-		}
 		return k.encoder(obj), false, nil
 	})
 	if err != nil {
@@ -244,10 +238,8 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 	case deleted:
 		s.afterDelete(k, o)
 	case dry || o == before:
-	case k.gvr == namespaceGVR:
-		s.deleteNamespaceContent(name)
-	case k.gvr == crdGVR:
-		s.deleteCRDContent(name)
+	case k.deleteContent != nil:
+		k.deleteContent(s, name)
 	}
 	return o, deleted, nil
 }
@@ -317,28 +309,6 @@ func (s *Server) removeFinalizer(k *kind, ns, name, finalizer string) {
 			s.afterDelete(k, o)
 		}
 	}
-}
-
-// podGracePeriod is the grace period of a pod's deletion, as kube-apiserver's
-// pod strategy computes it: the one asked for, else the pod's
-// terminationGracePeriodSeconds; 0 for a pod no node runs or that ended.
-func podGracePeriod(obj map[string]any, opts metav1.DeleteOptions) int64 {
-	var period int64
-	if p := opts.GracePeriodSeconds; p != nil {
-		period = *p
-	} else if _, ok := jsontree.Get(obj, "spec", "terminationGracePeriodSeconds").(int64); ok {
-		period = jsontree.Int(obj, "spec", "terminationGracePeriodSeconds")
-	}
-	if jsontree.Str(obj, "spec", "nodeName") == "" {
-		period = 0
-	}
-	if ph := jsontree.Str(obj, "status", "phase"); ph == "Failed" || ph == "Succeeded" {
-		period = 0
-	}
-	if period < 0 {
-		period = 1
-	}
-	return period
 }
 
 // markDeleted records a deletion in an object's metadata: deletionTimestamp

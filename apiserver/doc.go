@@ -13,7 +13,7 @@
 //
 //	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
-//	registry.go   the served kinds; builtin.go declares the built-in ones
+//	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
 //	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
 //	write.go      what writes share: the stored form, validation; write_decode.go request
@@ -22,7 +22,8 @@
 //	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions; lifecycle.go namespace and CRD deletion
+//	crd.go        serving CustomResourceDefinitions
+//	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds

@@ -66,6 +66,14 @@ func (a *ipAllocator) release(ip string) {
 	}
 }
 
+// releaseServiceIP releases the cluster IP of a Service (stored form) that
+// is not, or no longer, stored.
+func (s *Server) releaseServiceIP(obj map[string]any) {
+	if ip := jsontree.Str(obj, "spec", "clusterIP"); ip != "" && ip != "None" {
+		s.ips.release(ip)
+	}
+}
+
 // allocateServiceIP sets spec.clusterIP(s) of a new Service (stored form).
 func (s *Server) allocateServiceIP(obj map[string]any) error {
 	spec, _ := obj["spec"].(map[string]any)

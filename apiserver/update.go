@@ -245,7 +245,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		return obj, false, false, nil
 	}
 	del := u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0
-	if del && k.gvr == namespaceGVR && !s.namespaceEmpty(ri.name) {
+	if del && k.waitsForContent != nil && k.waitsForContent(s, ri.name) {
 		del = false // a terminating namespace goes once its content is gone
 	}
 	return obj, true, del, nil
