@@ -23,16 +23,32 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// onTargets runs f on every target (apiservertest.ForEachTarget) with a
-// clientset for it; opts apply to the embedded server only.
+// forEachTarget is apiservertest.ForEachTarget with the embedded server
+// checking its decoded-object cache (apiserver.CheckDecodedCache), as
+// every server of these tests does: tests start servers through it,
+// startTarget, onTargets or embedded.
+func forEachTarget(t *testing.T, opts apiservertest.Options, f func(t *testing.T, env *apiservertest.Env)) {
+	t.Helper()
+	apiservertest.ForEachTarget(t, apiserver.CheckDecodedCache(t, opts), f)
+}
+
+// startTarget is apiservertest.Start with the decoded-cache check on.
+func startTarget(t *testing.T, target apiservertest.Target, opts apiservertest.Options) *apiservertest.Env {
+	t.Helper()
+	return apiservertest.Start(t, target, apiserver.CheckDecodedCache(t, opts))
+}
+
+// onTargets runs f on every target (forEachTarget) with a clientset for
+// it; opts apply to the embedded server only.
 func onTargets(t *testing.T, opts apiservertest.Options, f func(t *testing.T, env *apiservertest.Env, cs kubernetes.Interface)) {
 	t.Helper()
-	apiservertest.ForEachTarget(t, opts, func(t *testing.T, env *apiservertest.Env) {
+	forEachTarget(t, opts, func(t *testing.T, env *apiservertest.Env) {
 		f(t, env, clientset(t, env))
 	})
 }
@@ -49,7 +65,7 @@ func clientset(t *testing.T, env *apiservertest.Env) kubernetes.Interface {
 // embedded starts an embedded server alone, for tests of its own knobs.
 func embedded(t *testing.T, opts apiservertest.Options) (*apiservertest.Env, kubernetes.Interface) {
 	t.Helper()
-	env := apiservertest.Start(t, apiservertest.Embedded, opts)
+	env := startTarget(t, apiservertest.Embedded, opts)
 	return env, clientset(t, env)
 }
 
@@ -843,7 +859,7 @@ func testPodGracefulDeletion(t *testing.T, env *apiservertest.Env, cs kubernetes
 // answers (as kube-controller-manager does) works on both servers; the
 // embedded one answers in JSON, which such a client accepts.
 func TestProtobufClient(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+	forEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		cfg := env.Config()
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"

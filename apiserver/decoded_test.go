@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // TestDecodedCacheMatchesStorage writes objects of several kinds in several
@@ -14,10 +17,7 @@ import (
 // the stored bytes gives, and that an update from the cache answers as one
 // without it (an unchanged PUT keeps its resourceVersion).
 func TestDecodedCacheMatchesStorage(t *testing.T) {
-	s, err := New(Options{Token: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{Token: "t"})
 	do := func(method, path, ctype, body string, want int) string {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -85,5 +85,100 @@ func TestDecodedCacheMatchesStorage(t *testing.T) {
 	}
 	if left != 1 {
 		t.Errorf("%d objects cached after two deletions, want 1 (the pod)", left)
+	}
+}
+
+// TestDecodedCacheCheckCatchesMutation proves the check the tests run
+// with (Options.decodedMutation): a writer that changes the cached decoded
+// form it was given — here a configmap carryOver hook that writes to the
+// old state — is reported once, after the write, with the object and the
+// path it changed, and the mutated entry is not used again.
+func TestDecodedCacheCheckCatchesMutation(t *testing.T) {
+	var reported []error
+	s, err := New(Options{Token: "t", decodedMutation: func(err error) { reported = append(reported, err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(v string) {
+		t.Helper()
+		body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"k":"` + v + `"}}`
+		if rec := serveOnce(t, s, "PUT", "/api/v1/namespaces/default/configmaps/cm", "application/json", body); rec.Code != http.StatusOK {
+			t.Fatalf("PUT: %d %s", rec.Code, rec.Body)
+		}
+	}
+	if rec := serveOnce(t, s, "POST", "/api/v1/namespaces/default/configmaps", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`); rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	put("1") // cached
+	if len(reported) > 0 {
+		t.Fatalf("reported before any mutation: %v", reported)
+	}
+	k := kindOf(t, s, "/v1/configmaps")
+	k.carryOver = func(obj, old map[string]any) { jsontree.Set(old, "mutated", "data", "k") }
+	put("2") // takes the cached form as old, and writes to it
+	k.carryOver = nil
+	if len(reported) != 1 {
+		t.Fatalf("%d mutations reported, want 1: %v", len(reported), reported)
+	}
+	if msg := reported[0].Error(); !strings.Contains(msg, "default/cm") || !strings.Contains(msg, ".data.k") {
+		t.Errorf("the report does not name the object and the changed field: %s", msg)
+	}
+	put("3")
+	put("4")
+	if len(reported) != 1 {
+		t.Errorf("%d mutations reported after writes that changed nothing shared, want the 1: %v", len(reported), reported)
+	}
+}
+
+// TestDecodedCacheCheck checks the check itself: an entry changed after
+// put is reported (once) by check, by a put that replaces it and by a
+// forget that drops it, with the first path that differs; an unchanged
+// one is not, and a cache without onMutation keeps no copies.
+func TestDecodedCacheCheck(t *testing.T) {
+	entry := func(name string) (*storage.Object, map[string]any) {
+		return &storage.Object{Namespace: "ns", Name: name, ResourceVersion: 7}, map[string]any{"metadata": map[string]any{"name": name}, "spec": map[string]any{"l": []any{"a", int64(1)}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(m map[string]any)
+		then   func(c *decodedCache, o *storage.Object)
+		path   string // "" when nothing is reported
+	}{
+		{"unchanged", func(map[string]any) {}, func(c *decodedCache, _ *storage.Object) { c.check() }, ""},
+		{"changed value, check", func(m map[string]any) { m["spec"].(map[string]any)["l"].([]any)[1] = int64(2) }, func(c *decodedCache, _ *storage.Object) { c.check() }, ".spec.l[1]"},
+		{"added key, check", func(m map[string]any) { m["status"] = "x" }, func(c *decodedCache, _ *storage.Object) { c.check() }, ".status (added)"},
+		{"removed key, replaced by put", func(m map[string]any) { delete(m["metadata"].(map[string]any), "name") }, func(c *decodedCache, o *storage.Object) {
+			_, m := entry(o.Name)
+			c.put(&storage.Object{Namespace: o.Namespace, Name: o.Name, ResourceVersion: 8}, m)
+		}, ".metadata.name (removed)"},
+		{"changed, dropped by forget", func(m map[string]any) { m["spec"] = nil }, func(c *decodedCache, o *storage.Object) { c.forget(o.Namespace, o.Name) }, ".spec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reported []error
+			c := newDecodedCache(func(err error) { reported = append(reported, err) })
+			o, m := entry("a")
+			c.put(o, m)
+			tc.mutate(m)
+			tc.then(c, o)
+			c.check() // a mutated entry is reported once
+			switch {
+			case tc.path == "" && len(reported) > 0:
+				t.Fatalf("reported: %v", reported)
+			case tc.path == "":
+			case len(reported) != 1:
+				t.Fatalf("%d reports, want 1: %v", len(reported), reported)
+			case !strings.Contains(reported[0].Error(), "ns/a at resourceVersion 7") || !strings.Contains(reported[0].Error(), "(first difference at "+tc.path+")"):
+				t.Fatalf("report %q, want one about ns/a at resourceVersion 7 and %s", reported[0], tc.path)
+			}
+			if _, ok := c.get(o); ok && tc.path != "" {
+				t.Error("a mutated entry is still served")
+			}
+		})
+	}
+	c := newDecodedCache(nil)
+	o, m := entry("a")
+	c.put(o, m)
+	if e := c.slot(c.slots.Load(), o).Load(); e == nil || e.copy != nil {
+		t.Errorf("without onMutation: entry %+v, want one without a copy", e)
 	}
 }

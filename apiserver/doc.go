@@ -33,6 +33,7 @@
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
 //	fasttyped.go  one-pass decoding of built-in bodies already in their Go type's form
 //	decoded.go    the decoded form of recently written objects, for their next update
+//	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes

@@ -35,10 +35,7 @@ func serveOnce(t *testing.T, s *Server, method, path, ctype, body string) *httpt
 // is refused as invalid JSON whichever way the patch is applied, and that
 // JSON white space is accepted.
 func TestMergePatchWhiteSpace(t *testing.T) {
-	s, err := New(Options{Token: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{Token: "t"})
 	const cms = "/api/v1/namespaces/default/configmaps"
 	if rec := serveOnce(t, s, "POST", cms, "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"k":"v"}}`); rec.Code != http.StatusCreated {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
@@ -132,10 +129,7 @@ var fastMergeCases = []struct{ doc, patch string }{
 }
 
 func TestFastMergePatch(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{})
 	for _, tc := range fastMergeCases {
 		for _, r := range fastMergeResources {
 			checkFastMergePatch(t, s, kindOf(t, s, r), []byte(tc.doc), []byte(tc.patch))
@@ -149,10 +143,7 @@ func FuzzFastMergePatch(f *testing.F) {
 			f.Add(uint8(i), []byte(tc.doc), []byte(tc.patch))
 		}
 	}
-	s, err := New(Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	s := newTestServer(f, Options{})
 	f.Fuzz(func(t *testing.T, r uint8, doc, patch []byte) {
 		checkFastMergePatch(t, s, kindOf(t, s, fastMergeResources[int(r)%len(fastMergeResources)]), doc, patch)
 	})
@@ -161,10 +152,7 @@ func FuzzFastMergePatch(f *testing.F) {
 // TestFastTypedAllKinds checks fastTyped against the long way on objects of
 // every kind it serves, filled with random values.
 func TestFastTypedAllKinds(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{})
 	for _, k := range s.reg.all() {
 		if k.typedSchema() == nil {
 			continue
@@ -194,10 +182,7 @@ func TestFastTypedAllKinds(t *testing.T) {
 // the decoded forms they share; the last write wins and the store decodes
 // to the cached form.
 func TestConcurrentWritesShareNothing(t *testing.T) {
-	s, err := New(Options{Token: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{Token: "t"})
 	const ns = "/api/v1/namespaces/default/"
 	for _, c := range []struct{ path, body string }{
 		{ns + "configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"a":"b"}},"data":{"k":"v"}}`},

@@ -82,10 +82,7 @@ func kindOf(t testing.TB, s *Server, res string) *kind {
 }
 
 func TestFastTyped(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{})
 	for _, tc := range fastTypedCases {
 		if got := checkFastTyped(t, s, kindOf(t, s, tc.resource), []byte(tc.body)); got != tc.fast {
 			t.Errorf("%s: fastTyped decoded: %v, want %v", tc.body, got, tc.fast)
@@ -102,10 +99,7 @@ func FuzzFastTyped(f *testing.F) {
 			}
 		}
 	}
-	s, err := New(Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	s := newTestServer(f, Options{})
 	f.Fuzz(func(t *testing.T, r uint8, body []byte) {
 		checkFastTyped(t, s, kindOf(t, s, resources[int(r)%len(resources)]), body)
 	})

@@ -22,10 +22,7 @@ import (
 // that the race detector sees any write to the stored state the writers
 // share (the decoded form of the current object), and checks the result.
 func TestConcurrentWritesShareNoState(t *testing.T) {
-	s, err := New(Options{Token: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{Token: "t"})
 	do := func(method, path, ctype, body string) (int, string) {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer t")

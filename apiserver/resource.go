@@ -132,6 +132,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	if err != nil {
 		writeError(w, err, gr, ri.name)
 	}
+	if r.Method != http.MethodGet {
+		s.decoded.check() // after every write: nothing unless tests ask
+	}
 }
 
 // get serves GET of one object.
