@@ -1,12 +1,16 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
@@ -180,5 +184,124 @@ func TestDecodedCacheCheck(t *testing.T) {
 	c.put(o, m)
 	if e := c.slot(c.slots.Load(), o).Load(); e == nil || e.copy != nil {
 		t.Errorf("without onMutation: entry %+v, want one without a copy", e)
+	}
+}
+
+// TestConcurrentWritesShareNothing has writers update the same objects at
+// once, by PUT without a resourceVersion (retried on a concurrent change),
+// by merge patches and status updates, with the race detector watching
+// the decoded forms they share; the last write wins and the store decodes
+// to the cached form.
+func TestConcurrentWritesShareNothing(t *testing.T) {
+	s := newTestServer(t, Options{Token: "t"})
+	const ns = "/api/v1/namespaces/default/"
+	for _, c := range []struct{ path, body string }{
+		{ns + "configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"a":"b"}},"data":{"k":"v"}}`},
+		{ns + "services", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc"},"spec":{"ports":[{"port":80}]}}`},
+		{"/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"other"}}`},
+	} {
+		if rec := serveOnce(t, s, "POST", c.path, "application/json", c.body); rec.Code != http.StatusCreated {
+			t.Fatalf("create: %d %s", rec.Code, rec.Body)
+		}
+	}
+	const merge = "application/merge-patch+json"
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				v := fmt.Sprintf("%d-%d", w, i)
+				for _, r := range []struct{ method, path, ctype, body string }{
+					{"PUT", ns + "configmaps/cm", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"w":"` + v + `"}},"data":{"k":"` + v + `","n":"x"}}`},
+					{"PATCH", ns + "configmaps/cm", merge, `{"metadata":{"annotations":{"w":"` + v + `"}},"data":{"n":null,"p":"` + v + `"}}`},
+					{"PUT", ns + "services/svc", "application/json", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","labels":{"w":"` + v + `"}},"spec":{"ports":[{"port":80}]}}`},
+					{"PATCH", ns + "services/svc/status", merge, `{"status":{"conditions":[{"type":"T","status":"True","reason":"R","message":"` + v + `","lastTransitionTime":"2026-01-02T03:04:05Z"}]}}`},
+					{"PATCH", "/api/v1/namespaces/other", merge, `{"metadata":{"labels":{"w":"` + v + `"}}}`},
+					{"PATCH", "/api/v1/namespaces/other/status", merge, `{"status":{"conditions":[{"type":"T","status":"True","message":"` + v + `"}]}}`},
+				} {
+					if rec := serveOnce(t, s, r.method, r.path, r.ctype, r.body); rec.Code != http.StatusOK {
+						t.Errorf("%s %s: %d %s", r.method, r.path, rec.Code, rec.Body)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	slots := s.decoded.slots.Load()
+	if slots == nil {
+		t.Fatal("nothing cached")
+	}
+	for i := range slots {
+		if e := slots[i].Load(); e != nil {
+			want, err := decodeMap(e.o.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(e.m, want) {
+				t.Errorf("cached %s:\n%#v\nstored:\n%#v", e.o.Key(), e.m, want)
+			}
+		}
+	}
+}
+
+// TestConcurrentWritesShareNoState writes the same objects from several
+// goroutines at once — updates, merge patches, status updates, an update
+// that takes fields from the stored state (a Service's cluster IPs) — so
+// that the race detector sees any write to the stored state the writers
+// share (the decoded form of the current object), and checks the result.
+func TestConcurrentWritesShareNoState(t *testing.T) {
+	s := newTestServer(t, Options{Token: "t"})
+	do := func(method, path, ctype, body string) (int, string) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Content-Type", ctype)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	const ns = "/api/v1/namespaces/default/"
+	for _, c := range []struct{ path, body string }{
+		{ns + "configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"a":"b"}},"data":{"k":"v"}}`},
+		{ns + "services", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc"},"spec":{"ports":[{"port":80}]}}`},
+		{ns + "pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}`},
+	} {
+		if code, body := do("POST", c.path, "application/json", c.body); code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s", c.path, code, body)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				for _, r := range []struct{ method, path, ctype, body string }{
+					{"PUT", ns + "configmaps/cm", "application/json", fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","labels":{"a":"b","w":"%d"}},"data":{"k":"%d"}}`, w, i)},
+					{"PATCH", ns + "configmaps/cm", "application/merge-patch+json", fmt.Sprintf(`{"metadata":{"annotations":{"w%d":"%d"}}}`, w, i)},
+					{"PUT", ns + "services/svc", "application/json", fmt.Sprintf(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"svc","labels":{"i":"%d"}},"spec":{"ports":[{"port":80}]}}`, i)},
+					{"PATCH", ns + "pods/p/status", "application/merge-patch+json", fmt.Sprintf(`{"status":{"message":"%d-%d"}}`, w, i)},
+					{"PATCH", ns + "pods/p", "application/merge-patch+json", fmt.Sprintf(`{"metadata":{"labels":{"w%d":"%d"}}}`, w, i)},
+				} {
+					if code, body := do(r.method, r.path, r.ctype, r.body); code != http.StatusOK {
+						t.Errorf("%s %s: %d %s", r.method, r.path, code, body)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	code, body := do("GET", ns+"services/svc", "", "")
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(body), &svc); code != http.StatusOK || err != nil {
+		t.Fatalf("GET service: %d %v %s", code, err, body)
+	}
+	if svc.Spec.ClusterIP == "" || len(svc.Spec.ClusterIPs) != 1 || svc.Spec.ClusterIPs[0] != svc.Spec.ClusterIP {
+		t.Fatalf("service lost its cluster IPs: %+v", svc.Spec)
+	}
+	code, body = do("GET", ns+"pods/p", "", "")
+	var pod corev1.Pod
+	if err := json.Unmarshal([]byte(body), &pod); code != http.StatusOK || err != nil {
+		t.Fatalf("GET pod: %d %v %s", code, err, body)
+	}
+	if len(pod.Labels) != 4 || pod.Status.Message == "" {
+		t.Fatalf("pod: labels %v, status message %q: want the four writers' labels and a message", pod.Labels, pod.Status.Message)
 	}
 }

@@ -1,6 +1,10 @@
 package apiserver
 
-import "testing"
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
 
 // CheckDecodedCache returns opts with the check of the decoded-object
 // cache's rule on (Options.decodedMutation): a test whose server writes to
@@ -28,4 +32,15 @@ func newTestServer(tb testing.TB, opts Options) *Server {
 		tb.Fatal(err)
 	}
 	return s
+}
+
+// serveOnce sends one request to s's handler (bearer token "t").
+func serveOnce(t *testing.T, s *Server, method, path, ctype, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer t")
+	req.Header.Set("Content-Type", ctype)
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	return rec
 }
