@@ -35,13 +35,14 @@
 //	decoded.go    the decoded form of recently written objects, for their next update
 //	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
+//	object.go     objects as JSON maps: decoding, metadata, resourceVersions
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages
 // do, faster; internal/typed tells from a JSON tree alone that a body is
-// already in its Go type's form (fasttyped.go); internal/apiext implements CustomResourceDefinitions (types,
-// validation, structural schemas, printer columns); internal/openapi builds
-// the OpenAPI documents.
+// already in its Go type's form (for fasttyped.go); internal/apiext
+// implements CustomResourceDefinitions (types, validation, structural
+// schemas, printer columns); internal/openapi builds the OpenAPI documents.
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and
