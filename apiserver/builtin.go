@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
+	"kloop.dev/kloop/apiserver/internal/jsontree"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 var (
@@ -45,27 +48,40 @@ func builtinKinds() []*kind {
 	ns.status = true
 	ns.nameValidation = apivalidation.ValidateNamespaceName
 	ns.fields = []selectableField{{"status.phase", []string{"status", "phase"}}}
-	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return str(o, "status", "phase") }}}
+	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "status", "phase") }}}
 	ns.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{"phase": "Active"}
-		if get(o, "spec", "finalizers") == nil {
-			setPath(o, []any{"kubernetes"}, "spec", "finalizers")
+		if jsontree.Get(o, "spec", "finalizers") == nil {
+			jsontree.Set(o, []any{"kubernetes"}, "spec", "finalizers")
+		}
+		if u := (&unstructured.Unstructured{Object: o}); u.GetName() != "" {
+			lbls := u.GetLabels()
+			if lbls == nil {
+				lbls = map[string]string{}
+			}
+			lbls["kubernetes.io/metadata.name"] = u.GetName()
+			u.SetLabels(lbls)
 		}
 	}
+	ns.terminate = func(o map[string]any) { jsontree.Set(o, "Terminating", "status", "phase") }
+	ns.deleteContent = (*Server).deleteNamespaceContent
+	ns.waitsForContent = func(s *Server, name string) bool { return !s.namespaceEmpty(name) }
 
 	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
 	cm.shortNames = []string{"cm"}
-	cm.columns = []column{{def("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(length(o, "data") + length(o, "binaryData")) }}}
+	cm.columns = []column{{def("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any {
+		return int64(jsontree.Len(o, "data") + jsontree.Len(o, "binaryData"))
+	}}}
 	cm.validate, cm.validateUpdate = validateConfigMap, validateConfigMapUpdate
 
 	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
 	secret.fields = []selectableField{{"type", []string{"type"}}}
 	secret.columns = []column{
-		{def("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return str(o, "type") }},
-		{def("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(length(o, "data")) }},
+		{def("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "type") }},
+		{def("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "data")) }},
 	}
 	secret.prepareCreate = func(o map[string]any) {
-		if str(o, "type") == "" {
+		if jsontree.Str(o, "type") == "" {
 			o["type"] = "Opaque"
 		}
 	}
@@ -91,7 +107,7 @@ func builtinKinds() []*kind {
 
 	sa := core("serviceaccounts", "ServiceAccount", true, func() any { return &corev1.ServiceAccount{} })
 	sa.shortNames = []string{"sa"}
-	sa.columns = []column{{def("Secrets", "string", "Number of secrets"), func(o map[string]any, _ time.Time) any { return int64(length(o, "secrets")) }}}
+	sa.columns = []column{{def("Secrets", "string", "Number of secrets"), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "secrets")) }}}
 
 	pod := core("pods", "Pod", true, func() any { return &corev1.Pod{} })
 	pod.shortNames, pod.categories = []string{"po"}, []string{"all"}
@@ -109,7 +125,7 @@ func builtinKinds() []*kind {
 	pod.columns = podColumns()
 	pod.prepareCreate, pod.carryOver = preparePodCreate, carryOverPod
 	pod.validate = func(o map[string]any) field.ErrorList {
-		cs, _ := get(o, "spec", "containers").([]any)
+		cs, _ := jsontree.Get(o, "spec", "containers").([]any)
 		if len(cs) == 0 {
 			return field.ErrorList{field.Required(field.NewPath("spec", "containers"), "")}
 		}
@@ -117,18 +133,18 @@ func builtinKinds() []*kind {
 		for i, c := range cs {
 			cm, _ := c.(map[string]any)
 			p := field.NewPath("spec", "containers").Index(i)
-			if str(cm, "name") == "" {
+			if jsontree.Str(cm, "name") == "" {
 				errs = append(errs, field.Required(p.Child("name"), ""))
-			} else if slices.ContainsFunc(cs[:i], func(o any) bool { return str(o, "name") == str(cm, "name") }) {
-				errs = append(errs, field.Duplicate(p.Child("name"), str(cm, "name")))
+			} else if slices.ContainsFunc(cs[:i], func(o any) bool { return jsontree.Str(o, "name") == jsontree.Str(cm, "name") }) {
+				errs = append(errs, field.Duplicate(p.Child("name"), jsontree.Str(cm, "name")))
 			}
-			if str(cm, "image") == "" {
+			if jsontree.Str(cm, "image") == "" {
 				errs = append(errs, field.Required(p.Child("image"), ""))
 			}
-			errs = append(errs, oneOf(p.Child("imagePullPolicy"), str(cm, "imagePullPolicy"), "Always", "IfNotPresent", "Never")...)
+			errs = append(errs, oneOf(p.Child("imagePullPolicy"), jsontree.Str(cm, "imagePullPolicy"), "Always", "IfNotPresent", "Never")...)
 		}
-		errs = append(errs, oneOf(field.NewPath("spec", "restartPolicy"), str(o, "spec", "restartPolicy"), "Always", "OnFailure", "Never")...)
-		errs = append(errs, oneOf(field.NewPath("spec", "dnsPolicy"), str(o, "spec", "dnsPolicy"), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
+		errs = append(errs, oneOf(field.NewPath("spec", "restartPolicy"), jsontree.Str(o, "spec", "restartPolicy"), "Always", "OnFailure", "Never")...)
+		errs = append(errs, oneOf(field.NewPath("spec", "dnsPolicy"), jsontree.Str(o, "spec", "dnsPolicy"), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
 		return errs
 	}
 
@@ -139,28 +155,34 @@ func builtinKinds() []*kind {
 	svc.columns = serviceColumns()
 	svc.carryOver = func(obj, old map[string]any) {
 		// An update that leaves the cluster IP out keeps it.
-		if str(obj, "spec", "clusterIP") == "" && str(old, "spec", "clusterIP") != "" {
-			setPath(obj, get(old, "spec", "clusterIP"), "spec", "clusterIP")
-			if ips := get(old, "spec", "clusterIPs"); ips != nil {
-				setPath(obj, ips, "spec", "clusterIPs")
+		if jsontree.Str(obj, "spec", "clusterIP") == "" && jsontree.Str(old, "spec", "clusterIP") != "" {
+			jsontree.Set(obj, jsontree.Get(old, "spec", "clusterIP"), "spec", "clusterIP")
+			if ips := jsontree.Get(old, "spec", "clusterIPs"); ips != nil {
+				jsontree.Set(obj, ips, "spec", "clusterIPs")
 			}
 		}
 	}
 	svc.validateUpdate = func(obj, old map[string]any) field.ErrorList {
-		if newIP, oldIP := str(obj, "spec", "clusterIP"), str(old, "spec", "clusterIP"); newIP != oldIP {
+		if newIP, oldIP := jsontree.Str(obj, "spec", "clusterIP"), jsontree.Str(old, "spec", "clusterIP"); newIP != oldIP {
 			// kube-apiserver first makes clusterIPs follow clusterIP, then
 			// refuses the change of the list.
 			return field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), []string{newIP}, "may not change once set")}
 		}
 		return nil
 	}
+	svc.admit, svc.releaseAdmitted = (*Server).allocateServiceIP, (*Server).releaseServiceIP
+	svc.afterDelete = func(s *Server, o *storage.Object) {
+		if obj, err := decodeMap(o.Data); err == nil {
+			s.releaseServiceIP(obj)
+		}
+	}
 	svc.prepareCreate = func(o map[string]any) {
 		o["status"] = map[string]any{"loadBalancer": map[string]any{}}
 		if spec, _ := o["spec"].(map[string]any); spec != nil {
-			if str(spec, "type") == "" {
+			if jsontree.Str(spec, "type") == "" {
 				spec["type"] = "ClusterIP"
 			}
-			if str(spec, "sessionAffinity") == "" {
+			if jsontree.Str(spec, "sessionAffinity") == "" {
 				spec["sessionAffinity"] = "None"
 			}
 		}
@@ -172,10 +194,10 @@ func builtinKinds() []*kind {
 	deploy.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
 	deploy.columns = []column{
 		{def("Ready", "string", "Number of the pod with ready state"), func(o map[string]any, _ time.Time) any {
-			return fmt.Sprintf("%d/%d", integer(o, "status", "readyReplicas"), integer(o, "spec", "replicas"))
+			return fmt.Sprintf("%d/%d", jsontree.Int(o, "status", "readyReplicas"), jsontree.Int(o, "spec", "replicas"))
 		}},
-		{def("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "updatedReplicas") }},
-		{def("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "availableReplicas") }},
+		{def("Up-to-date", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "updatedReplicas") }},
+		{def("Available", "string", appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "availableReplicas") }},
 		ageColumn(),
 		{metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "name") }},
 		{metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "image") }},
@@ -202,9 +224,9 @@ func builtinKinds() []*kind {
 	rs.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
 	rs.fields = []selectableField{{"status.replicas", []string{"status", "replicas"}}}
 	rs.columns = []column{
-		{def("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "spec", "replicas") }},
-		{def("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "replicas") }},
-		{def("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]), func(o map[string]any, _ time.Time) any { return integer(o, "status", "readyReplicas") }},
+		{def("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "spec", "replicas") }},
+		{def("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "replicas") }},
+		{def("Ready", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["readyReplicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "readyReplicas") }},
 		ageColumn(),
 		{metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "name") }},
 		{metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}, func(o map[string]any, _ time.Time) any { return containerField(o, "image") }},
@@ -219,7 +241,7 @@ func builtinKinds() []*kind {
 	rs.validate = validateSelectorMatchesTemplate
 
 	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
-	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return str(o, "spec", "holderIdentity") }}}
+	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "spec", "holderIdentity") }}}
 	lease.validate = validateLease
 	lease.prepareCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
 	lease.carryOver = dropLeaseStrategy
@@ -227,9 +249,9 @@ func builtinKinds() []*kind {
 	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })
 	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true
 	crdKind(crd)
-	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return str(o, "metadata", "creationTimestamp") }}}
+	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "metadata", "creationTimestamp") }}}
 
-	pod.gracefulDelete = true
+	pod.gracePeriod = podGracePeriod
 	svc.validate, ns.validate = validateService, validateNamespace
 	deploy.statusKeepsMeta, pod.statusKeepsMeta = []string{"labels"}, []string{"ownerReferences"}
 	deploy.annotationsMoveGeneration = true
@@ -352,49 +374,49 @@ func eventColumns(v1 bool) []column {
 func podColumns() []column {
 	return []column{
 		{def("Ready", "string", "The aggregate readiness state of this pod for accepting traffic."), func(o map[string]any, _ time.Time) any {
-			cs, _ := get(o, "spec", "containers").([]any)
+			cs, _ := jsontree.Get(o, "spec", "containers").([]any)
 			ready := 0
-			statuses, _ := get(o, "status", "containerStatuses").([]any)
+			statuses, _ := jsontree.Get(o, "status", "containerStatuses").([]any)
 			for _, s := range statuses {
-				if b, _ := get(s, "ready").(bool); b {
+				if b, _ := jsontree.Get(s, "ready").(bool); b {
 					ready++
 				}
 			}
 			return fmt.Sprintf("%d/%d", ready, len(cs))
 		}},
 		{def("Status", "string", "The aggregate status of the containers in this pod."), func(o map[string]any, _ time.Time) any {
-			if str(o, "metadata", "deletionTimestamp") != "" {
+			if jsontree.Str(o, "metadata", "deletionTimestamp") != "" {
 				return "Terminating"
 			}
-			if r := str(o, "status", "reason"); r != "" {
+			if r := jsontree.Str(o, "status", "reason"); r != "" {
 				return r
 			}
-			return str(o, "status", "phase")
+			return jsontree.Str(o, "status", "phase")
 		}},
 		{def("Restarts", "string", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."), func(o map[string]any, _ time.Time) any {
 			var n int64
-			statuses, _ := get(o, "status", "containerStatuses").([]any)
+			statuses, _ := jsontree.Get(o, "status", "containerStatuses").([]any)
 			for _, s := range statuses {
-				n += integer(s, "restartCount")
+				n += jsontree.Int(s, "restartCount")
 			}
 			return strconv.FormatInt(n, 10)
 		}},
 		ageColumn(),
-		{metav1.TableColumnDefinition{Name: "IP", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["podIP"]}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "status", "podIP")) }},
-		{metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]}, func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "nodeName")) }},
+		{metav1.TableColumnDefinition{Name: "IP", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["podIP"]}, func(o map[string]any, _ time.Time) any { return orNone(jsontree.Str(o, "status", "podIP")) }},
+		{metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["nodeName"]}, func(o map[string]any, _ time.Time) any { return orNone(jsontree.Str(o, "spec", "nodeName")) }},
 		{metav1.TableColumnDefinition{Name: "Nominated Node", Type: "string", Priority: 1, Description: corev1.PodStatus{}.SwaggerDoc()["nominatedNodeName"]}, func(o map[string]any, _ time.Time) any {
-			return orNone(str(o, "status", "nominatedNodeName"))
+			return orNone(jsontree.Str(o, "status", "nominatedNodeName"))
 		}},
 		{metav1.TableColumnDefinition{Name: "Readiness Gates", Type: "string", Priority: 1, Description: corev1.PodSpec{}.SwaggerDoc()["readinessGates"]}, func(o map[string]any, _ time.Time) any {
-			gates, _ := get(o, "spec", "readinessGates").([]any)
+			gates, _ := jsontree.Get(o, "spec", "readinessGates").([]any)
 			if len(gates) == 0 {
 				return "<none>"
 			}
-			conds, _ := get(o, "status", "conditions").([]any)
+			conds, _ := jsontree.Get(o, "status", "conditions").([]any)
 			met := 0
 			for _, g := range gates {
 				for _, c := range conds {
-					if str(c, "type") == str(g, "conditionType") && str(c, "status") == "True" {
+					if jsontree.Str(c, "type") == jsontree.Str(g, "conditionType") && jsontree.Str(c, "status") == "True" {
 						met++
 						break
 					}
@@ -407,10 +429,10 @@ func podColumns() []column {
 
 func serviceColumns() []column {
 	return []column{
-		{def("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return str(o, "spec", "type") }},
-		{def("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]), func(o map[string]any, _ time.Time) any { return orNone(str(o, "spec", "clusterIP")) }},
+		{def("Type", "string", corev1.ServiceSpec{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "spec", "type") }},
+		{def("Cluster-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["clusterIP"]), func(o map[string]any, _ time.Time) any { return orNone(jsontree.Str(o, "spec", "clusterIP")) }},
 		{def("External-IP", "string", corev1.ServiceSpec{}.SwaggerDoc()["externalIPs"]), func(o map[string]any, _ time.Time) any {
-			ips, _ := get(o, "spec", "externalIPs").([]any)
+			ips, _ := jsontree.Get(o, "spec", "externalIPs").([]any)
 			var s []string
 			for _, ip := range ips {
 				s = append(s, fmt.Sprint(ip))
@@ -418,16 +440,16 @@ func serviceColumns() []column {
 			return orNone(strings.Join(s, ","))
 		}},
 		{def("Port(s)", "string", corev1.ServiceSpec{}.SwaggerDoc()["ports"]), func(o map[string]any, _ time.Time) any {
-			ports, _ := get(o, "spec", "ports").([]any)
+			ports, _ := jsontree.Get(o, "spec", "ports").([]any)
 			var s []string
 			for _, p := range ports {
-				proto := str(p, "protocol")
+				proto := jsontree.Str(p, "protocol")
 				if proto == "" {
 					proto = "TCP"
 				}
-				entry := fmt.Sprintf("%d/%s", integer(p, "port"), proto)
-				if np := integer(p, "nodePort"); np != 0 {
-					entry = fmt.Sprintf("%d:%d/%s", integer(p, "port"), np, proto)
+				entry := fmt.Sprintf("%d/%s", jsontree.Int(p, "port"), proto)
+				if np := jsontree.Int(p, "nodePort"); np != 0 {
+					entry = fmt.Sprintf("%d:%d/%s", jsontree.Int(p, "port"), np, proto)
 				}
 				s = append(s, entry)
 			}
@@ -435,7 +457,7 @@ func serviceColumns() []column {
 		}},
 		ageColumn(),
 		{metav1.TableColumnDefinition{Name: "Selector", Type: "string", Priority: 1, Description: corev1.ServiceSpec{}.SwaggerDoc()["selector"]}, func(o map[string]any, _ time.Time) any {
-			sel, _ := get(o, "spec", "selector").(map[string]any)
+			sel, _ := jsontree.Get(o, "spec", "selector").(map[string]any)
 			if len(sel) == 0 {
 				return "<none>"
 			}
@@ -452,7 +474,7 @@ func serviceColumns() []column {
 // kinds that do not place it themselves.
 func ageColumn() column {
 	return column{def("Age", "string", metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]), func(o map[string]any, now time.Time) any {
-		return age(str(o, "metadata", "creationTimestamp"), now)
+		return age(jsontree.Str(o, "metadata", "creationTimestamp"), now)
 	}}
 }
 
@@ -465,17 +487,17 @@ func orNone(s string) string {
 
 // containerField joins a field of the pod template's containers.
 func containerField(o map[string]any, f string) string {
-	cs, _ := get(o, "spec", "template", "spec", "containers").([]any)
+	cs, _ := jsontree.Get(o, "spec", "template", "spec", "containers").([]any)
 	out := make([]string, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, str(c, f))
+		out = append(out, jsontree.Str(c, f))
 	}
 	return strings.Join(out, ",")
 }
 
 // selectorString renders spec.selector as kubectl does.
 func selectorString(o map[string]any) string {
-	sel, ok := get(o, "spec", "selector").(map[string]any)
+	sel, ok := jsontree.Get(o, "spec", "selector").(map[string]any)
 	if !ok {
 		return "<none>"
 	}
@@ -492,7 +514,7 @@ func selectorString(o map[string]any) string {
 
 // validateSelectorMatchesTemplate is the selector rule of Deployments and ReplicaSets.
 func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
-	sel, ok := get(o, "spec", "selector").(map[string]any)
+	sel, ok := jsontree.Get(o, "spec", "selector").(map[string]any)
 	if !ok {
 		return field.ErrorList{field.Required(field.NewPath("spec", "selector"), "")}
 	}
@@ -507,7 +529,7 @@ func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
 	if selector.Empty() {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, "empty selector is invalid for deployment")}
 	}
-	tl, _ := get(o, "spec", "template", "metadata", "labels").(map[string]any)
+	tl, _ := jsontree.Get(o, "spec", "template", "metadata", "labels").(map[string]any)
 	set := labels.Set{}
 	for k, v := range tl {
 		set[k], _ = v.(string)

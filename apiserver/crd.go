@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -152,6 +153,17 @@ func crdKind(k *kind) {
 	k.prepareCreate = func(obj map[string]any) {
 		delete(obj, "status")
 	}
+	k.admit = (*Server).admitCRD
+	k.afterWrite = func(s *Server, o *storage.Object) { s.syncCRD(o.Name) }
+	k.afterDelete = k.afterWrite
+	k.terminate = func(obj map[string]any) {
+		// A CRD keeps a finalizer until its objects are deleted.
+		u := &unstructured.Unstructured{Object: obj}
+		if !slices.Contains(u.GetFinalizers(), crdCleanupFinalizer) {
+			u.SetFinalizers(append(u.GetFinalizers(), crdCleanupFinalizer))
+		}
+	}
+	k.deleteContent = (*Server).deleteCRDContent
 	k.validate = func(obj map[string]any) field.ErrorList {
 		crd, err := decodeCRD(obj)
 		if err != nil {

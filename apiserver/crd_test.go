@@ -158,7 +158,7 @@ func dynamicClient(t *testing.T, env *apiservertest.Env) dynamic.Interface {
 }
 
 func TestCustomResources(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, testCustomResources)
+	forEachTarget(t, apiservertest.Options{}, testCustomResources)
 }
 
 func testCustomResources(t *testing.T, env *apiservertest.Env) {
@@ -298,7 +298,7 @@ func testCustomResources(t *testing.T, env *apiservertest.Env) {
 }
 
 func TestCRDValidation(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, testCRDValidation)
+	forEachTarget(t, apiservertest.Options{}, testCRDValidation)
 }
 
 func testCRDValidation(t *testing.T, env *apiservertest.Env) {

@@ -6,7 +6,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // Defaulting of built-in kinds, applied to every decoded request body
@@ -351,10 +354,10 @@ func preparePodCreate(o map[string]any) {
 		return // validation reports the spec
 	}
 	o["status"] = map[string]any{"phase": "Pending", "qosClass": string(podQOS(&ps))}
-	if _, ok := spec["priority"]; !ok && str(spec, "priorityClassName") == "" {
+	if _, ok := spec["priority"]; !ok && jsontree.Str(spec, "priorityClassName") == "" {
 		spec["priority"] = int64(0)
 	}
-	if _, ok := spec["preemptionPolicy"]; !ok && str(spec, "priorityClassName") == "" {
+	if _, ok := spec["preemptionPolicy"]; !ok && jsontree.Str(spec, "priorityClassName") == "" {
 		spec["preemptionPolicy"] = string(corev1.PreemptLowerPriority)
 	}
 	addDefaultTolerations(spec)
@@ -377,12 +380,34 @@ func carryOverPod(obj, old map[string]any) {
 	addDefaultTolerations(spec)
 }
 
+// podGracePeriod is the grace period of a pod's deletion, as kube-apiserver's
+// pod strategy computes it: the one asked for, else the pod's
+// terminationGracePeriodSeconds; 0 for a pod no node runs or that ended.
+func podGracePeriod(obj map[string]any, opts metav1.DeleteOptions) int64 {
+	var period int64
+	if p := opts.GracePeriodSeconds; p != nil {
+		period = *p
+	} else if _, ok := jsontree.Get(obj, "spec", "terminationGracePeriodSeconds").(int64); ok {
+		period = jsontree.Int(obj, "spec", "terminationGracePeriodSeconds")
+	}
+	if jsontree.Str(obj, "spec", "nodeName") == "" {
+		period = 0
+	}
+	if ph := jsontree.Str(obj, "status", "phase"); ph == "Failed" || ph == "Succeeded" {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	return period
+}
+
 // addDefaultTolerations is the DefaultTolerationSeconds admission plugin.
 func addDefaultTolerations(spec map[string]any) {
 	tols, _ := spec["tolerations"].([]any)
 	notReady, unreachable := false, false
 	for _, t := range tols {
-		key, effect := str(t, "key"), str(t, "effect")
+		key, effect := jsontree.Str(t, "key"), jsontree.Str(t, "effect")
 		if (key == corev1.TaintNodeNotReady || key == "") && (effect == string(corev1.TaintEffectNoExecute) || effect == "") {
 			notReady = true
 		}

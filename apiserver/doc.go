@@ -14,14 +14,17 @@
 //
 //	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
-//	registry.go   the served kinds; builtin.go declares the built-in ones
+//	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
-//	write.go      create, update, delete with kube-apiserver's metadata rules
+//	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
+//	write.go      what writes share: the stored form, validation; write_decode.go request
+//	              bodies, write_options.go a write's options and warnings
 //	patch.go      JSON, merge and strategic merge patch; scale.go the /scale subresource
 //	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions; lifecycle.go namespace and CRD deletion
+//	crd.go        serving CustomResourceDefinitions
+//	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
@@ -30,9 +33,17 @@
 //	ipalloc.go    Service cluster IPs
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
 //	fasttyped.go  one-pass decoding of built-in bodies already in their Go type's form
-//	jsondec.go    jsonenc.go: JSON trees decoded and encoded as the standard decoders do, faster
 //	decoded.go    the decoded form of recently written objects, for their next update
+//	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
+//	object.go     objects as JSON maps: decoding, metadata, resourceVersions
+//
+// Below it, internal/jsontree reads, writes, compares, decodes and encodes
+// JSON trees (the form objects are handled in) as the standard packages
+// do, faster; internal/typed tells from a JSON tree alone that a body is
+// already in its Go type's form (for fasttyped.go); internal/apiext
+// implements CustomResourceDefinitions (types, validation, structural
+// schemas, printer columns); internal/openapi builds the OpenAPI documents.
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and

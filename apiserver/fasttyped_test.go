@@ -1,10 +1,17 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/randfill"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // checkFastTyped checks fastTyped against the long way for an object of
@@ -84,10 +91,7 @@ func kindOf(t testing.TB, s *Server, res string) *kind {
 }
 
 func TestFastTyped(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, Options{})
 	for _, tc := range fastTypedCases {
 		if got := checkFastTyped(t, s, kindOf(t, s, tc.resource), []byte(tc.body)); got != tc.fast {
 			t.Errorf("%s: fastTyped decoded: %v, want %v", tc.body, got, tc.fast)
@@ -104,61 +108,120 @@ func FuzzFastTyped(f *testing.F) {
 			}
 		}
 	}
-	s, err := New(Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	s := newTestServer(f, Options{})
 	f.Fuzz(func(t *testing.T, r uint8, body []byte) {
 		checkFastTyped(t, s, kindOf(t, s, resources[int(r)%len(resources)]), body)
 	})
 }
 
-// checkMergeTree checks mergeTree against json-patch.v4's MergePatch.
-func checkMergeTree(t *testing.T, doc, patch []byte) {
+// checkFastMergePatch checks fastMergePatch against the long way
+// (json-patch's MergePatch of the served bytes, then decodeBody) for the
+// object doc of k, as stored, with and without its decoded form cached;
+// the cached form must stay as it was.
+func checkFastMergePatch(t *testing.T, s *Server, k *kind, doc, patch []byte) {
 	t.Helper()
-	d, ok := fastDecode(doc)
+	obj, ok := k.fastTyped(doc)
 	if !ok {
 		return
 	}
-	p, ok := fastDecode(patch)
-	if !ok {
-		return
-	}
-	out, err := jsonpatch.MergePatch(doc, patch)
-	if err != nil {
-		t.Fatalf("MergePatch(%s, %s): %v, mergeTree decoded both", doc, patch, err)
-	}
-	want, err := decodeMap(out)
+	data, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mergeTree(d, p)
-	if !reflect.DeepEqual(d, want) {
-		t.Fatalf("mergeTree(%s, %s) =\n%#v\nMergePatch gives\n%#v", doc, patch, d, want)
+	cur := &storage.Object{Data: data, APIVersion: k.apiVersion()}
+	fast, ok := s.fastMergePatch(k, cur, patch)
+	if !ok {
+		return
+	}
+	wo := &writeOpts{fieldValidation: metav1.FieldValidationStrict}
+	patched, err := applyPatch(types.MergePatchType, data, patch, k.newTyped)
+	if err != nil {
+		t.Fatalf("%s: fastMergePatch(%s, %s) took it, the long way: %v", k.kind, data, patch, err)
+	}
+	slow, err := s.decodeBody(k, patched, wo)
+	if err != nil || len(wo.warnings) > 0 {
+		t.Fatalf("%s: fastMergePatch(%s, %s) took it, the long way: %v %v", k.kind, data, patch, err, wo.warnings)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%s: fastMergePatch(%s, %s) =\n%#v\nthe long way:\n%#v", k.kind, data, patch, fast, slow)
+	}
+	cached, err := decodeMap(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsontree.Canonical(cached) {
+		return
+	}
+	s.decoded.put(cur, cached)
+	again, ok := s.fastMergePatch(k, cur, patch)
+	if !ok || !reflect.DeepEqual(again, slow) {
+		t.Fatalf("%s: fastMergePatch(%s, %s) from the cache = %v %#v, want %#v", k.kind, data, patch, ok, again, slow)
+	}
+	if want, _ := decodeMap(data); !reflect.DeepEqual(cached, want) {
+		t.Fatalf("%s: fastMergePatch(%s, %s) changed the cached form:\n%#v\nwant\n%#v", k.kind, data, patch, cached, want)
 	}
 }
 
-var mergeCases = []struct{ doc, patch string }{
-	{`{"a":1,"b":{"c":2,"d":[1,{"e":null}]},"f":"x"}`, `{"a":null,"b":{"c":null,"g":{"h":null,"i":1}},"j":[{"k":null},null],"f":{"l":null,"m":2}}`},
-	{`{"a":{"b":1}}`, `{"a":[{"c":null}]}`},
-	{`{"a":[1]}`, `{"a":{"b":null,"c":{"d":null}}}`},
-	{`{"a":null}`, `{"a":{"b":null}}`},
-	{`{"a":"s"}`, `{"a":{"b":{"c":null},"d":[{"e":null}]}}`},
-	{`{}`, `{}`},
-	{`{"a":1}`, `{"a":1,"a":null}`},
+var fastMergeResources = []string{"/v1/configmaps", "/v1/namespaces", "/v1/serviceaccounts", "/v1/events", "coordination.k8s.io/v1/leases", "events.k8s.io/v1/events"}
+
+var fastMergeCases = []struct{ doc, patch string }{
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","resourceVersion":"5","labels":{"app":"x"}},"data":{"k":"v"}}`, `{"data":{"k":null,"j":"w"},"metadata":{"labels":null,"annotations":{"a":"b","c":null}}}`},
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"apiVersion":"v2"}`},
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"kind":"Secret","metadata":{"name":"b","namespace":"o","resourceVersion":"9"}}`},
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"data":null,"binaryData":{"b":"aGVsbG8="},"Data":{"x":"y"}}`},
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"metadata":{"creationTimestamp":"2026-01-02T03:04:05Z","generation":3,"finalizers":["a"]},"immutable":true}`},
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"metadata":{"creationTimestamp":null},"data":{"k":1}}`},
+	{`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, `{"data":{"k":"\u2028<&>","k":"x"}}`},
+	{`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`, `{"spec":{"finalizers":null},"status":{"phase":"Terminating","conditions":[{"type":"T","status":"True","lastTransitionTime":"2026-01-02T03:04:05Z"}]}}`},
+	{`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15}}`, `{"spec":{"renewTime":"2026-01-02T03:04:05.000000Z","leaseTransitions":1,"leaseDurationSeconds":1e1}}`},
+	{`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"h","leaseDurationSeconds":15}}`, `{"spec":{"holderIdentity":null,"leaseDurationSeconds":-0}}`},
+	{`{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p"},"count":3}`, `{"involvedObject":{"kind":null,"uid":"u"},"count":2147483647,"eventTime":"2026-01-02T03:04:05.123456Z"}`},
 }
 
-func TestMergeTree(t *testing.T) {
-	for _, tc := range mergeCases {
-		checkMergeTree(t, []byte(tc.doc), []byte(tc.patch))
+func TestFastMergePatch(t *testing.T) {
+	s := newTestServer(t, Options{})
+	for _, tc := range fastMergeCases {
+		for _, r := range fastMergeResources {
+			checkFastMergePatch(t, s, kindOf(t, s, r), []byte(tc.doc), []byte(tc.patch))
+		}
 	}
 }
 
-func FuzzMergeTree(f *testing.F) {
-	for _, tc := range mergeCases {
-		f.Add([]byte(tc.doc), []byte(tc.patch))
+func FuzzFastMergePatch(f *testing.F) {
+	for _, tc := range fastMergeCases {
+		for i := range fastMergeResources {
+			f.Add(uint8(i), []byte(tc.doc), []byte(tc.patch))
+		}
 	}
-	f.Fuzz(func(t *testing.T, doc, patch []byte) {
-		checkMergeTree(t, doc, patch)
+	s := newTestServer(f, Options{})
+	f.Fuzz(func(t *testing.T, r uint8, doc, patch []byte) {
+		checkFastMergePatch(t, s, kindOf(t, s, fastMergeResources[int(r)%len(fastMergeResources)]), doc, patch)
 	})
+}
+
+// TestFastTypedAllKinds checks fastTyped against the long way on objects of
+// every kind it serves, filled with random values.
+func TestFastTypedAllKinds(t *testing.T) {
+	s := newTestServer(t, Options{})
+	for _, k := range s.reg.all() {
+		if k.typedSchema() == nil {
+			continue
+		}
+		fast := 0
+		for seed := range 100 {
+			typed := k.newTyped()
+			randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(6).Fill(typed)
+			typed.(runtime.Object).GetObjectKind().SetGroupVersionKind(k.gvr.GroupVersion().WithKind(k.kind))
+			body, err := json.Marshal(typed)
+			if err != nil {
+				continue // values json.Marshal refuses (NaN, ...)
+			}
+			if checkFastTyped(t, s, k, body) {
+				fast++
+			}
+		}
+		if fast == 0 {
+			t.Errorf("%s: fastTyped took none of the random objects", k.kind)
+		}
+	}
 }

@@ -94,10 +94,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func fuzzServer(f *testing.F) *Server {
-	s, err := New(Options{Token: "t"})
-	if err != nil {
-		f.Fatal(err)
-	}
+	s := newTestServer(f, Options{Token: "t"})
 	return s
 }
 

@@ -106,7 +106,7 @@ func checkHTTPErrors(t *testing.T, env *apiservertest.Env, cases []httpError) {
 
 func TestHTTPErrors(t *testing.T) {
 	big := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":"` + strings.Repeat("a", 3<<20) + `"}}`
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+	forEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		checkHTTPErrors(t, env, []httpError{
 			// Without credentials: 401, or 403 where anonymous requests are
 			// enabled (kube-apiserver's default) and RBAC refuses system:anonymous.
@@ -134,7 +134,7 @@ func TestHTTPErrors(t *testing.T) {
 }
 
 func TestHTTPBehaviour(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, testHTTPBehaviour)
+	forEachTarget(t, apiservertest.Options{}, testHTTPBehaviour)
 }
 
 func testHTTPBehaviour(t *testing.T, env *apiservertest.Env) {

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // serviceCIDR is the range Service cluster IPs are allocated from, as
@@ -64,13 +66,21 @@ func (a *ipAllocator) release(ip string) {
 	}
 }
 
+// releaseServiceIP releases the cluster IP of a Service (stored form) that
+// is not, or no longer, stored.
+func (s *Server) releaseServiceIP(obj map[string]any) {
+	if ip := jsontree.Str(obj, "spec", "clusterIP"); ip != "" && ip != "None" {
+		s.ips.release(ip)
+	}
+}
+
 // allocateServiceIP sets spec.clusterIP(s) of a new Service (stored form).
 func (s *Server) allocateServiceIP(obj map[string]any) error {
 	spec, _ := obj["spec"].(map[string]any)
-	if spec == nil || str(spec, "type") == "ExternalName" {
+	if spec == nil || jsontree.Str(spec, "type") == "ExternalName" {
 		return nil
 	}
-	ip := str(spec, "clusterIP")
+	ip := jsontree.Str(spec, "clusterIP")
 	if ip == "None" {
 		spec["clusterIPs"] = []any{"None"}
 		if sel, _ := spec["selector"].(map[string]any); len(sel) > 0 {
@@ -81,7 +91,7 @@ func (s *Server) allocateServiceIP(obj map[string]any) error {
 	}
 	got, err := s.ips.allocate(ip)
 	if err != nil {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, str(obj, "metadata", "name"),
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, jsontree.Str(obj, "metadata", "name"),
 			field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs").Index(0), ip, err.Error())})
 	}
 	spec["clusterIP"], spec["clusterIPs"] = got, []any{got}

@@ -79,7 +79,7 @@ spec:
 `
 
 func TestKubectl(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, testKubectl)
+	forEachTarget(t, apiservertest.Options{}, testKubectl)
 }
 
 // testKubectl runs the same kubectl steps on both servers. Names are the
@@ -258,7 +258,7 @@ func testKubectl(t *testing.T, env *apiservertest.Env) {
 // TestKubectlExplain: kubectl explain reads the server's OpenAPI documents;
 // built-in kinds explain the same on both servers.
 func TestKubectlExplain(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+	forEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		k := newKubectl(t, env)
 		for _, tc := range []struct {
 			args []string
@@ -292,7 +292,7 @@ func TestKubectlSameOutput(t *testing.T) {
 	}
 	outputs := map[apiservertest.Target]string{}
 	for _, target := range targets {
-		env := apiservertest.Start(t, target, apiservertest.Options{})
+		env := startTarget(t, target, apiservertest.Options{})
 		k := newKubectl(t, env)
 		group := widgetGroup(env)
 		widgets := "widgets." + group

@@ -1,28 +1,29 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
 // What kube-apiserver's controllers do around writes, done synchronously
 // here: serving CRDs, and the deletion of namespaces and CRDs with their
-// content.
+// content. What differs by kind are the kind's hooks (see kind), set where
+// the kind is declared; this is where the write path calls them.
 
-// admitCreate runs kind-specific admission before a create is stored.
+// admitCreate runs admission before a create is stored: a custom resource
+// of a terminating CRD is refused, then the kind's admit hook runs.
 func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 	if k.crd != nil && k.crd.terminating {
-		return apierrors.NewForbidden(k.groupResource(), str(obj, "metadata", "name"), errors.New("create not allowed while custom resource definition is terminating"))
+		return apierrors.NewForbidden(k.groupResource(), jsontree.Str(obj, "metadata", "name"), errors.New("create not allowed while custom resource definition is terminating"))
 	}
-	switch k.gvr {
-	case crdGVR:
-		return s.admitCRD(obj)
-	case serviceGVR:
-		return s.allocateServiceIP(obj)
+	if k.admit != nil {
+		return k.admit(s, obj)
 	}
 	return nil
 }
@@ -30,29 +31,23 @@ func (s *Server) admitCreate(k *kind, obj map[string]any) error {
 // undoAdmission releases what admitCreate reserved for an object that is not
 // (or no longer) stored.
 func (s *Server) undoAdmission(k *kind, obj map[string]any) {
-	if k.gvr == serviceGVR {
-		if ip := str(obj, "spec", "clusterIP"); ip != "" && ip != "None" {
-			s.ips.release(ip)
-		}
+	if k.releaseAdmitted != nil {
+		k.releaseAdmitted(s, obj)
 	}
 }
 
 // afterWrite runs after an object was created or updated (old is nil on create).
 func (s *Server) afterWrite(k *kind, old, o *storage.Object) {
-	if k.gvr == crdGVR {
-		s.syncCRD(o.Name)
+	if k.afterWrite != nil {
+		k.afterWrite(s, o)
 	}
 }
 
-// afterDelete runs after an object left the store.
+// afterDelete runs after an object left the store: the kind's hook, then
+// the end of a terminating namespace or CRD that waited for the object.
 func (s *Server) afterDelete(k *kind, o *storage.Object) {
-	switch {
-	case k.gvr == crdGVR:
-		s.syncCRD(o.Name)
-	case k.gvr == serviceGVR:
-		if obj, err := decodeMap(o.Data); err == nil {
-			s.undoAdmission(k, obj)
-		}
+	if k.afterDelete != nil {
+		k.afterDelete(s, o)
 	}
 	switch {
 	case k.namespaced:
@@ -65,6 +60,17 @@ func (s *Server) afterDelete(k *kind, o *storage.Object) {
 			s.finalizeCRD(k.crd.crdName)
 		}
 	}
+}
+
+// terminating reports whether a stored object has a deletionTimestamp. It
+// reads the bytes without decoding the whole object.
+func terminating(o *storage.Object) bool {
+	var m struct {
+		Metadata struct {
+			DeletionTimestamp *string `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	return json.Unmarshal(o.Data, &m) == nil && m.Metadata.DeletionTimestamp != nil
 }
 
 // namespacedStorage returns one kind per namespaced storage resource,

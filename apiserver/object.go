@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -13,68 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // Objects are handled as JSON maps (map[string]any with int64 and float64
-// numbers, as apimachinery's unstructured). These helpers read and write them
-// without panicking on unexpected shapes.
-
-// get returns the value at path, or nil.
-func get(o any, path ...string) any {
-	for _, p := range path {
-		m, ok := o.(map[string]any)
-		if !ok {
-			return nil
-		}
-		o = m[p]
-	}
-	return o
-}
-
-// str returns the string at path, or "".
-func str(o any, path ...string) string {
-	s, _ := get(o, path...).(string)
-	return s
-}
-
-// integer returns the number at path as an int64, or 0.
-func integer(o any, path ...string) int64 {
-	switch v := get(o, path...).(type) {
-	case int64:
-		return v
-	case float64:
-		return int64(v)
-	case json.Number:
-		n, _ := v.Int64()
-		return n
-	}
-	return 0
-}
-
-// length returns the length of the map or list at path.
-func length(o any, path ...string) int {
-	switch v := get(o, path...).(type) {
-	case map[string]any:
-		return len(v)
-	case []any:
-		return len(v)
-	}
-	return 0
-}
-
-// setPath sets the value at path, creating maps on the way (and replacing
-// values that are not maps).
-func setPath(o map[string]any, v any, path ...string) {
-	for _, p := range path[:len(path)-1] {
-		next, ok := o[p].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			o[p] = next
-		}
-		o = next
-	}
-	o[path[len(path)-1]] = v
-}
+// numbers, as apimachinery's unstructured): package jsontree reads, writes,
+// compares, decodes and encodes them; what follows is about Kubernetes
+// objects in that form.
 
 func defaultInt(m map[string]any, key string, v int64) {
 	if _, ok := m[key]; !ok {
@@ -107,7 +52,7 @@ func decodeMap(b []byte) (map[string]any, error) {
 	if len(b) == 0 || b[0] != '{' {
 		return nil, fmt.Errorf("expected a JSON object")
 	}
-	if m, ok := fastDecode(b); ok {
+	if m, ok := jsontree.Decode(b); ok {
 		return m, nil
 	}
 	var m map[string]any
@@ -150,44 +95,4 @@ func parseRV(s string) (int64, error) {
 		return 0, field.Invalid(field.NewPath("resourceVersion"), s, err.Error())
 	}
 	return int64(v), nil
-}
-
-// jsonEqual is reflect.DeepEqual for JSON trees (maps, slices, strings,
-// int64, float64, bool, nil as decodeMap makes them), several times faster;
-// any other type is compared by reflect.DeepEqual. As DeepEqual, a nil map
-// or slice differs from an empty one.
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case int64, float64, bool:
-		return a == b
-	case nil:
-		return b == nil
-	}
-	return reflect.DeepEqual(a, b)
 }

@@ -21,7 +21,7 @@ func TestOpenAPIAgreesWithKubeAPIServer(t *testing.T) {
 	if !slices.Contains(apiservertest.Targets(), apiservertest.RealServer) {
 		t.Skip("compares with the real target, which $" + apiservertest.EnvTargets + " leaves out")
 	}
-	embedded := newRaw(t, apiservertest.Start(t, apiservertest.Embedded, apiservertest.Options{}))
+	embedded := newRaw(t, startTarget(t, apiservertest.Embedded, apiservertest.Options{}))
 	real := newRaw(t, apiservertest.Real(t))
 	var index struct {
 		Paths map[string]any `json:"paths"`

@@ -38,6 +38,14 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives request errors and lifecycle logs. Default discards.
 	Logger *slog.Logger
+
+	// decodedMutation, when set, turns on the check of the rule that the
+	// entries of the decoded-object cache (decoded.go) are shared and never
+	// written: each entry is deep-copied when it is put and compared with
+	// its copy after every write; each mutation found is reported to
+	// decodedMutation. The package's tests set it (export_test.go: every
+	// test server checks). Default nil: nothing is checked or copied.
+	decodedMutation func(error)
 }
 
 func (o *Options) setDefaults() {

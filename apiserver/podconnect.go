@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // podGVR is core/v1 pods.
@@ -50,7 +52,7 @@ func (s *Server) servePodConnect(w http.ResponseWriter, r *http.Request, k *kind
 			return err
 		}
 	}
-	node := str(pod, "spec", "nodeName")
+	node := jsontree.Str(pod, "spec", "nodeName")
 	switch {
 	case node != "":
 		return apierrors.NewNotFound(podGVR.GroupResource(), node)
@@ -66,9 +68,9 @@ func (s *Server) servePodConnect(w http.ResponseWriter, r *http.Request, k *kind
 func podContainer(pod map[string]any, podName, container string) error {
 	names := func(field string) []string {
 		var out []string
-		cs, _ := get(pod, "spec", field).([]any)
+		cs, _ := jsontree.Get(pod, "spec", field).([]any)
 		for _, c := range cs {
-			out = append(out, str(c, "name"))
+			out = append(out, jsontree.Str(c, "name"))
 		}
 		return out
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"kloop.dev/kloop/apiserver/internal/typed"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -58,8 +59,6 @@ type kind struct {
 	// replaces (kube-apiserver's AllowUnconditionalUpdate false: leases,
 	// CRDs, custom resources).
 	requireResourceVersion bool
-	// gracefulDelete: a deletion first records itself with an update (pods).
-	gracefulDelete bool
 	// annotationsMoveGeneration: a change of annotations moves
 	// metadata.generation as a spec change does (deployments, in
 	// kube-apiserver's strategy), except through /status.
@@ -69,10 +68,48 @@ type kind struct {
 	// review returns for the decoded body, at time now.
 	review func(obj map[string]any, now time.Time) (map[string]any, error)
 
+	// Hooks: what a kind does around the generic write path (create.go,
+	// update.go, delete.go, lifecycle.go), which has no kind of its own;
+	// nil does nothing. They are set where the kind is declared (builtin.go,
+	// crd.go).
+
+	// admit checks and completes a new object (stored form) just before it
+	// is stored, reserving what it needs (CRDs: names no other CRD serves,
+	// and the status the CRD controllers set; services: a cluster IP).
+	admit func(s *Server, obj map[string]any) error
+	// releaseAdmitted gives back what admit reserved for an object that is
+	// not stored after all (a dry run, a failed create).
+	releaseAdmitted func(s *Server, obj map[string]any)
+	// afterWrite runs once an object was created or updated, afterDelete
+	// once it left the store (CRDs: serve what the stored CRD says;
+	// services: release the cluster IP).
+	afterWrite  func(s *Server, o *storage.Object)
+	afterDelete func(s *Server, o *storage.Object)
+	// terminate makes deletion two-phased, for kinds whose objects hold
+	// others (namespaces, CRDs): the first deletion of an object only marks
+	// it deleted, with what terminate adds (namespaces: status.phase
+	// Terminating; CRDs: their cleanup finalizer), and no deletion — dry
+	// runs included — removes one at once or takes the garbage collector's
+	// finalizers. Once that first deletion is written, deleteContent
+	// deletes what the object holds, and the last of it finishes the
+	// object's deletion (see afterDelete).
+	terminate     func(obj map[string]any)
+	deleteContent func(s *Server, name string)
+	// waitsForContent reports whether an object being deleted, with no
+	// finalizer left, must still stay while it holds content (namespaces;
+	// CRDs have their finalizer for that).
+	waitsForContent func(s *Server, name string) bool
+	// gracePeriod makes deletion graceful (pods): a first update records
+	// it (deletionTimestamp, deletionGracePeriodSeconds: the period
+	// gracePeriod returns for the object and the deletion's options), and
+	// the object goes when the period is 0, or a later deletion shortens
+	// it to 0.
+	gracePeriod func(obj map[string]any, opts metav1.DeleteOptions) int64
+
 	// schemaOnce guards schema, computed on first use (typedSchema): the
 	// description of newTyped's type for fastTyped, nil when it serves none.
 	schemaOnce sync.Once
-	schema     *typedSchema
+	schema     *typed.Schema
 }
 
 // watchCached reports whether kube-apiserver serves the kind from its

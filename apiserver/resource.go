@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -130,6 +131,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	}
 	if err != nil {
 		writeError(w, err, gr, ri.name)
+	}
+	if r.Method != http.MethodGet {
+		s.decoded.check() // after every write: nothing unless tests ask
 	}
 }
 
@@ -306,7 +310,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		}
 		if k.crd == nil {
 			// Items of built-in lists carry no apiVersion and kind.
-			b = stripTypeMeta(b)
+			b = jsontree.StripTypeMeta(b)
 		}
 		buf.Write(b)
 	}
@@ -350,71 +354,6 @@ func decodeContinue(s string) (continueToken, error) {
 		return t, invalid(": encoded start key empty (version meta.k8s.io/v1)")
 	}
 	return t, nil
-}
-
-// stripTypeMeta removes the top-level "apiVersion" and "kind" members of a
-// compact JSON object (as encoding/json writes it) without decoding it.
-func stripTypeMeta(b []byte) []byte {
-	out := make([]byte, 0, len(b))
-	depth, inString, escaped := 0, false, false
-	memberStart := -1 // index in b of the current top-level member's first byte
-	skip := false     // the current top-level member is dropped
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			if !skip {
-				out = append(out, c)
-			}
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		if depth == 1 && (c == ',' || c == '}') {
-			if skip {
-				skip = false
-				if c == '}' {
-					// Drop the comma that preceded the dropped last member.
-					if n := len(out); n > 1 && out[n-1] == ',' {
-						out = out[:n-1]
-					}
-				}
-				if c == ',' {
-					memberStart = i + 1
-					continue
-				}
-			}
-		}
-		if depth == 1 && i == memberStart && c == '"' {
-			if bytes.HasPrefix(b[i:], []byte(`"apiVersion":`)) || bytes.HasPrefix(b[i:], []byte(`"kind":`)) {
-				skip = true
-			}
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			if depth == 1 {
-				memberStart = i + 1
-			}
-		case '}', ']':
-			depth--
-		case ',':
-			if depth == 1 {
-				memberStart = i + 1
-			}
-		}
-		if !skip {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // readBody reads a request body; too large bodies get 413.

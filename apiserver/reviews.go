@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // adminUser is the identity of the embedded server's bearer token, its only
@@ -51,12 +53,12 @@ func reviewMetadata(obj map[string]any) field.ErrorList {
 
 func selfSubjectAccessReview(obj map[string]any, _ time.Time) (map[string]any, error) {
 	errs := reviewMetadata(obj)
-	res, nonRes := get(obj, "spec", "resourceAttributes"), get(obj, "spec", "nonResourceAttributes")
+	res, nonRes := jsontree.Get(obj, "spec", "resourceAttributes"), jsontree.Get(obj, "spec", "nonResourceAttributes")
 	if res != nil && nonRes != nil || res == nil && nonRes == nil {
 		// kube-apiserver quotes its internal nonResourceAttributes.
 		var v *nonResourceAttributes
 		if m, ok := nonRes.(map[string]any); ok {
-			v = &nonResourceAttributes{Path: str(m, "path"), Verb: str(m, "verb")}
+			v = &nonResourceAttributes{Path: jsontree.Str(m, "path"), Verb: jsontree.Str(m, "verb")}
 		}
 		errs = append(errs, field.Invalid(field.NewPath("spec"), v, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
 	}

@@ -15,25 +15,26 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
 // scaleOf builds the autoscaling/v1 Scale view of a stored object.
 func scaleOf(k *kind, obj map[string]any) (*autoscalingv1.Scale, error) {
 	sc := &autoscalingv1.Scale{TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"}}
-	sc.Name = str(obj, "metadata", "name")
-	sc.Namespace = str(obj, "metadata", "namespace")
-	sc.UID = types.UID(str(obj, "metadata", "uid"))
-	sc.ResourceVersion = str(obj, "metadata", "resourceVersion")
-	if t, err := parseTime(str(obj, "metadata", "creationTimestamp")); err == nil {
+	sc.Name = jsontree.Str(obj, "metadata", "name")
+	sc.Namespace = jsontree.Str(obj, "metadata", "namespace")
+	sc.UID = types.UID(jsontree.Str(obj, "metadata", "uid"))
+	sc.ResourceVersion = jsontree.Str(obj, "metadata", "resourceVersion")
+	if t, err := parseTime(jsontree.Str(obj, "metadata", "creationTimestamp")); err == nil {
 		sc.CreationTimestamp = t
 	}
-	sc.Spec.Replicas = int32(integer(obj, k.scale.specReplicas...))
-	sc.Status.Replicas = int32(integer(obj, k.scale.statusReplicas...))
+	sc.Spec.Replicas = int32(jsontree.Int(obj, k.scale.specReplicas...))
+	sc.Status.Replicas = int32(jsontree.Int(obj, k.scale.statusReplicas...))
 	if len(k.scale.selector) > 0 {
 		if k.scale.selectorString {
-			sc.Status.Selector = str(obj, k.scale.selector...)
-		} else if sel, ok := get(obj, k.scale.selector...).(map[string]any); ok {
+			sc.Status.Selector = jsontree.Str(obj, k.scale.selector...)
+		} else if sel, ok := jsontree.Get(obj, k.scale.selector...).(map[string]any); ok {
 			ls := &metav1.LabelSelector{}
 			if err := fromMap(sel, ls); err == nil {
 				if s, err := metav1.LabelSelectorAsSelector(ls); err == nil {
@@ -121,7 +122,7 @@ func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, bo
 			return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name,
 				field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 		}
-		setPath(obj, int64(sc.Spec.Replicas), k.scale.specReplicas...)
+		jsontree.Set(obj, int64(sc.Spec.Replicas), k.scale.specReplicas...)
 		m := meta(obj)
 		if sc.ResourceVersion != "" {
 			m["resourceVersion"] = sc.ResourceVersion // a precondition, checked by update

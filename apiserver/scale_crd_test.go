@@ -20,7 +20,7 @@ import (
 // specReplicasPath and statusReplicasPath on every write, the body of a PUT
 // to /scale, and a negative scale validated as the custom resource.
 func TestCustomResourceScaleChecks(t *testing.T) {
-	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+	forEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		ctx := ctxT(t)
 		dyn := dynamicClient(t, env)
 		group := widgetGroup(env)

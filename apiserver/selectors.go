@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -85,10 +86,10 @@ func (k *kind) selectable(f string) bool {
 // fieldsOf extracts the selectable fields of a stored object.
 func (k *kind) fieldsOf(obj map[string]any) map[string]string {
 	out := make(map[string]string, 2+len(k.fields))
-	out["metadata.name"] = str(obj, "metadata", "name")
-	out["metadata.namespace"] = str(obj, "metadata", "namespace")
+	out["metadata.name"] = jsontree.Str(obj, "metadata", "name")
+	out["metadata.namespace"] = jsontree.Str(obj, "metadata", "namespace")
 	for _, f := range k.fields {
-		switch v := get(obj, f.path...).(type) {
+		switch v := jsontree.Get(obj, f.path...).(type) {
 		case string:
 			out[f.name] = v
 		case bool:
@@ -106,7 +107,7 @@ func (k *kind) fieldsOf(obj map[string]any) map[string]string {
 
 // labelsOf extracts the labels of an object.
 func labelsOf(obj map[string]any) map[string]string {
-	m, _ := get(obj, "metadata", "labels").(map[string]any)
+	m, _ := jsontree.Get(obj, "metadata", "labels").(map[string]any)
 	if len(m) == 0 {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // Kind validation of ConfigMaps and Secrets, after kube-apiserver's
@@ -100,14 +102,14 @@ func validateSecret(o map[string]any) field.ErrorList {
 		v, ok := data[k]
 		return secretValue(v), ok
 	}
-	switch corev1.SecretType(str(o, "type")) {
+	switch corev1.SecretType(jsontree.Str(o, "type")) {
 	case corev1.SecretTypeServiceAccountToken:
-		if str(o, "metadata", "annotations", corev1.ServiceAccountNameKey) == "" {
+		if jsontree.Str(o, "metadata", "annotations", corev1.ServiceAccountNameKey) == "" {
 			errs = append(errs, field.Required(field.NewPath("metadata", "annotations").Key(corev1.ServiceAccountNameKey), ""))
 		}
 	case corev1.SecretTypeDockercfg, corev1.SecretTypeDockerConfigJson:
 		key := corev1.DockerConfigKey
-		if str(o, "type") == string(corev1.SecretTypeDockerConfigJson) {
+		if jsontree.Str(o, "type") == string(corev1.SecretTypeDockerConfigJson) {
 			key = corev1.DockerConfigJsonKey
 		}
 		b, ok := get(key)
@@ -141,7 +143,7 @@ func validateSecret(o map[string]any) field.ErrorList {
 
 func validateSecretUpdate(obj, old map[string]any) field.ErrorList {
 	var errs field.ErrorList
-	if t, ot := str(obj, "type"), str(old, "type"); t != ot {
+	if t, ot := jsontree.Str(obj, "type"), jsontree.Str(old, "type"); t != ot {
 		errs = append(errs, field.Invalid(field.NewPath("type"), t, "field is immutable"))
 	}
 	return append(errs, immutableData(obj, old, "data")...)
@@ -160,7 +162,7 @@ func secretValue(v any) []byte {
 // secretWarnings warns, as kube-apiserver does, when a TLS Secret's
 // certificate and key do not make a key pair.
 func secretWarnings(o map[string]any) []string {
-	if str(o, "type") != string(corev1.SecretTypeTLS) {
+	if jsontree.Str(o, "type") != string(corev1.SecretTypeTLS) {
 		return nil
 	}
 	data, _ := o["data"].(map[string]any)
@@ -175,7 +177,7 @@ func secretWarnings(o map[string]any) []string {
 func validateDeployment(o map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	for _, f := range []string{"replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"} {
-		if v, ok := get(o, "spec", f).(int64); ok && v < 0 {
+		if v, ok := jsontree.Get(o, "spec", f).(int64); ok && v < 0 {
 			errs = append(errs, field.Invalid(field.NewPath("spec", f), v, "must be greater than or equal to 0"))
 		}
 	}
@@ -186,22 +188,22 @@ func validateDeployment(o map[string]any) field.ErrorList {
 // have load balancer ingress.
 func validateService(o map[string]any) field.ErrorList {
 	var errs field.ErrorList
-	typ := str(o, "spec", "type")
-	ports, _ := get(o, "spec", "ports").([]any)
-	if len(ports) == 0 && typ != string(corev1.ServiceTypeExternalName) && str(o, "spec", "clusterIP") != corev1.ClusterIPNone {
+	typ := jsontree.Str(o, "spec", "type")
+	ports, _ := jsontree.Get(o, "spec", "ports").([]any)
+	if len(ports) == 0 && typ != string(corev1.ServiceTypeExternalName) && jsontree.Str(o, "spec", "clusterIP") != corev1.ClusterIPNone {
 		errs = append(errs, field.Required(field.NewPath("spec", "ports"), ""))
 	}
 	const portRange = "must be between 1 and 65535, inclusive"
 	for i, p := range ports {
 		path := field.NewPath("spec", "ports").Index(i)
-		if n := integer(p, "port"); n < 1 || n > 65535 {
+		if n := jsontree.Int(p, "port"); n < 1 || n > 65535 {
 			errs = append(errs, field.Invalid(path.Child("port"), n, portRange))
 		}
-		if tp, ok := get(p, "targetPort").(int64); ok && (tp < 1 || tp > 65535) {
+		if tp, ok := jsontree.Get(p, "targetPort").(int64); ok && (tp < 1 || tp > 65535) {
 			errs = append(errs, field.Invalid(path.Child("targetPort"), tp, portRange))
 		}
 	}
-	if ingress, _ := get(o, "status", "loadBalancer", "ingress").([]any); len(ingress) > 0 && typ != string(corev1.ServiceTypeLoadBalancer) {
+	if ingress, _ := jsontree.Get(o, "status", "loadBalancer", "ingress").([]any); len(ingress) > 0 && typ != string(corev1.ServiceTypeLoadBalancer) {
 		errs = append(errs, field.Forbidden(field.NewPath("status", "loadBalancer", "ingress"), "may only be used when `spec.type` is 'LoadBalancer'"))
 	}
 	return errs
@@ -210,7 +212,7 @@ func validateService(o map[string]any) field.ErrorList {
 // validateNamespace checks that a namespace is Terminating exactly when it
 // is being deleted.
 func validateNamespace(o map[string]any) field.ErrorList {
-	phase, deleting := str(o, "status", "phase"), str(o, "metadata", "deletionTimestamp") != ""
+	phase, deleting := jsontree.Str(o, "status", "phase"), jsontree.Str(o, "metadata", "deletionTimestamp") != ""
 	switch {
 	case deleting && phase != string(corev1.NamespaceTerminating):
 		return field.ErrorList{field.Invalid(field.NewPath("status", "Phase"), phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")}
@@ -235,8 +237,8 @@ const (
 // the reporting fields, an action and a reason, within their lengths.
 func validateCoreEvent(o map[string]any) field.ErrorList {
 	var errs field.ErrorList
-	ns := str(o, "metadata", "namespace")
-	involvedNS := str(o, "involvedObject", "namespace")
+	ns := jsontree.Str(o, "metadata", "namespace")
+	involvedNS := jsontree.Str(o, "involvedObject", "namespace")
 	mismatch := func() {
 		errs = append(errs, field.Invalid(field.NewPath("involvedObject", "namespace"), involvedNS, "does not match event.namespace"))
 	}
@@ -252,7 +254,7 @@ func validateCoreEvent(o map[string]any) field.ErrorList {
 	if involvedNS == "" && ns != metav1.NamespaceDefault && ns != metav1.NamespaceSystem {
 		mismatch()
 	}
-	component := str(o, "reportingComponent")
+	component := jsontree.Str(o, "reportingComponent")
 	if component == "" {
 		errs = append(errs, field.Required(field.NewPath("reportingComponent"), ""))
 	}
@@ -269,7 +271,7 @@ func validateCoreEvent(o map[string]any) field.ErrorList {
 		{"reason", eventReasonMax, true},
 		{"message", eventMessageMax, false},
 	} {
-		v := str(o, f.name)
+		v := jsontree.Str(o, f.name)
 		if v == "" && f.required {
 			errs = append(errs, field.Required(field.NewPath(f.name), ""))
 		}
@@ -285,10 +287,10 @@ func validateCoreEvent(o map[string]any) field.ErrorList {
 func validateLease(o map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
-	if v, ok := get(o, "spec", "leaseDurationSeconds").(int64); ok && v <= 0 {
+	if v, ok := jsontree.Get(o, "spec", "leaseDurationSeconds").(int64); ok && v <= 0 {
 		errs = append(errs, field.Invalid(spec.Child("leaseDurationSeconds"), v, "must be greater than 0"))
 	}
-	if v, ok := get(o, "spec", "leaseTransitions").(int64); ok && v < 0 {
+	if v, ok := jsontree.Get(o, "spec", "leaseTransitions").(int64); ok && v < 0 {
 		errs = append(errs, field.Invalid(spec.Child("leaseTransitions"), v, "must be greater than or equal to 0"))
 	}
 	return errs
@@ -298,7 +300,7 @@ func validateLease(o map[string]any) field.ErrorList {
 // fields of coordinated leader election, a feature kube-apiserver v1.37
 // leaves off (it drops them unless the old object, on an update, has one).
 func dropLeaseStrategy(obj, old map[string]any) {
-	if old != nil && (get(old, "spec", "strategy") != nil || get(old, "spec", "preferredHolder") != nil) {
+	if old != nil && (jsontree.Get(old, "spec", "strategy") != nil || jsontree.Get(old, "spec", "preferredHolder") != nil) {
 		return
 	}
 	if spec, ok := obj["spec"].(map[string]any); ok {

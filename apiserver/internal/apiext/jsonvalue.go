@@ -124,8 +124,13 @@ func jsonType(v any) string {
 	return ""
 }
 
-// jsonEqual compares decoded JSON values, treating numbers numerically.
-func jsonEqual(a, b any) bool {
+// schemaEqual compares decoded JSON values as JSON Schema compares
+// instances (enum, uniqueItems, list-map keys): numbers by their value, so
+// int64(1) equals float64(1), and a nil map or list equals an empty one.
+// It is not the embedded server's jsontree.Equal, which is
+// reflect.DeepEqual's (types and nil-ness count) and decides whether a
+// write changed an object.
+func schemaEqual(a, b any) bool {
 	fa, _, oka := number(a)
 	fb, _, okb := number(b)
 	if oka || okb {
@@ -139,7 +144,7 @@ func jsonEqual(a, b any) bool {
 		}
 		for k, va := range ta {
 			vb, ok := tb[k]
-			if !ok || !jsonEqual(va, vb) {
+			if !ok || !schemaEqual(va, vb) {
 				return false
 			}
 		}
@@ -150,7 +155,7 @@ func jsonEqual(a, b any) bool {
 			return false
 		}
 		for i := range ta {
-			if !jsonEqual(ta[i], tb[i]) {
+			if !schemaEqual(ta[i], tb[i]) {
 				return false
 			}
 		}

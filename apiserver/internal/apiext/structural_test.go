@@ -274,7 +274,7 @@ func TestDefault(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := mustObj(t, tt.in)
 			s.Default(obj)
-			if want := mustObj(t, tt.want); !jsonEqual(obj, want) {
+			if want := mustObj(t, tt.want); !schemaEqual(obj, want) {
 				got, _ := json.Marshal(obj)
 				t.Fatalf("got  %s\nwant %s", got, tt.want)
 			}
@@ -295,7 +295,7 @@ func TestDefaultLeavesRootMetadata(t *testing.T) {
 	s := mustSchema(t, `{"type":"object","properties":{"metadata":{"type":"object","properties":{"name":{"type":"string","default":"x"}}},"kind":{"type":"string","default":"K"}}}`)
 	obj := mustObj(t, `{"metadata":{"namespace":"n","labels":null}}`)
 	s.Default(obj)
-	if want := mustObj(t, `{"metadata":{"namespace":"n","labels":null}}`); !jsonEqual(obj, want) {
+	if want := mustObj(t, `{"metadata":{"namespace":"n","labels":null}}`); !schemaEqual(obj, want) {
 		t.Fatalf("root metadata/kind touched: %v", obj)
 	}
 }
@@ -373,7 +373,7 @@ func TestPrune(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := mustObj(t, tt.in)
 			pruned := s.Prune(obj)
-			if want := mustObj(t, tt.want); !jsonEqual(obj, want) {
+			if want := mustObj(t, tt.want); !schemaEqual(obj, want) {
 				got, _ := json.Marshal(obj)
 				t.Fatalf("got  %s\nwant %s", got, tt.want)
 			}

@@ -1,4 +1,4 @@
-package apiserver
+package jsontree
 
 import (
 	"strconv"
@@ -6,31 +6,44 @@ import (
 	"unicode/utf8"
 )
 
-// fastDecode decodes a JSON object into a JSON tree exactly as decodeMap's
-// decoder (sigs.k8s.io/json, case-sensitive, integers kept as int64) does,
-// several times faster. It handles the common documents only: ok is false,
-// and nothing is decided, for anything it does not decode itself — invalid
+// Decode decodes a JSON object into a JSON tree exactly as the full
+// decoder (sigs.k8s.io/json's UnmarshalCaseSensitivePreserveInts, which
+// apimachinery's util/json uses: integers kept as int64) does, several
+// times faster. It handles the common documents only: ok is false, and
+// nothing is decided, for anything it does not decode itself — invalid
 // JSON (whose error the full decoder gives), strings with invalid UTF-8 or
 // UTF-16 surrogate escapes, numbers out of float64's range, deep nesting.
-func fastDecode(b []byte) (m map[string]any, ok bool) {
-	d := jsonDecoder{b: b}
+// Only JSON white space may surround the object. A repeated key keeps its
+// last value, as with the full decoder.
+func Decode(b []byte) (m map[string]any, ok bool) {
+	return decode(b, false)
+}
+
+// DecodeStrict is Decode refusing (ok false) an object that repeats a key
+// anywhere in the document.
+func DecodeStrict(b []byte) (m map[string]any, ok bool) {
+	return decode(b, true)
+}
+
+func decode(b []byte, strict bool) (map[string]any, bool) {
+	d := decoder{b: b, strict: strict}
 	d.ws()
 	if d.i >= len(d.b) || d.b[d.i] != '{' {
 		return nil, false
 	}
-	m, ok = d.object(0)
-	if !ok {
+	m, ok := d.object(0)
+	if !ok || d.dup {
 		return nil, false
 	}
 	d.ws()
 	return m, d.i == len(d.b)
 }
 
-// fastDecodeMaxDepth bounds the nesting fastDecode decodes itself (the full
+// maxDepth bounds the nesting Decode decodes itself (the full
 // decoder's own limit is far deeper, and gives its error past it).
-const fastDecodeMaxDepth = 200
+const maxDepth = 200
 
-type jsonDecoder struct {
+type decoder struct {
 	b []byte
 	i int
 	// strict: record in dup whether an object repeats a key.
@@ -38,7 +51,7 @@ type jsonDecoder struct {
 }
 
 // ws skips JSON white space.
-func (d *jsonDecoder) ws() {
+func (d *decoder) ws() {
 	for d.i < len(d.b) {
 		switch d.b[d.i] {
 		case ' ', '\t', '\n', '\r':
@@ -50,7 +63,7 @@ func (d *jsonDecoder) ws() {
 }
 
 // value decodes the value at d.i (white space skipped).
-func (d *jsonDecoder) value(depth int) (any, bool) {
+func (d *decoder) value(depth int) (any, bool) {
 	if d.i >= len(d.b) {
 		return nil, false
 	}
@@ -75,7 +88,7 @@ func (d *jsonDecoder) value(depth int) (any, bool) {
 	return nil, false
 }
 
-func (d *jsonDecoder) literal(lit string) bool {
+func (d *decoder) literal(lit string) bool {
 	if len(d.b)-d.i < len(lit) || string(d.b[d.i:d.i+len(lit)]) != lit {
 		return false
 	}
@@ -85,8 +98,8 @@ func (d *jsonDecoder) literal(lit string) bool {
 
 // object decodes the object starting at d.i ('{'); a repeated key keeps
 // its last value, as the full decoder.
-func (d *jsonDecoder) object(depth int) (map[string]any, bool) {
-	if depth > fastDecodeMaxDepth {
+func (d *decoder) object(depth int) (map[string]any, bool) {
+	if depth > maxDepth {
 		return nil, false
 	}
 	d.i++ // '{'
@@ -128,8 +141,8 @@ func (d *jsonDecoder) object(depth int) (map[string]any, bool) {
 	}
 }
 
-func (d *jsonDecoder) array(depth int) (any, bool) {
-	if depth > fastDecodeMaxDepth {
+func (d *decoder) array(depth int) (any, bool) {
+	if depth > maxDepth {
 		return nil, false
 	}
 	d.i++ // '['
@@ -156,7 +169,7 @@ func (d *jsonDecoder) array(depth int) (any, bool) {
 // next reads what follows a member of an object or an element of an
 // array: a comma (end false: another one follows) or the closing byte
 // (end true), with the white space around them; anything else is not ok.
-func (d *jsonDecoder) next(closing byte) (end, ok bool) {
+func (d *decoder) next(closing byte) (end, ok bool) {
 	d.ws()
 	if d.i >= len(d.b) {
 		return false, false
@@ -188,7 +201,7 @@ var commonKeys = func() map[string]string {
 }()
 
 // key decodes an object key.
-func (d *jsonDecoder) key() (string, bool) {
+func (d *decoder) key() (string, bool) {
 	start := d.i + 1
 	for j := start; j < len(d.b); j++ {
 		c := d.b[j]
@@ -207,7 +220,7 @@ func (d *jsonDecoder) key() (string, bool) {
 }
 
 // string decodes the string at d.i ('"').
-func (d *jsonDecoder) string() (string, bool) {
+func (d *decoder) string() (string, bool) {
 	start := d.i + 1
 	ascii := true
 	j := start
@@ -238,7 +251,7 @@ func (d *jsonDecoder) string() (string, bool) {
 }
 
 // escapedString decodes a string with escapes, from start (after the quote).
-func (d *jsonDecoder) escapedString(start int) (string, bool) {
+func (d *decoder) escapedString(start int) (string, bool) {
 	out := make([]byte, 0, 64)
 	j := start
 	for {
@@ -296,7 +309,7 @@ func (d *jsonDecoder) escapedString(start int) (string, bool) {
 
 // number decodes a number as the full decoder does: an int64 when it has
 // no '.' and fits, else a float64.
-func (d *jsonDecoder) number() (any, bool) {
+func (d *decoder) number() (any, bool) {
 	start := d.i
 	j := start
 	if d.b[j] == '-' {

@@ -1,4 +1,4 @@
-package apiserver
+package jsontree
 
 import (
 	"encoding/json"
@@ -8,27 +8,27 @@ import (
 	"unicode/utf8"
 )
 
-// appendJSON appends the JSON encoding of v to b, byte for byte what
+// Append appends the JSON encoding of v to b, byte for byte what
 // json.Marshal(v) gives, without its reflection: JSON trees (map[string]any,
-// []any, string, int64, float64, bool, nil, as decodeMap makes them) are
+// []any, string, int64, float64, bool, nil, as Decode makes them) are
 // encoded here, any other value by json.Marshal.
-func appendJSON(b []byte, v any) ([]byte, error) {
+func Append(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendJSONString(b, x), nil
+		return AppendString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	case float64:
-		return appendJSONFloat(b, x)
+		return appendFloat(b, x)
 	case map[string]any:
 		if x == nil {
 			return append(b, "null"...), nil
 		}
-		return appendJSONObject(b, x)
+		return appendObject(b, x)
 	case []any:
 		if x == nil {
 			return append(b, "null"...), nil
@@ -39,7 +39,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendJSON(b, e); err != nil {
+			if b, err = Append(b, e); err != nil {
 				return b, err
 			}
 		}
@@ -49,8 +49,8 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return append(b, j...), err
 }
 
-// appendJSONObject encodes a map with its keys sorted, as json.Marshal.
-func appendJSONObject(b []byte, m map[string]any) ([]byte, error) {
+// appendObject encodes a map with its keys sorted, as json.Marshal.
+func appendObject(b []byte, m map[string]any) ([]byte, error) {
 	var arr [16]string
 	keys := arr[:0]
 	for k := range m {
@@ -62,19 +62,19 @@ func appendJSONObject(b []byte, m map[string]any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = AppendString(b, k)
 		b = append(b, ':')
 		var err error
-		if b, err = appendJSON(b, m[k]); err != nil {
+		if b, err = Append(b, m[k]); err != nil {
 			return b, err
 		}
 	}
 	return append(b, '}'), nil
 }
 
-// appendJSONFloat is encoding/json's float64 encoding (ES6 number
+// appendFloat is encoding/json's float64 encoding (ES6 number
 // formatting); NaN and infinities are json.Marshal's error.
-func appendJSONFloat(b []byte, f float64) ([]byte, error) {
+func appendFloat(b []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		_, err := json.Marshal(f)
 		return b, err
@@ -106,9 +106,9 @@ var jsonSafe = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// appendJSONString is encoding/json's string encoding, HTML escaping
-// included: invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped.
-func appendJSONString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string, with encoding/json's string
+// encoding, HTML escaping included: invalid UTF-8 becomes U+FFFD, U+2028 and U+2029 are escaped.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -1,4 +1,4 @@
-package apiserver
+package jsontree
 
 import (
 	"bytes"
@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestAppendJSON checks that appendJSON writes what json.Marshal writes.
-func TestAppendJSON(t *testing.T) {
+// TestAppend checks that Append writes what json.Marshal writes.
+func TestAppend(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		v    any
@@ -35,7 +35,7 @@ func TestAppendJSON(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantErr := json.Marshal(tc.v)
-			got, err := appendJSON([]byte("prefix"), tc.v)
+			got, err := Append([]byte("prefix"), tc.v)
 			if (err != nil) != (wantErr != nil) {
 				t.Fatalf("error %v, json.Marshal's %v", err, wantErr)
 			}
@@ -45,15 +45,15 @@ func TestAppendJSON(t *testing.T) {
 		})
 	}
 	for _, f := range []float64{math.NaN(), math.Inf(1)} {
-		if _, err := appendJSON(nil, map[string]any{"f": f}); err == nil {
+		if _, err := Append(nil, map[string]any{"f": f}); err == nil {
 			t.Errorf("%v encoded without error", f)
 		}
 	}
 }
 
-// FuzzAppendJSON checks appendJSON against json.Marshal on decoded JSON
+// FuzzAppend checks Append against json.Marshal on decoded JSON
 // documents.
-func FuzzAppendJSON(f *testing.F) {
+func FuzzAppend(f *testing.F) {
 	for _, s := range []string{
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"x":"<y>"}},"data":{"k":"v\u2028"}}`,
 		`{"a":[1,2.5,-0,1e300,1e-7,"\u0000\ud800",true,null,{}]}`,
@@ -62,12 +62,12 @@ func FuzzAppendJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := decodeMap(data)
+		m, err := fullDecode(data)
 		if err != nil {
 			return
 		}
 		want, wantErr := json.Marshal(m)
-		got, err := appendJSON(nil, m)
+		got, err := Append(nil, m)
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("error %v, json.Marshal's %v", err, wantErr)
 		}

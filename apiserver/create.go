@@ -1,0 +1,173 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"kloop.dev/kloop/apiserver/storage"
+)
+
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) (err error) {
+	wo, err := writeOptions(q, "Create")
+	if err != nil {
+		return err
+	}
+	defer warnOnError(w, wo, &err)
+	body, original, err := s.readObjectBody(r, k.kind)
+	if err != nil {
+		return err
+	}
+	wo.original = original
+	obj, err := s.decodeBody(k, body, wo)
+	if err != nil {
+		return err
+	}
+	if k.review != nil {
+		out, err := k.review(obj, s.opts.Now())
+		if err != nil {
+			return err
+		}
+		writeWarnings(w, wo)
+		writeObject(w, http.StatusCreated, out)
+		return nil
+	}
+	if obj, err = s.toStorage(k, obj); err != nil {
+		return err
+	}
+	o, err := s.create(k, obj, ns, wo)
+	if err != nil {
+		return err
+	}
+	out, err := s.output(k, o)
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, wo)
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// create stores a new object (stored form) of k in namespace ns.
+func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (*storage.Object, error) {
+	u := &unstructured.Unstructured{Object: obj}
+	m := meta(obj)
+	if k.namespaced {
+		switch objNS := u.GetNamespace(); {
+		case objNS == "":
+			u.SetNamespace(ns)
+		case objNS != ns:
+			return nil, badRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+	} else {
+		delete(m, "namespace")
+	}
+	if rv := u.GetResourceVersion(); rv != "" {
+		// kube-apiserver's storage refuses it, with a 500.
+		return nil, serverError(errors.New("resourceVersion should not be set on objects to be created"))
+	}
+	generate := u.GetName() == "" && u.GetGenerateName() != ""
+	for _, f := range []string{"uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields", "generation"} {
+		delete(m, f)
+	}
+	m["uid"] = string(uuid.NewUUID())
+	m["creationTimestamp"] = s.opts.Now().UTC().Format(time.RFC3339)
+	if k.generation || k.crd != nil {
+		m["generation"] = int64(1)
+	}
+	if k.status && k.crd != nil {
+		delete(obj, "status")
+	}
+	if k.prepareCreate != nil {
+		k.prepareCreate(obj)
+	}
+	if k.crd != nil {
+		if err := wo.unknownFields(k, unknownFieldMessages(k.crd.defaultAndPrune(obj))); err != nil {
+			return nil, err
+		}
+	}
+	if k.normalize != nil {
+		var err error
+		if obj, err = k.normalize(obj); err != nil {
+			return nil, err
+		}
+		u.Object = obj
+	}
+	for attempt := 0; ; attempt++ {
+		if generate {
+			u.SetName(u.GetGenerateName() + randomSuffix())
+		}
+		if err := s.validate(k, u, nil); err != nil {
+			return nil, err
+		}
+		wo.strategyWarnings(k, obj)
+		if k.namespaced {
+			if err := s.checkNamespace(u.GetNamespace()); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.admitCreate(k, obj); err != nil {
+			return nil, err
+		}
+		if wo.dryRun {
+			s.undoAdmission(k, obj)
+			enc, err := k.encoder(obj)(0)
+			if err != nil {
+				return nil, err
+			}
+			delete(meta(obj), "resourceVersion")
+			enc.Data, err = json.Marshal(obj)
+			return enc, err
+		}
+		o, err := s.store.Create(k.storageResource, u.GetNamespace(), u.GetName(), k.encoder(obj))
+		if err != nil {
+			s.undoAdmission(k, obj)
+		}
+		if generate && errors.Is(err, storage.ErrAlreadyExists) && attempt < 8 {
+			continue
+		}
+		if errors.Is(err, storage.ErrAlreadyExists) {
+			return nil, apierrors.NewAlreadyExists(k.groupResource(), u.GetName())
+		}
+		if err == nil {
+			s.afterWrite(k, nil, o)
+		}
+		return o, err
+	}
+}
+
+// checkNamespace refuses writes into a namespace that is missing or terminating.
+func (s *Server) checkNamespace(ns string) error {
+	o, err := s.store.Get("/namespaces", "", ns)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apierrors.NewNotFound(namespaceGVR.GroupResource(), ns)
+	}
+	if err != nil {
+		return err
+	}
+	if terminating(o) {
+		st := apierrors.NewForbidden(namespaceGVR.GroupResource(), ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		st.ErrStatus.Details.Causes = append(st.ErrStatus.Details.Causes, metav1.StatusCause{Type: "NamespaceTerminating", Field: "metadata.namespace", Message: fmt.Sprintf("namespace %s is being terminated", ns)})
+		return st
+	}
+	return nil
+}
+
+const suffixAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+func randomSuffix() string {
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = suffixAlphabet[rand.IntN(len(suffixAlphabet))]
+	}
+	return string(b)
+}

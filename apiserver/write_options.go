@@ -1,0 +1,127 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// writeOpts are the options of a create, update or patch request.
+type writeOpts struct {
+	dryRun bool
+	// fieldValidation is Strict (unknown fields are an error), Warn (a
+	// Warning header) or Ignore; kube-apiserver's default is Warn.
+	fieldValidation string
+	// warnings collects the Warning headers of the response.
+	warnings map[string]bool
+	// original is the request body as sent when it was not JSON (YAML),
+	// nil otherwise: decoding errors summarize it, as kube-apiserver's do.
+	original []byte
+}
+
+// summary is kube-apiserver's summary of a request body that did not
+// decode: of the body as sent.
+func (wo *writeOpts) summary(body []byte) string {
+	if wo != nil && wo.original != nil {
+		body = wo.original
+	}
+	return summarizeData(body, 30)
+}
+
+// writeOptions reads the dryRun and fieldValidation parameters.
+func writeOptions(q url.Values, verb string) (*writeOpts, error) {
+	dry, fv, fm := q["dryRun"], q.Get("fieldValidation"), q.Get("fieldManager")
+	if len(dry) == 0 && fv == "" && fm == "" { // nothing to validate
+		return &writeOpts{fieldValidation: metav1.FieldValidationWarn}, nil
+	}
+	var errs field.ErrorList
+	switch verb {
+	case "Create":
+		errs = metavalidation.ValidateCreateOptions(&metav1.CreateOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm})
+	case "Update":
+		errs = metavalidation.ValidateUpdateOptions(&metav1.UpdateOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm})
+	default:
+		errs = metavalidation.ValidatePatchOptions(&metav1.PatchOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm}, types.MergePatchType)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: verb + "Options"}, "", errs)
+	}
+	wo := &writeOpts{dryRun: len(dry) > 0, fieldValidation: metav1.FieldValidationWarn}
+	if fv != "" {
+		wo.fieldValidation = fv
+	}
+	return wo, nil
+}
+
+// unknownFields applies the field validation to the unknown (or duplicate)
+// fields found while decoding an object of k.
+func (wo *writeOpts) unknownFields(k *kind, problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	switch wo.fieldValidation {
+	case metav1.FieldValidationStrict:
+		return badRequest("%s in version %q cannot be handled as a %s: strict decoding error: %s", k.kind, k.gvr.Version, k.kind, strings.Join(problems, ", "))
+	case metav1.FieldValidationWarn:
+		if wo.warnings == nil {
+			wo.warnings = map[string]bool{}
+		}
+		for _, p := range problems {
+			wo.warnings[p] = true
+		}
+	}
+	return nil
+}
+
+// strategyWarnings collects the warnings kube-apiserver's strategy for k
+// gives about a valid object being written.
+func (wo *writeOpts) strategyWarnings(k *kind, obj map[string]any) {
+	if k.warnings == nil {
+		return
+	}
+	for _, msg := range k.warnings(obj) {
+		if wo.warnings == nil {
+			wo.warnings = map[string]bool{}
+		}
+		wo.warnings[msg] = true
+	}
+}
+
+// writeWarnings sets the Warning headers collected by wo.
+func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
+	msgs := make([]string, 0, len(wo.warnings))
+	for m := range wo.warnings {
+		msgs = append(msgs, m)
+	}
+	sort.Strings(msgs)
+	for _, m := range msgs {
+		w.Header().Add("Warning", `299 - `+strconv.Quote(m))
+	}
+}
+
+// warnOnError writes the warnings collected before a write failed: as
+// kube-apiserver, a request's warnings are sent with its error too (an
+// unknown field reported with the 422 of an invalid object).
+func warnOnError(w http.ResponseWriter, wo *writeOpts, err *error) {
+	if *err != nil {
+		writeWarnings(w, wo)
+	}
+}
+
+func unknownFieldMessages(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = fmt.Sprintf("unknown field %q", p)
+	}
+	return out
+}
