@@ -25,7 +25,8 @@
 //
 // # Adding a transcript
 //
-// Append to transcripts (transcripts_test.go) a name and a function that
+// Append to one of the parts of transcripts (transcripts_test.go,
+// transcripts_edges_test.go) a name and a function that
 // issues requests through *T: Get, GetTable (a meta.k8s.io Table, as
 // kubectl get asks; the Content-Type is recorded too), Post, Put, Patch (merge, json,
 // strategic, or any content type), Delete (with DeleteOptions as body),
