@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 const widgetCRD = `
@@ -128,7 +128,7 @@ func waitServed(t *testing.T, dyn dynamic.Interface, crd *unstructured.Unstructu
 	ctx := ctxT(t)
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	eventually(t, 30*time.Second, "CRD "+crd.GetName()+" established", func() error {
+	testutil.Eventually(t, "CRD "+crd.GetName()+" established", func() error {
 		got, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -141,7 +141,7 @@ func waitServed(t *testing.T, dyn dynamic.Interface, crd *unstructured.Unstructu
 	})
 	for _, v := range versions {
 		name, _, _ := unstructured.NestedString(v.(map[string]any), "name")
-		eventually(t, 30*time.Second, "CRD "+crd.GetName()+" served", func() error {
+		testutil.Eventually(t, "CRD "+crd.GetName()+" served", func() error {
 			_, err := dyn.Resource(widgetGVR(group, name)).List(ctx, metav1.ListOptions{})
 			return err
 		})
@@ -270,7 +270,7 @@ func testCustomResources(t *testing.T, env *apiservertest.Env) {
 	if err := dyn.Resource(crdGVR).Delete(ctx, crdName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "w1 deleted with its CRD", func() error {
+	testutil.Eventually(t, "w1 deleted with its CRD", func() error {
 		if _, err := widgets.Get(ctx, "w1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get w1: %v", err)
 		}
@@ -286,7 +286,7 @@ func testCustomResources(t *testing.T, env *apiservertest.Env) {
 	if _, err := widgets.Patch(ctx, "w2", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "CRD gone and its resource no longer served", func() error {
+	testutil.Eventually(t, "CRD gone and its resource no longer served", func() error {
 		if _, err := dyn.Resource(crdGVR).Get(ctx, crdName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("get CRD: %v", err)
 		}

@@ -1,7 +1,6 @@
 package apiserver_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 // kubectl runs kubectl against a server and returns its combined output.
@@ -122,7 +122,7 @@ func testKubectl(t *testing.T, env *apiservertest.Env) {
 	// Watch widgets from the start, in the background.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var watchOut syncBuffer
+	var watchOut testutil.SyncBuffer
 	w := k.cmd(ctx, "get", widgets, "-n", demo, "--watch", "--output-watch-events")
 	w.Stdout, w.Stderr = &watchOut, &watchOut
 	if err := w.Start(); err != nil {
@@ -210,7 +210,7 @@ func testKubectl(t *testing.T, env *apiservertest.Env) {
 		t.Fatalf("get deployments:\n%s", out)
 	}
 	// get -w on a built-in kind streams Table rows.
-	var podWatch syncBuffer
+	var podWatch testutil.SyncBuffer
 	pw := k.cmd(ctx, "get", "pods", "-n", demo, "--watch")
 	pw.Stdout, pw.Stderr = &podWatch, &podWatch
 	if err := pw.Start(); err != nil {
@@ -380,20 +380,3 @@ func normalizeKubectl(s string) string {
 	return s
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
