@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
 )
@@ -16,15 +16,12 @@ import (
 // A field index lets a cached List select on a field the cache does not know
 // by itself, as controller-runtime's FieldIndexer.
 func ExampleClient_IndexField() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopped := make(chan error)
-	go func() { stopped <- srv.Start(ctx) }()
-	<-srv.Ready()
 	cfg := srv.RESTConfig()
 	factory, err := informer.NewFactory(cfg, informer.FactoryOptions{})
 	if err != nil {
@@ -63,7 +60,7 @@ func ExampleClient_IndexField() {
 	stopFactory()
 	fmt.Println("factory stopped:", <-factoryDone)
 	cancel()
-	fmt.Println("server stopped:", <-stopped)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// indexed: <nil>
 	// on node-a: web-0 web-2
@@ -74,15 +71,12 @@ func ExampleClient_IndexField() {
 // A Recorder writes Kubernetes Events about objects (kubectl describe shows
 // them); a repeat counts on the existing Event.
 func ExampleRecorder() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopped := make(chan error)
-	go func() { stopped <- srv.Start(ctx) }()
-	<-srv.Ready()
 	c, err := client.New(srv.RESTConfig(), client.Options{}) // uncached: reads go to the server
 	if err != nil {
 		panic(err)
@@ -115,7 +109,7 @@ func ExampleRecorder() {
 	stopRecorder()
 	fmt.Println("recorder stopped:", <-recDone)
 	cancel()
-	fmt.Println("server stopped:", <-stopped)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// Normal Synced ConfigMap/settings "settings applied" x2 from settings-controller
 	// recorder stopped: <nil>

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
 )
@@ -15,15 +15,12 @@ import (
 // Writes go to the API server; reads come from the informer cache, which
 // follows a moment later.
 func Example() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stopped := make(chan error)
-	go func() { stopped <- srv.Start(ctx) }()
-	<-srv.Ready()
 	cfg := srv.RESTConfig()
 
 	factory, err := informer.NewFactory(cfg, informer.FactoryOptions{})
@@ -57,7 +54,7 @@ func Example() {
 	stopFactory()
 	fmt.Println("factory stopped:", <-factoryDone)
 	cancel()
-	fmt.Println("server stopped:", <-stopped)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// created: true again: <nil>
 	// cached get: blue <nil>

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/informer"
 )
 
@@ -17,14 +17,11 @@ import (
 // one informer (one watch, one cache). A handler that only enqueues keys
 // hears of a change after the cache has it.
 func ExampleFactory() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	serverDone := make(chan error)
-	go func() { serverDone <- srv.Start(ctx) }()
-	<-srv.Ready()
 	cfg := srv.RESTConfig()
 
 	f, err := informer.NewFactory(cfg, informer.FactoryOptions{})
@@ -69,7 +66,7 @@ func ExampleFactory() {
 	stop()
 	fmt.Println("factory:", <-factoryDone)
 	cancel()
-	fmt.Println("server:", <-serverDone)
+	fmt.Println("server:", srv.Close())
 	// Output:
 	// informers: 1
 	// enqueued: default/settings cached color: blue

@@ -5,26 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/leaderelection"
 )
 
 // Two replicas elect a leader on the embedded API server; when the leader is
 // stopped it releases the lease and the other one takes over at once.
 func Example() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	ctx, stopServer := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(ctx) }()
-	<-srv.Ready()
-	defer func() {
-		stopServer()
-		<-served
-	}()
+	defer srv.Close()
 
 	// Short durations for the example; the defaults are 15 s, 10 s and 2 s.
 	opts := func(id string) leaderelection.Options {

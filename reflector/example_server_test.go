@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -45,15 +45,12 @@ func configMap(name string) *unstructured.Unstructured {
 func Example_embeddedServer() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(ctx) }()
-	defer func() { cancel(); <-served }()
-	<-srv.Ready()
+	defer srv.Close()
 	cfg := srv.RESTConfig()
 
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
