@@ -18,16 +18,11 @@ import (
 )
 
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns string, q url.Values) (err error) {
-	wo, err := writeOptions(q, "Create")
-	if err != nil {
-		return err
-	}
+	wo, body, err := s.writeRequest(r, k, q, "Create")
 	defer warnOnError(w, wo, &err)
-	body, original, err := s.readObjectBody(r, k.kind)
 	if err != nil {
 		return err
 	}
-	wo.original = original
 	obj, err := s.decodeBody(k, body, wo)
 	if err != nil {
 		return err
@@ -48,13 +43,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err != nil {
 		return err
 	}
-	out, err := s.output(k, o)
-	if err != nil {
-		return err
-	}
-	writeWarnings(w, wo)
-	writeJSON(w, http.StatusCreated, out)
-	return nil
+	return s.respond(w, k, o, http.StatusCreated, wo)
 }
 
 // create stores a new object (stored form) of k in namespace ns.

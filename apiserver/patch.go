@@ -195,11 +195,5 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 	if err != nil {
 		return err
 	}
-	out, err := s.output(k, o)
-	if err != nil {
-		return err
-	}
-	writeWarnings(w, wo)
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.respond(w, k, o, http.StatusOK, wo)
 }

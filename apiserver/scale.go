@@ -57,13 +57,19 @@ func (s *Server) getScale(w http.ResponseWriter, k *kind, ns, name string) error
 	if err != nil {
 		return err
 	}
+	return writeScale(w, k, o, func(err error) error { return err })
+}
+
+// writeScale answers with the Scale of o (stored); wrap wraps an error of
+// reading it.
+func writeScale(w http.ResponseWriter, k *kind, o *storage.Object, wrap func(error) error) error {
 	obj, err := decodeMap(o.Data)
 	if err != nil {
 		return err
 	}
 	sc, err := scaleOf(k, obj)
 	if err != nil {
-		return err
+		return wrap(err)
 	}
 	writeObject(w, http.StatusOK, sc)
 	return nil
@@ -132,16 +138,7 @@ func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, bo
 	if err != nil {
 		return err
 	}
-	obj, err := decodeMap(o.Data)
-	if err != nil {
-		return err
-	}
-	sc, err := scaleOf(k, obj)
-	if err != nil {
-		return fmt.Errorf("scale of %s: %w", name, err)
-	}
-	writeObject(w, http.StatusOK, sc)
-	return nil
+	return writeScale(w, k, o, func(err error) error { return fmt.Errorf("scale of %s: %w", name, err) })
 }
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")

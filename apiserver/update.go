@@ -19,24 +19,16 @@ import (
 )
 
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) (err error) {
-	wo, err := writeOptions(q, "Update")
-	if err != nil {
-		return err
-	}
+	wo, body, err := s.writeRequest(r, k, q, "Update")
 	defer warnOnError(w, wo, &err)
-	body, original, err := s.readObjectBody(r, k.kind)
 	if err != nil {
 		return err
 	}
-	wo.original = original
 	if ri.subresource == "scale" {
 		return s.updateScale(w, k, ri.namespace, ri.name, body, nil, wo)
 	}
-	obj, err := s.decodeBody(k, body, wo)
+	obj, err := s.decodeStored(k, body, wo)
 	if err != nil {
-		return err
-	}
-	if obj, err = s.toStorage(k, obj); err != nil {
 		return err
 	}
 	o, err := s.update(k, ri, wo, func(*storage.Object) (map[string]any, error) {
@@ -47,22 +39,12 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		}
 		// Another attempt (the object changed meanwhile) starts again from
 		// the body: the first one changed obj.
-		next, err := s.decodeBody(k, body, wo)
-		if err != nil {
-			return nil, err
-		}
-		return s.toStorage(k, next)
+		return s.decodeStored(k, body, wo)
 	})
 	if err != nil {
 		return err
 	}
-	out, err := s.output(k, o)
-	if err != nil {
-		return err
-	}
-	writeWarnings(w, wo)
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.respond(w, k, o, http.StatusOK, wo)
 }
 
 // update writes a new state computed by next (stored form) from the current

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // writeOpts are the options of a create, update or patch request.
@@ -109,11 +111,44 @@ func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
 	}
 }
 
+// writeRequest reads what a create or an update (verb "Create", "Update")
+// sends: its options, and its object body as JSON. wo is nil only when the
+// options are invalid.
+func (s *Server) writeRequest(r *http.Request, k *kind, q url.Values, verb string) (wo *writeOpts, body []byte, err error) {
+	if wo, err = writeOptions(q, verb); err != nil {
+		return nil, nil, err
+	}
+	body, wo.original, err = s.readObjectBody(r, k.kind)
+	return wo, body, err
+}
+
+// decodeStored decodes a write's object body (decodeBody) into its stored
+// form.
+func (s *Server) decodeStored(k *kind, body []byte, wo *writeOpts) (map[string]any, error) {
+	obj, err := s.decodeBody(k, body, wo)
+	if err != nil {
+		return nil, err
+	}
+	return s.toStorage(k, obj)
+}
+
+// respond answers a write with o, the object it stored, in its served form,
+// with code and the warnings wo collected.
+func (s *Server) respond(w http.ResponseWriter, k *kind, o *storage.Object, code int, wo *writeOpts) error {
+	out, err := s.output(k, o)
+	if err != nil {
+		return err
+	}
+	writeWarnings(w, wo)
+	writeJSON(w, code, out)
+	return nil
+}
+
 // warnOnError writes the warnings collected before a write failed: as
 // kube-apiserver, a request's warnings are sent with its error too (an
 // unknown field reported with the 422 of an invalid object).
 func warnOnError(w http.ResponseWriter, wo *writeOpts, err *error) {
-	if *err != nil {
+	if *err != nil && wo != nil {
 		writeWarnings(w, wo)
 	}
 }

@@ -783,23 +783,31 @@ func (c *Client) doOnce(ctx context.Context, method string, u *url.URL, accept, 
 		irest.DecodeError(resp.StatusCode, resp.Header, data, strings.ToLower(method), m.Resource.GroupResource(), now)
 }
 
-// write sends obj (or a patch) and decodes the answer into obj.
-func (c *Client) write(ctx context.Context, method string, obj Object, sub string, collection bool, contentType string, body []byte, q url.Values) error {
+// target returns what a write of obj goes to: its kind, mapping and URL —
+// its collection's, or (collection false) its own, with an optional
+// subresource; an object without a name is a BadRequest then.
+func (c *Client) target(ctx context.Context, obj Object, sub string, collection bool) (schema.GroupVersionKind, *meta.RESTMapping, *url.URL, error) {
 	gvk, err := c.gvkFor(obj)
 	if err != nil {
-		return err
+		return gvk, nil, nil, err
 	}
 	m, err := c.mapping(ctx, gvk)
 	if err != nil {
-		return err
+		return gvk, nil, nil, err
 	}
 	name := obj.GetName()
 	if collection {
 		name = ""
 	} else if name == "" {
-		return apierrors.NewBadRequest("client: the object has no name")
+		return gvk, nil, nil, apierrors.NewBadRequest("client: the object has no name")
 	}
 	u, err := c.url(m, obj.GetNamespace(), name, sub)
+	return gvk, m, u, err
+}
+
+// write sends obj (or a patch) and decodes the answer into obj.
+func (c *Client) write(ctx context.Context, method string, obj Object, sub string, collection bool, contentType string, body []byte, q url.Values) error {
+	gvk, m, u, err := c.target(ctx, obj, sub, collection)
 	if err != nil {
 		return err
 	}
@@ -897,18 +905,7 @@ func (c *Client) patch(ctx context.Context, obj Object, sub string, patch Patch,
 func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) error {
 	o, q := c.writeQuery(opts)
 	q.Del("fieldManager")
-	gvk, err := c.gvkFor(obj)
-	if err != nil {
-		return err
-	}
-	m, err := c.mapping(ctx, gvk)
-	if err != nil {
-		return err
-	}
-	if obj.GetName() == "" {
-		return apierrors.NewBadRequest("client: the object has no name")
-	}
-	u, err := c.url(m, obj.GetNamespace(), obj.GetName(), "")
+	_, m, u, err := c.target(ctx, obj, "", false)
 	if err != nil {
 		return err
 	}
