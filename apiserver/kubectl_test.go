@@ -379,4 +379,3 @@ func normalizeKubectl(s string) string {
 	}
 	return s
 }
-
