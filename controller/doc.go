@@ -74,14 +74,7 @@
 //
 // # Helpers
 //
-// For the writes a reconcile makes: AddFinalizer / RemoveFinalizer /
-// ContainsFinalizer (names must be domain-qualified, example.com/cleanup;
-// AddFinalizer refuses an object being deleted, wrapping ErrBeingDeleted),
-// SetControllerReference / SetOwnerReference (same namespace, at most one
-// controller: *AlreadyOwnedError), UpdateStatus (writes the status only when
-// it changed, so that your own status write does not start a hot loop),
-// CreateOrUpdate (writes only when the object changed), CreateOrPatch (the
-// same with merge patches of only what changed, the status included) and Name
-// (deterministic names: a second create of the same object is AlreadyExists,
-// never a duplicate; treat it with client.IgnoreAlreadyExists).
+// The helpers for the writes a reconcile makes (finalizers, owner
+// references, UpdateStatus, CreateOrUpdate, CreateOrPatch, deterministic
+// names) are in kloop.dev/kloop/controller/controllerutil.
 package controller
