@@ -42,8 +42,8 @@
 // context is cancelled; the controller owns and joins those goroutines) and
 // reconciles nothing until every source's HasSynced is true; if that takes
 // longer than CacheSyncTimeout (default 2 minutes) Start returns an error.
-// ChannelSource feeds events from a Go channel; the informer adapter comes with
-// the informer stage.
+// ChannelSource feeds events from a Go channel; informer.Source, the adapter
+// of a shared informer, comes with the informer stage.
 //
 // # Concurrency and shutdown
 //

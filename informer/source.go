@@ -1,4 +1,4 @@
-package manager
+package informer
 
 import (
 	"context"
@@ -10,15 +10,13 @@ import (
 	"time"
 	"unsafe"
 
-	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
-	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/reconcile"
 )
 
-// KindOptions configures a Kind source. The zero value works.
-type KindOptions struct {
+// SourceOptions configures a Source. The zero value works.
+type SourceOptions struct {
 	// Name identifies the source in logs and errors. Default: the Go type
 	// T.
 	Name string
@@ -26,12 +24,12 @@ type KindOptions struct {
 	// every predicate passes it. Default: none.
 	Predicates []predicate.Predicate
 	// ResyncPeriod is the resync period of the source's informer handler
-	// (see informer.HandlerOptions). Default 0: the informer's (10 h unless
-	// the factory says otherwise); informer.NoResync turns resyncs off.
+	// (see HandlerOptions). Default 0: the informer's (10 h unless the
+	// factory says otherwise); NoResync turns resyncs off.
 	ResyncPeriod time.Duration
 	// Inline delivers the informer's notifications to the predicates and
 	// the handler on the informer's own goroutine, right after the cache
-	// update of each run of events (informer.HandlerOptions.Inline): one
+	// update of each run of events (HandlerOptions.Inline): one
 	// hand-off less per event.
 	// Only for handlers and predicates that return at once and never block
 	// (the built-in enqueuers and predicates); a slow one would stall the
@@ -42,7 +40,7 @@ type KindOptions struct {
 	Inline bool
 }
 
-// Kind is the controller.Source of one shared informer: it adds a handler
+// Source is the controller.Source of one shared informer: it adds a handler
 // to the informer when the controller starts it, turns each notification
 // into a handler event, filters it with the predicates and dispatches it to
 // the EventHandler — the objects of the initial list and resyncs at low
@@ -50,69 +48,74 @@ type KindOptions struct {
 // HasSynced is its informer registration's: true once the handler has
 // returned from every notification of the initial list.
 //
-// Many Kinds, of one or many controllers, share one informer: one watch and
-// one cache per kind, a handler each. The builder makes one per For, Owns and
-// Watches.
-type Kind[T informer.Object] struct {
-	inf   *informer.Informer[T]
+// Many Sources, of one or many controllers, share one informer: one watch
+// and one cache per kind, a handler each. The builder makes one per For,
+// Owns and Watches; a raw controller makes its own:
+//
+//	src, err := informer.NewSource(pods, handler.EnqueueRequestForObject{}, informer.SourceOptions{})
+//	err = c.Watch(src)
+//
+// The informer package does not import the controller: Source implements
+// controller.Source by its method set (Start and HasSynced), and takes the
+// controller's queue as handler.Enqueuers.
+type Source[T Object] struct {
+	inf   *Informer[T]
 	h     handler.EventHandler
-	opts  KindOptions
-	reg   atomic.Pointer[informer.Registration] // set by Start
-	start atomic.Bool                           // Start was called
+	opts  SourceOptions
+	reg   atomic.Pointer[Registration] // set by Start
+	start atomic.Bool                  // Start was called
 }
 
-var _ controller.Source = (*Kind[informer.Object])(nil)
-
-// NewKind returns a source of the events of inf, mapped by h.
-func NewKind[T informer.Object](inf *informer.Informer[T], h handler.EventHandler, opts KindOptions) (*Kind[T], error) {
+// NewSource returns a source of the events of inf, mapped by h.
+func NewSource[T Object](inf *Informer[T], h handler.EventHandler, opts SourceOptions) (*Source[T], error) {
 	if inf == nil {
-		return nil, errors.New("manager: NewKind needs an informer")
+		return nil, errors.New("informer: NewSource needs an informer")
 	}
 	if h == nil {
-		return nil, errors.New("manager: NewKind needs an EventHandler")
+		return nil, errors.New("informer: NewSource needs an EventHandler")
 	}
-	return &Kind[T]{inf: inf, h: h, opts: opts}, nil
+	return &Source[T]{inf: inf, h: h, opts: opts}, nil
 }
 
 // Start registers the source's handler on the informer, delivers events to
 // q (live changes) and low (initial list, resyncs) until ctx is cancelled,
 // then removes the handler and returns nil.
-func (k *Kind[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
+func (k *Source[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 	if q == nil {
-		return errors.New("manager: Kind.Start needs an Enqueuer")
+		return errors.New("informer: Source.Start needs an Enqueuer")
 	}
 	if !k.start.CompareAndSwap(false, true) {
-		return errors.New("manager: Kind source started twice")
+		return errors.New("informer: Source started twice")
 	}
 	if low == nil {
 		low = q
 	}
-	h := &kindHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batch(q), low: batch(low), identity: identified[T]()}
-	reg, err := k.inf.AddHandler(h, informer.HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
+	h := &sourceHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identified[T]()}
+	reg, err := k.inf.AddHandler(h, HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
 	if err != nil {
-		return fmt.Errorf("manager: adding the source's informer handler: %w", err)
+		return fmt.Errorf("informer: adding the source's informer handler: %w", err)
 	}
 	k.reg.Store(reg)
 	<-ctx.Done()
-	if err := k.inf.RemoveHandler(reg); err != nil && !errors.Is(err, informer.ErrStopped) {
-		return fmt.Errorf("manager: removing the source's informer handler: %w", err)
+	if err := k.inf.RemoveHandler(reg); err != nil && !errors.Is(err, ErrStopped) {
+		return fmt.Errorf("informer: removing the source's informer handler: %w", err)
 	}
 	return nil
 }
 
 // HasSynced reports whether the source's handler has returned from every
 // notification of the informer's initial list (false before Start).
-func (k *Kind[T]) HasSynced() bool {
+func (k *Source[T]) HasSynced() bool {
 	reg := k.reg.Load()
 	return reg != nil && reg.HasSynced()
 }
 
 // Started reports whether the source has been started.
-func (k *Kind[T]) Started() bool { return k.start.Load() }
+func (k *Source[T]) Started() bool { return k.start.Load() }
 
 // Pending returns the number of notifications queued for the source's
 // handler and not yet delivered (0 before Start).
-func (k *Kind[T]) Pending() int {
+func (k *Source[T]) Pending() int {
 	if reg := k.reg.Load(); reg != nil {
 		return reg.Pending()
 	}
@@ -120,18 +123,18 @@ func (k *Kind[T]) Pending() int {
 }
 
 // String names the source in logs and errors.
-func (k *Kind[T]) String() string {
+func (k *Source[T]) String() string {
 	if k.opts.Name != "" {
 		return "kind source " + k.opts.Name
 	}
 	return "kind source " + reflect.TypeFor[T]().String()
 }
 
-// kindHandler is a Kind's informer handler: it turns each notification into
+// sourceHandler is a Source's informer handler: it turns each notification into
 // a handler event, filters it with the predicates and dispatches it to the
 // EventHandler, whose requests it collects per run of notifications and
 // hands to the controller's queue at the informer's Flush.
-type kindHandler[T informer.Object] struct {
+type sourceHandler[T Object] struct {
 	ctx    context.Context
 	h      handler.EventHandler
 	preds  []predicate.Predicate
@@ -141,7 +144,7 @@ type kindHandler[T informer.Object] struct {
 	identity bool
 }
 
-var _ informer.Flusher = (*kindHandler[informer.Object])(nil)
+var _ Flusher = (*sourceHandler[Object])(nil)
 
 // The handler is called directly rather than through handler.Dispatch:
 // an update whose old and new objects are the very same object is the
@@ -151,7 +154,7 @@ var _ informer.Flusher = (*kindHandler[informer.Object])(nil)
 // handler's cost per event. A T held by value has no identity (see identified):
 // its resyncs are known by resourceVersion, as handler.Dispatch knows them.
 
-func (k *kindHandler[T]) OnAdd(obj T, initial bool) {
+func (k *sourceHandler[T]) OnAdd(obj T, initial bool) {
 	e := handler.CreateEvent{Object: obj, IsInInitialList: initial}
 	if !k.allow(e) {
 		return
@@ -163,7 +166,7 @@ func (k *kindHandler[T]) OnAdd(obj T, initial bool) {
 	}
 }
 
-func (k *kindHandler[T]) OnUpdate(oldObj, newObj T) {
+func (k *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 	e := handler.UpdateEvent{ObjectOld: oldObj, ObjectNew: newObj}
 	if !k.allow(e) {
 		return
@@ -172,7 +175,7 @@ func (k *kindHandler[T]) OnUpdate(oldObj, newObj T) {
 	if k.identity {
 		resync = sameWords(oldObj, newObj)
 	} else {
-		resync = unchanged(oldObj, newObj)
+		resync = sameVersion(oldObj, newObj)
 	}
 	if resync {
 		k.h.Update(k.ctx, e, k.low)
@@ -181,7 +184,7 @@ func (k *kindHandler[T]) OnUpdate(oldObj, newObj T) {
 	}
 }
 
-func (k *kindHandler[T]) OnDelete(d informer.Deleted[T]) {
+func (k *sourceHandler[T]) OnDelete(d Deleted[T]) {
 	e := handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown}
 	if k.allow(e) {
 		k.h.Delete(k.ctx, e, k.q)
@@ -190,7 +193,7 @@ func (k *kindHandler[T]) OnDelete(d informer.Deleted[T]) {
 
 // allow applies the predicates to e and, if it passes, opens a run on the
 // batchers: the handler's adds wait for the run's Flush.
-func (k *kindHandler[T]) allow(e handler.Event) bool {
+func (k *sourceHandler[T]) allow(e handler.Event) bool {
 	if len(k.preds) > 0 && !predicate.Allow(e, k.preds...) {
 		return false
 	}
@@ -200,7 +203,7 @@ func (k *kindHandler[T]) allow(e handler.Event) bool {
 }
 
 // open starts a run on q if it is a batcher.
-func (k *kindHandler[T]) open(q handler.Enqueuer) {
+func (k *sourceHandler[T]) open(q handler.Enqueuer) {
 	if b, ok := q.(*batcher); ok && !b.open.Load() {
 		b.open.Store(true)
 	}
@@ -229,16 +232,16 @@ func identified[T any]() bool {
 	return false
 }
 
-// unchanged reports whether an update changes nothing by resourceVersion
+// sameVersion reports whether an update changes nothing by resourceVersion
 // (handler.Dispatch's rule): the resync test for a T without identity.
-func unchanged[T informer.Object](oldObj, newObj T) bool {
+func sameVersion[T Object](oldObj, newObj T) bool {
 	rv := newObj.GetResourceVersion()
 	return rv != "" && rv == oldObj.GetResourceVersion()
 }
 
 // Flush ends the run: it hands the requests collected since the last Flush
 // to the queue.
-func (k *kindHandler[T]) Flush() {
+func (k *sourceHandler[T]) Flush() {
 	if b, ok := k.q.(*batcher); ok {
 		b.flush(true)
 	}
@@ -247,8 +250,8 @@ func (k *kindHandler[T]) Flush() {
 	}
 }
 
-// batch returns a batcher over q if q takes batches, else q.
-func batch(q handler.Enqueuer) handler.Enqueuer {
+// batchOver returns a batcher over q if q takes batches, else q.
+func batchOver(q handler.Enqueuer) handler.Enqueuer {
 	if bq, ok := q.(handler.BatchEnqueuer); ok {
 		return &batcher{q: bq}
 	}

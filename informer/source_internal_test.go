@@ -1,4 +1,4 @@
-package manager
+package informer
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"kloop.dev/kloop/handler"
-	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -62,8 +61,8 @@ func req(i int) reconcile.Request {
 // run go straight to the queue.
 func TestBatcher(t *testing.T) {
 	q := &batchQueue{}
-	b := batch(q).(*batcher)
-	if batch(nonBatching{}) != (nonBatching{}) {
+	b := batchOver(q).(*batcher)
+	if batchOver(nonBatching{}) != (nonBatching{}) {
 		t.Fatal("batch wrapped an Enqueuer without AddAll")
 	}
 
@@ -89,7 +88,7 @@ func TestBatcher(t *testing.T) {
 
 	// A run longer than maxBatch: handed over every maxBatch adds.
 	q2 := &batchQueue{}
-	b2 := batch(q2).(*batcher)
+	b2 := batchOver(q2).(*batcher)
 	b2.open.Store(true)
 	for i := range 2*maxBatch + 1 {
 		b2.Add(req(i))
@@ -117,7 +116,7 @@ func (nonBatching) AddAfter(reconcile.Request, time.Duration) {}
 func TestBatcherConcurrentAdds(t *testing.T) {
 	for range 20 {
 		q := &batchQueue{}
-		b := batch(q).(*batcher)
+		b := batchOver(q).(*batcher)
 		const others, each, runs = 4, 1000, 300
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -153,13 +152,13 @@ func TestBatcherConcurrentAdds(t *testing.T) {
 	}
 }
 
-// The Kind's handler routes by event: the initial list and resyncs (the
+// The Source's handler routes by event: the initial list and resyncs (the
 // very same object as old and new) to low, other changes to the live queue
 // — also an update to a copy with the same resourceVersion: not the
 // informer's resync.
-func TestKindHandlerPriorities(t *testing.T) {
+func TestSourceHandlerPriorities(t *testing.T) {
 	live, low := &batchQueue{}, &batchQueue{}
-	h := &kindHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
+	h := &sourceHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
 		identity: identified[*corev1.ConfigMap]()}
 	cm := func(name, rv string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
@@ -170,7 +169,7 @@ func TestKindHandlerPriorities(t *testing.T) {
 	h.OnUpdate(a, a)            // resync
 	h.OnUpdate(a, a.DeepCopy()) // not the informer's resync
 	h.OnUpdate(a, cm("a", "3")) // a change
-	h.OnDelete(informer.Deleted[*corev1.ConfigMap]{Object: cm("c", "4"), Key: "ns/c"})
+	h.OnDelete(Deleted[*corev1.ConfigMap]{Object: cm("c", "4"), Key: "ns/c"})
 	h.Flush() // plain Enqueuers: nothing to flush
 	_, gotLow := low.snapshot()
 	_, gotLive := live.snapshot()
@@ -182,7 +181,7 @@ func TestKindHandlerPriorities(t *testing.T) {
 	}
 }
 
-// same is the Kind's resync test by identity, as OnUpdate makes it:
+// same is the Source's resync test by identity, as OnUpdate makes it:
 // sameWords for a T that identified accepts, false otherwise.
 func same[T any](a, b T) bool { return identified[T]() && sameWords(a, b) }
 
@@ -223,12 +222,12 @@ type valueObj struct {
 	note string
 }
 
-// A Kind of a T held by value, which has no identity to compare: its
+// A Source of a T held by value, which has no identity to compare: its
 // resyncs are known by resourceVersion and go to low, its changes to the
 // live queue.
-func TestKindHandlerValueType(t *testing.T) {
+func TestSourceHandlerValueType(t *testing.T) {
 	live, low := &batchQueue{}, &batchQueue{}
-	h := &kindHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
+	h := &sourceHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
 		identity: identified[valueObj]()}
 	vo := func(name, rv string) valueObj {
 		return valueObj{ConfigMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}, note: rv}
