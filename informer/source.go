@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
@@ -90,7 +89,7 @@ func (k *Source[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 	if low == nil {
 		low = q
 	}
-	h := &sourceHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identified[T]()}
+	h := &sourceHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identityOf[T]()}
 	reg, err := k.inf.AddHandler(h, HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
 	if err != nil {
 		return fmt.Errorf("informer: adding the source's informer handler: %w", err)
@@ -139,9 +138,9 @@ type sourceHandler[T Object] struct {
 	h      handler.EventHandler
 	preds  []predicate.Predicate
 	q, low handler.Enqueuer // *batcher when the controller's enqueuer batches
-	// identity: a T has an identity (identified), so a resync is known by
-	// the very same object as old and new; else by resourceVersion.
-	identity bool
+	// identity is how T's resyncs are known (identityOf): by the very same
+	// object as old and new, or by resourceVersion.
+	identity identity
 }
 
 var _ Flusher = (*sourceHandler[Object])(nil)
@@ -151,8 +150,11 @@ var _ Flusher = (*sourceHandler[Object])(nil)
 // informer's resync (a relist never notifies an unchanged object), so the
 // priority is known without reading either object's resourceVersion — the
 // old object is cold in the CPU's caches, and that read was a third of the
-// handler's cost per event. A T held by value has no identity (see identified):
-// its resyncs are known by resourceVersion, as handler.Dispatch knows them.
+// handler's cost per event. The identity is compared without unsafe
+// (sameObject): pointers with ==, the dynamic values of an interface T by
+// their type and pointer. A T held by value, and a value in an interface T,
+// has no identity to compare: its resyncs are known by resourceVersion, as
+// handler.Dispatch knows them.
 
 func (k *sourceHandler[T]) OnAdd(obj T, initial bool) {
 	e := handler.CreateEvent{Object: obj, IsInInitialList: initial}
@@ -171,10 +173,8 @@ func (k *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 	if !k.allow(e) {
 		return
 	}
-	var resync bool
-	if k.identity {
-		resync = sameWords(oldObj, newObj)
-	} else {
+	resync, known := sameObject(k.identity, oldObj, newObj)
+	if !known {
 		resync = sameVersion(oldObj, newObj)
 	}
 	if resync {
@@ -209,27 +209,72 @@ func (k *sourceHandler[T]) open(q handler.Enqueuer) {
 	}
 }
 
-// sameWords reports whether a and b are the very same object: the same
-// interface words (type and pointer), compared without reading the objects
-// and without the panic of == on an incomparable dynamic type. Only for a T
-// that identified accepts: any other T — a struct held by value — is copied
-// into a new box by each conversion, so that two conversions of one value
-// would never match (or always, for a zero-size T).
-func sameWords[T any](a, b T) bool {
-	x, y := any(a), any(b)
-	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&x)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&y))
+// identity is how a Source's handler tells the informer's resync — an
+// update whose old and new objects are the very same object — from a
+// change, for a T: decided once per T (identityOf), at Start.
+type identity uint8
+
+const (
+	// noIdentity: a T held by value (a struct, a string…), whose every
+	// conversion to an interface is a copy of its own, or a func, which
+	// reflect identifies by its code only. A resync is an update with the
+	// same resourceVersion (sameVersion).
+	noIdentity identity = iota
+	// byEquality: pointers, channels and unsafe pointers, which are their
+	// own identity: == compares them, and never panics.
+	byEquality
+	// byDynamicType: interfaces, and maps (not comparable with ==): by the
+	// dynamic type and value of each pair (sameDynamic).
+	byDynamicType
+)
+
+// identityOf returns how a T's identity is compared.
+func identityOf[T any]() identity {
+	switch reflect.TypeFor[T]().Kind() {
+	case reflect.Pointer, reflect.Chan, reflect.UnsafePointer:
+		return byEquality
+	case reflect.Interface, reflect.Map:
+		return byDynamicType
+	}
+	return noIdentity
 }
 
-// identified reports whether an interface holding a T holds the T's own
-// pointer word (pointers, maps, channels, funcs), or T is an interface,
-// whose dynamic value keeps its box when converted: then sameWords
-// compares identities.
-func identified[T any]() bool {
-	switch reflect.TypeFor[T]().Kind() {
-	case reflect.Pointer, reflect.UnsafePointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Interface:
-		return true
+// sameObject reports whether a and b are the very same object (same), when
+// their identity can tell (known); it reads neither object. With known
+// false, a and b have no identity to compare: the caller falls back to the
+// resourceVersion rule.
+func sameObject[T any](id identity, a, b T) (same, known bool) {
+	switch id {
+	case byEquality:
+		// The interfaces hold the pointers themselves: == compares them.
+		return any(a) == any(b), true
+	case byDynamicType:
+		return sameDynamic(any(a), any(b))
 	}
-	return false
+	return false, false
+}
+
+// sameDynamic is sameObject for dynamic values: values of different
+// dynamic types (or one nil) are not the same; of one pointer, channel or
+// unsafe-pointer type, == compares them; of one map type, the maps'
+// pointers. Any other dynamic type — a struct, a slice, a func held in an
+// interface — has no identity to read (its box is not visible without
+// unsafe): known is false.
+func sameDynamic(x, y any) (same, known bool) {
+	if x == nil {
+		return y == nil, true
+	}
+	switch reflect.TypeOf(x).Kind() {
+	case reflect.Pointer, reflect.Chan, reflect.UnsafePointer:
+		// Comparable types: == compares the dynamic types, then the
+		// pointers, and never panics (nor for a y of another type).
+		return x == y, true
+	case reflect.Map:
+		return reflect.TypeOf(y) == reflect.TypeOf(x) &&
+			reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer(), true
+	}
+	// Values of different types are different objects.
+	return false, reflect.TypeOf(y) != reflect.TypeOf(x)
 }
 
 // sameVersion reports whether an update changes nothing by resourceVersion

@@ -155,21 +155,31 @@ func TestBatcherConcurrentAdds(t *testing.T) {
 // The Source's handler routes by event: the initial list and resyncs (the
 // very same object as old and new) to low, other changes to the live queue
 // — also an update to a copy with the same resourceVersion: not the
-// informer's resync.
+// informer's resync. The same for a T held by pointer and for an interface
+// T holding pointers (the builder's untyped informers).
 func TestSourceHandlerPriorities(t *testing.T) {
-	live, low := &batchQueue{}, &batchQueue{}
-	h := &sourceHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
-		identity: identified[*corev1.ConfigMap]()}
 	cm := func(name, rv string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 	}
+	t.Run("pointer", func(t *testing.T) {
+		testSourceHandlerPriorities(t, func(o *corev1.ConfigMap) *corev1.ConfigMap { return o }, func(o *corev1.ConfigMap) *corev1.ConfigMap { return o.DeepCopy() }, cm)
+	})
+	t.Run("interface", func(t *testing.T) {
+		testSourceHandlerPriorities(t, func(o *corev1.ConfigMap) handler.Object { return o }, func(o *corev1.ConfigMap) handler.Object { return o.DeepCopy() }, cm)
+	})
+}
+
+func testSourceHandlerPriorities[T Object](t *testing.T, as func(*corev1.ConfigMap) T, deepCopy func(*corev1.ConfigMap) T, cm func(name, rv string) *corev1.ConfigMap) {
+	live, low := &batchQueue{}, &batchQueue{}
+	h := &sourceHandler[T]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
+		identity: identityOf[T]()}
 	a := cm("a", "1")
-	h.OnAdd(a, true)
-	h.OnAdd(cm("b", "2"), false)
-	h.OnUpdate(a, a)            // resync
-	h.OnUpdate(a, a.DeepCopy()) // not the informer's resync
-	h.OnUpdate(a, cm("a", "3")) // a change
-	h.OnDelete(Deleted[*corev1.ConfigMap]{Object: cm("c", "4"), Key: "ns/c"})
+	h.OnAdd(as(a), true)
+	h.OnAdd(as(cm("b", "2")), false)
+	h.OnUpdate(as(a), as(a))            // resync
+	h.OnUpdate(as(a), deepCopy(a))      // not the informer's resync
+	h.OnUpdate(as(a), as(cm("a", "3"))) // a change
+	h.OnDelete(Deleted[T]{Object: as(cm("c", "4")), Key: "ns/c"})
 	h.Flush() // plain Enqueuers: nothing to flush
 	_, gotLow := low.snapshot()
 	_, gotLive := live.snapshot()
@@ -182,31 +192,57 @@ func TestSourceHandlerPriorities(t *testing.T) {
 }
 
 // same is the Source's resync test by identity, as OnUpdate makes it:
-// sameWords for a T that identified accepts, false otherwise.
-func same[T any](a, b T) bool { return identified[T]() && sameWords(a, b) }
+// "same" or "different" when the identity tells, "unknown" when a and b
+// have none to compare (OnUpdate then applies the resourceVersion rule).
+func same[T any](a, b T) string {
+	switch s, known := sameObject(identityOf[T](), a, b); {
+	case !known:
+		return "unknown"
+	case s:
+		return "same"
+	}
+	return "different"
+}
 
 func TestSame(t *testing.T) {
 	a, b := &corev1.ConfigMap{}, &corev1.ConfigMap{}
 	m := map[string]int{}
+	type namedMap map[string]int
+	nm := namedMap{}
+	ch := make(chan int)
+	f := func() {}
 	var nilCM *corev1.ConfigMap
 	vo := valueObj{ConfigMap: a, note: "v"}
 	boxed := any(vo)
 	tests := []struct {
 		name string
-		got  bool
-		want bool
+		got  string
+		want string
 	}{
-		{"same pointer", same(a, a), true},
-		{"equal objects", same(a, b), false},
-		{"as interfaces", same[handler.Object](a, a), true},
-		{"nil pointers", same(nilCM, nilCM), true},
-		{"nil and not", same(nilCM, a), false},
-		{"incomparable dynamic type", same[any](m, map[string]int{}), false},
-		{"the same map", same[any](m, m), true},
-		{"slices are never the same", same[any]([]int{1}, []int{1}), false},
-		{"one boxed value, as interfaces", same[any](boxed, boxed), true},
-		{"a struct held by value has no identity", same(vo, vo), false},
-		{"zero-size values have no identity", same(struct{}{}, struct{}{}), false},
+		{"same pointer", same(a, a), "same"},
+		{"equal objects", same(a, b), "different"},
+		{"as interfaces", same[handler.Object](a, a), "same"},
+		{"equal objects, as interfaces", same[handler.Object](a, b), "different"},
+		{"nil pointers", same(nilCM, nilCM), "same"},
+		{"nil and not", same(nilCM, a), "different"},
+		{"nil interfaces", same[handler.Object](nil, nil), "same"},
+		{"nil interface and not", same[handler.Object](nil, a), "different"},
+		{"not and nil interface", same[handler.Object](a, nil), "different"},
+		{"typed nil and nil interface", same[handler.Object](nilCM, nil), "different"},
+		{"incomparable dynamic type", same[any](m, map[string]int{}), "different"},
+		{"the same map", same[any](m, m), "same"},
+		{"the same map, as a map", same(nm, nm), "same"},
+		{"other maps, as maps", same(nm, namedMap{}), "different"},
+		{"the same channel", same(ch, ch), "same"},
+		{"other channels, as interfaces", same[any](ch, make(chan int)), "different"},
+		{"different dynamic types", same[any](a, m), "different"},
+		{"a value and a pointer", same[any](vo, a), "different"},
+		{"slices have no identity", same[any]([]int{1}, []int{1}), "unknown"},
+		{"one boxed value, as interfaces: no identity", same[any](boxed, boxed), "unknown"},
+		{"a struct held by value has no identity", same(vo, vo), "unknown"},
+		{"zero-size values have no identity", same(struct{}{}, struct{}{}), "unknown"},
+		{"funcs have no identity", same(f, f), "unknown"},
+		{"funcs in interfaces have no identity", same[any](f, f), "unknown"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -228,7 +264,7 @@ type valueObj struct {
 func TestSourceHandlerValueType(t *testing.T) {
 	live, low := &batchQueue{}, &batchQueue{}
 	h := &sourceHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
-		identity: identified[valueObj]()}
+		identity: identityOf[valueObj]()}
 	vo := func(name, rv string) valueObj {
 		return valueObj{ConfigMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}, note: rv}
 	}
@@ -239,5 +275,81 @@ func TestSourceHandlerValueType(t *testing.T) {
 	_, gotLive := live.snapshot()
 	if want := []string{"ns/a"}; !slices.Equal(gotLow, want) || !slices.Equal(gotLive, want) {
 		t.Fatalf("low got %q, live got %q; want %q each", gotLow, gotLive, want)
+	}
+}
+
+// An interface T holding values (valueObj), whose boxes have no identity
+// to compare: the resourceVersion tells a resync (low) from a change
+// (live), as for a T held by value; values held by pointer in the same
+// informer keep their identity.
+func TestSourceHandlerBoxedValues(t *testing.T) {
+	live, low := &batchQueue{}, &batchQueue{}
+	h := &sourceHandler[handler.Object]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: live, low: low,
+		identity: identityOf[handler.Object]()}
+	vo := func(name, rv string) valueObj {
+		return valueObj{ConfigMap: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}, note: rv}
+	}
+	a := handler.Object(vo("a", "1"))
+	h.OnUpdate(a, a)            // resync
+	h.OnUpdate(a, vo("a", "2")) // a change
+	p := vo("p", "1").ConfigMap
+	h.OnUpdate(p, p)            // resync
+	h.OnUpdate(p, p.DeepCopy()) // not the informer's resync
+	h.OnUpdate(a, p)            // another object altogether
+	_, gotLow := low.snapshot()
+	_, gotLive := live.snapshot()
+	if want := []string{"ns/a", "ns/p"}; !slices.Equal(gotLow, want) {
+		t.Fatalf("low got %q, want %q", gotLow, want)
+	}
+	if want := []string{"ns/a", "ns/p", "ns/p"}; !slices.Equal(gotLive, want) {
+		t.Fatalf("live got %q, want %q", gotLive, want)
+	}
+}
+
+// discard is an Enqueuer that drops what it gets.
+type discard struct{}
+
+func (discard) Add(reconcile.Request)                     {}
+func (discard) AddAfter(reconcile.Request, time.Duration) {}
+
+// BenchmarkSourceHandlerUpdate: one update through a Source's handler to
+// an Enqueuer — the predicates (none), the resync test and the
+// EventHandler — for a T held by pointer, an interface T holding pointers
+// (the builder's untyped informers), and a T held by value; resync is the
+// informer's resync (the very same object), change an update to a new
+// object.
+func BenchmarkSourceHandlerUpdate(b *testing.B) {
+	cm := func(rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: rv}}
+	}
+	old, changed := cm("1"), cm("2")
+	b.Run("pointer", func(b *testing.B) {
+		h := &sourceHandler[*corev1.ConfigMap]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: discard{}, low: discard{},
+			identity: identityOf[*corev1.ConfigMap]()}
+		benchUpdates(b, h, old, changed)
+	})
+	b.Run("interface", func(b *testing.B) {
+		h := &sourceHandler[handler.Object]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: discard{}, low: discard{},
+			identity: identityOf[handler.Object]()}
+		benchUpdates[handler.Object](b, h, old, changed)
+	})
+	b.Run("value", func(b *testing.B) {
+		h := &sourceHandler[valueObj]{ctx: context.Background(), h: handler.EnqueueRequestForObject{}, q: discard{}, low: discard{},
+			identity: identityOf[valueObj]()}
+		benchUpdates(b, h, valueObj{ConfigMap: old}, valueObj{ConfigMap: changed})
+	})
+}
+
+func benchUpdates[T Object](b *testing.B, h *sourceHandler[T], old, changed T) {
+	for _, c := range []struct {
+		name     string
+		old, new T
+	}{{"resync", old, old}, {"change", old, changed}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				h.OnUpdate(c.old, c.new)
+			}
+		})
 	}
 }
