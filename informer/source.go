@@ -79,24 +79,24 @@ func NewSource[T Object](inf *Informer[T], h handler.EventHandler, opts SourceOp
 // Start registers the source's handler on the informer, delivers events to
 // q (live changes) and low (initial list, resyncs) until ctx is cancelled,
 // then removes the handler and returns nil.
-func (k *Source[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
+func (s *Source[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 	if q == nil {
 		return errors.New("informer: Source.Start needs an Enqueuer")
 	}
-	if !k.start.CompareAndSwap(false, true) {
+	if !s.start.CompareAndSwap(false, true) {
 		return errors.New("informer: Source started twice")
 	}
 	if low == nil {
 		low = q
 	}
-	h := &sourceHandler[T]{ctx: ctx, h: k.h, preds: k.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identityOf[T]()}
-	reg, err := k.inf.AddHandler(h, HandlerOptions{ResyncPeriod: k.opts.ResyncPeriod, Inline: k.opts.Inline})
+	h := &sourceHandler[T]{ctx: ctx, h: s.h, preds: s.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identityOf[T]()}
+	reg, err := s.inf.AddHandler(h, HandlerOptions{ResyncPeriod: s.opts.ResyncPeriod, Inline: s.opts.Inline})
 	if err != nil {
 		return fmt.Errorf("informer: adding the source's informer handler: %w", err)
 	}
-	k.reg.Store(reg)
+	s.reg.Store(reg)
 	<-ctx.Done()
-	if err := k.inf.RemoveHandler(reg); err != nil && !errors.Is(err, ErrStopped) {
+	if err := s.inf.RemoveHandler(reg); err != nil && !errors.Is(err, ErrStopped) {
 		return fmt.Errorf("informer: removing the source's informer handler: %w", err)
 	}
 	return nil
@@ -104,34 +104,34 @@ func (k *Source[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 
 // HasSynced reports whether the source's handler has returned from every
 // notification of the informer's initial list (false before Start).
-func (k *Source[T]) HasSynced() bool {
-	reg := k.reg.Load()
+func (s *Source[T]) HasSynced() bool {
+	reg := s.reg.Load()
 	return reg != nil && reg.HasSynced()
 }
 
 // Started reports whether the source has been started.
-func (k *Source[T]) Started() bool { return k.start.Load() }
+func (s *Source[T]) Started() bool { return s.start.Load() }
 
 // Pending returns the number of notifications queued for the source's
 // handler and not yet delivered (0 before Start).
-func (k *Source[T]) Pending() int {
-	if reg := k.reg.Load(); reg != nil {
+func (s *Source[T]) Pending() int {
+	if reg := s.reg.Load(); reg != nil {
 		return reg.Pending()
 	}
 	return 0
 }
 
 // String names the source in logs and errors.
-func (k *Source[T]) String() string {
-	if k.opts.Name != "" {
-		return "kind source " + k.opts.Name
+func (s *Source[T]) String() string {
+	if s.opts.Name != "" {
+		return "kind source " + s.opts.Name
 	}
 	return "kind source " + reflect.TypeFor[T]().String()
 }
 
-// sourceHandler is a Source's informer handler: it turns each notification into
-// a handler event, filters it with the predicates and dispatches it to the
-// EventHandler, whose requests it collects per run of notifications and
+// sourceHandler is a Source's informer handler: it turns each notification
+// into a handler event, filters it with the predicates and dispatches it to
+// the EventHandler, whose requests it collects per run of notifications and
 // hands to the controller's queue at the informer's Flush.
 type sourceHandler[T Object] struct {
 	ctx    context.Context
@@ -156,54 +156,54 @@ var _ Flusher = (*sourceHandler[Object])(nil)
 // has no identity to compare: its resyncs are known by resourceVersion, as
 // handler.Dispatch knows them.
 
-func (k *sourceHandler[T]) OnAdd(obj T, initial bool) {
+func (sh *sourceHandler[T]) OnAdd(obj T, initial bool) {
 	e := handler.CreateEvent{Object: obj, IsInInitialList: initial}
-	if !k.allow(e) {
+	if !sh.allow(e) {
 		return
 	}
 	if initial {
-		k.h.Create(k.ctx, e, k.low)
+		sh.h.Create(sh.ctx, e, sh.low)
 	} else {
-		k.h.Create(k.ctx, e, k.q)
+		sh.h.Create(sh.ctx, e, sh.q)
 	}
 }
 
-func (k *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
+func (sh *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 	e := handler.UpdateEvent{ObjectOld: oldObj, ObjectNew: newObj}
-	if !k.allow(e) {
+	if !sh.allow(e) {
 		return
 	}
-	resync, known := sameObject(k.identity, oldObj, newObj)
+	resync, known := sameObject(sh.identity, oldObj, newObj)
 	if !known {
 		resync = sameVersion(oldObj, newObj)
 	}
 	if resync {
-		k.h.Update(k.ctx, e, k.low)
+		sh.h.Update(sh.ctx, e, sh.low)
 	} else {
-		k.h.Update(k.ctx, e, k.q)
+		sh.h.Update(sh.ctx, e, sh.q)
 	}
 }
 
-func (k *sourceHandler[T]) OnDelete(d Deleted[T]) {
+func (sh *sourceHandler[T]) OnDelete(d Deleted[T]) {
 	e := handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown}
-	if k.allow(e) {
-		k.h.Delete(k.ctx, e, k.q)
+	if sh.allow(e) {
+		sh.h.Delete(sh.ctx, e, sh.q)
 	}
 }
 
 // allow applies the predicates to e and, if it passes, opens a run on the
 // batchers: the handler's adds wait for the run's Flush.
-func (k *sourceHandler[T]) allow(e handler.Event) bool {
-	if len(k.preds) > 0 && !predicate.Allow(e, k.preds...) {
+func (sh *sourceHandler[T]) allow(e handler.Event) bool {
+	if len(sh.preds) > 0 && !predicate.Allow(e, sh.preds...) {
 		return false
 	}
-	k.open(k.q)
-	k.open(k.low)
+	sh.open(sh.q)
+	sh.open(sh.low)
 	return true
 }
 
 // open starts a run on q if it is a batcher.
-func (k *sourceHandler[T]) open(q handler.Enqueuer) {
+func (sh *sourceHandler[T]) open(q handler.Enqueuer) {
 	if b, ok := q.(*batcher); ok && !b.open.Load() {
 		b.open.Store(true)
 	}
@@ -286,11 +286,11 @@ func sameVersion[T Object](oldObj, newObj T) bool {
 
 // Flush ends the run: it hands the requests collected since the last Flush
 // to the queue.
-func (k *sourceHandler[T]) Flush() {
-	if b, ok := k.q.(*batcher); ok {
+func (sh *sourceHandler[T]) Flush() {
+	if b, ok := sh.q.(*batcher); ok {
 		b.flush(true)
 	}
-	if b, ok := k.low.(*batcher); ok && k.low != k.q {
+	if b, ok := sh.low.(*batcher); ok && sh.low != sh.q {
 		b.flush(true)
 	}
 }
