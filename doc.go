@@ -15,6 +15,7 @@
 //	workqueue       deduplicating, fair, rate-limited, delaying, prioritised queue of keys
 //	reconcile       Reconciler, Request, Result{RequeueAfter}, Terminal errors
 //	controller      workers that take keys and call Reconcile, applying the Result rules
+//	                (controllerutil/: finalizer, owner-reference, status and create-or-update helpers)
 //	manager         one shared cache, a client, runnables, leader election, probes and /metrics
 //	builder         For / Owns / Watches wiring of a controller into a manager
 //	leaderelection  leader election on a coordination.k8s.io/v1 Lease

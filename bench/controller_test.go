@@ -590,7 +590,7 @@ func harnessInproc(_ testing.TB, initial []*corev1.ConfigMap, _ int, t *seqTrack
 }
 
 // kloopInproc: informer.New (default options: managedFields dropped, strings
-// interned) → manager.NewKind with EnqueueRequestForObject → controller.New;
+// interned) → informer.NewSource with EnqueueRequestForObject → controller.New;
 // the reconcile reads the informer's cache (no copy).
 func kloopInproc(noIntern, inline bool) func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
 	return func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
@@ -614,7 +614,7 @@ func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{Inline: inline})
+	src, err := informer.NewSource(inf, handler.EnqueueRequestForObject{}, informer.SourceOptions{Inline: inline})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -973,7 +973,7 @@ func inprocModes(tb testing.TB) []inprocMode {
 // events of 1,000 cached ConfigMaps (event i updates cm-(i%1000) with
 // data.seq = i) go through a fake watch to the start of a no-op reconcile
 // that reads the object from the informer's cache: kloop's informer +
-// manager.Kind source + controller against client-go's SharedIndexInformer +
+// informer.Source + controller against client-go's SharedIndexInformer +
 // rate-limiting queue + worker loop. rate=100k paces the feeder at 100,000
 // events/s (batches every millisecond); unpaced feeds as fast as the pipeline
 // accepts. Figures as in BenchmarkEventToReconcile, with latency from the

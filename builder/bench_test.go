@@ -15,7 +15,7 @@ import (
 
 // BenchmarkWriteToReconcile measures the whole loop on the embedded API
 // server: an update written by the client, its watch event through the
-// shared informer, the builder's Kind source and the queue, to the start of
+// shared informer, the builder's informer.Source and the queue, to the start of
 // the reconcile that sees it. One op is one update and its reconcile.
 func BenchmarkWriteToReconcile(b *testing.B) {
 	srv := apiservertest.NewServer(b, apiservertest.Options{})

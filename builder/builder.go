@@ -78,9 +78,8 @@ func MatchEveryOwner() Option { return func(o *watchOptions) { o.everyOwner = tr
 // different scopes, or with and without one, is read from the whole kind.
 func WithScope(s informer.Scope) Option { return func(o *watchOptions) { o.scope = s } }
 
-// kindSource is what the builder needs of a manager.Kind[T], whatever T.
 // inlineDelivery reports whether a watch's events are handled on the
-// informer's goroutine (manager.KindOptions.Inline). For and Owns enqueue
+// informer's goroutine (informer.SourceOptions.Inline). For and Owns enqueue
 // with kloop's own handlers: with built-in predicates only, nothing of the
 // user's runs on the informer's goroutine, so they are called there, one
 // hand-off less per event. A Watches handler, and a Funcs or other
@@ -90,6 +89,7 @@ func inlineDelivery(what string, preds []predicate.Predicate) bool {
 	return (what == "For" || what == "Owns") && predicate.IsBuiltin(predicate.And(preds...))
 }
 
+// kindSource is what the builder needs of an informer.Source[T], whatever T.
 type kindSource interface {
 	controller.Source
 	Started() bool
@@ -309,7 +309,7 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 				return nil, fmt.Errorf("builder: Owns(%T): %w", w.obj, err)
 			}
 		}
-		kopts := manager.KindOptions{
+		kopts := informer.SourceOptions{
 			Name:       fmt.Sprintf("%s %s", w.what, gvks[i].GroupKind()),
 			Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
 		}
@@ -320,7 +320,7 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 			if err != nil {
 				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
 			}
-			src, err = manager.NewKind(inf, h, kopts)
+			src, err = informer.NewSource(inf, h, kopts)
 			if err != nil {
 				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
 			}
@@ -329,7 +329,7 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 			if err != nil {
 				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
 			}
-			src, err = manager.NewKind(inf, h, kopts)
+			src, err = informer.NewSource(inf, h, kopts)
 			if err != nil {
 				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
 			}

@@ -13,14 +13,14 @@
 // For is handler.EnqueueRequestForObject on the kind; Owns is
 // handler.EnqueueRequestForOwner of For's kind, controller owner only (the
 // MatchEveryOwner option: every owner of that kind); Watches takes any
-// handler. Each becomes a manager.Kind source: one handler on the manager's
+// handler. Each becomes an informer.Source: one handler on the manager's
 // shared informer for that kind (one watch and one cache per kind for every
 // controller of the manager, and the same cache the manager's client reads),
 // delivering the initial list at low priority, and synced once that handler
 // has seen the initial list. WithEventFilter predicates apply to every watch,
 // WithPredicates to one. For and Owns whose predicates are all kloop's own
 // (predicate.IsBuiltin) are called on the informer's goroutine right after
-// the cache updates they follow (manager.KindOptions.Inline): nothing of the user's runs
+// the cache updates they follow (informer.SourceOptions.Inline): nothing of the user's runs
 // there, and each event saves a hand-off. Watches handlers and predicates of
 // the user's keep a buffer and a goroutine of their own, so a slow one never
 // stalls the informer.

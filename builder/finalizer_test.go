@@ -11,7 +11,7 @@ import (
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
-	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/controller/controllerutil"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/internal/testcrd"
 	"kloop.dev/kloop/reconcile"
@@ -38,12 +38,12 @@ func (r *finalizerReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	}
 	if w.DeletionTimestamp != nil {
 		r.sawDeletion.Store(true)
-		if controller.RemoveFinalizer(&w, widgetFinalizer) {
+		if controllerutil.RemoveFinalizer(&w, widgetFinalizer) {
 			return reconcile.Result{}, r.c.Update(ctx, &w)
 		}
 		return reconcile.Result{}, nil
 	}
-	changed, err := controller.AddFinalizer(&w, widgetFinalizer)
+	changed, err := controllerutil.AddFinalizer(&w, widgetFinalizer)
 	if err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err)
 	}
@@ -80,7 +80,7 @@ func TestFinalizerWithGenerationChanged(t *testing.T) {
 		key := client.ObjectKey{Namespace: ns, Name: "w1"}
 		var got testcrd.Widget
 		eventually(t, "the finalizer added", func() bool {
-			return c.Uncached().Get(ctx, key, &got) == nil && controller.ContainsFinalizer(&got, widgetFinalizer)
+			return c.Uncached().Get(ctx, key, &got) == nil && controllerutil.ContainsFinalizer(&got, widgetFinalizer)
 		})
 		if err := c.Delete(ctx, &got); err != nil {
 			t.Fatal(err)

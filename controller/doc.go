@@ -42,8 +42,8 @@
 // context is cancelled; the controller owns and joins those goroutines) and
 // reconciles nothing until every source's HasSynced is true; if that takes
 // longer than CacheSyncTimeout (default 2 minutes) Start returns an error.
-// ChannelSource feeds events from a Go channel; the informer adapter comes with
-// the informer stage.
+// ChannelSource feeds events from a Go channel; informer.Source, the adapter
+// of a shared informer, comes with the informer stage.
 //
 // # Concurrency and shutdown
 //
@@ -74,14 +74,7 @@
 //
 // # Helpers
 //
-// For the writes a reconcile makes: AddFinalizer / RemoveFinalizer /
-// ContainsFinalizer (names must be domain-qualified, example.com/cleanup;
-// AddFinalizer refuses an object being deleted, wrapping ErrBeingDeleted),
-// SetControllerReference / SetOwnerReference (same namespace, at most one
-// controller: *AlreadyOwnedError), UpdateStatus (writes the status only when
-// it changed, so that your own status write does not start a hot loop),
-// CreateOrUpdate (writes only when the object changed), CreateOrPatch (the
-// same with merge patches of only what changed, the status included) and Name
-// (deterministic names: a second create of the same object is AlreadyExists,
-// never a duplicate; treat it with client.IgnoreAlreadyExists).
+// The helpers for the writes a reconcile makes (finalizers, owner
+// references, UpdateStatus, CreateOrUpdate, CreateOrPatch, deterministic
+// names) are in kloop.dev/kloop/controller/controllerutil.
 package controller

@@ -30,6 +30,10 @@ import (
 // controller_test.go; these assert what a real watch makes observable:
 // reconcile counts and the counters of the queue and the controller.
 
+// informer.Source is a controller.Source. The informer package does not
+// import the controller, so the compile-time check is here.
+var _ controller.Source = (*informer.Source[informer.Object])(nil)
+
 // ctrlStats records the reader of the controller's statistics.
 type ctrlStats struct {
 	mu   sync.Mutex // guards read

@@ -15,7 +15,7 @@ import (
 // them to q, or to low for the objects of the initial list and for resyncs.
 // Both enqueuers feed the same queue; low adds at LowPriority.
 //
-// The informer adapter (one shared informer, a handler and predicates) and
+// informer.Source (one shared informer, a handler and predicates) and
 // ChannelSource implement it; a test may implement it directly.
 type Source interface {
 	// Start delivers events until ctx is cancelled, then returns nil. It

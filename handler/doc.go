@@ -24,7 +24,7 @@
 // enqueuer: events of the initial list, and updates that carry no change
 // (same resourceVersion: a resync), go to the low-priority enqueuer so that
 // live changes are reconciled first, as controller-runtime's priority queue
-// does. The controller's sources use it; the manager's Kind, which knows an
+// does. The controller's sources use it; informer.Source, which knows an
 // informer's resync by the very same object as old and new, routes its
 // events itself. An Enqueuer that is also a BatchEnqueuer (the controller's)
 // takes many requests under one take of its lock (AddAll).

@@ -37,8 +37,8 @@
 // block (the controller's own): one hand-off less per event. A Handler that
 // is also a [Flusher] is told when each run of its notifications ends
 // (after the run, before HasSynced counts it), so that it can hand over
-// what the run produced in one go: the manager's Kind adds a run's keys to
-// the work queue under one take of its lock. A handler that panics is
+// what the run produced in one go: a [Source] adds a run's keys to the
+// work queue under one take of its lock. A handler that panics is
 // logged and keeps receiving later notifications. When Run's context is
 // cancelled, pending notifications are dropped and Run returns once the
 // handler calls in progress have returned.
@@ -83,6 +83,25 @@
 // cached version; Options.InternUpdates interns it whole. Figures (memory
 // per cached object, cost per event, side by side with client-go's
 // SharedIndexInformer): bench/README.md.
+//
+// # Source: informer events to a controller
+//
+// [Source] (NewSource) is the controller.Source over one shared informer: a
+// handler registered on the informer when the controller starts,
+// predicates, and a handler.EventHandler; initial-list and resync events go
+// to the low-priority enqueuer, and HasSynced is the informer
+// registration's. The builder makes one for each For, Owns and Watches. A
+// resync is known by its update carrying the very same object as old and
+// new (a relist never notifies an unchanged object), without reading
+// either. The requests its handler adds during a run of informer events
+// wait for the run's end ([Flusher]) and reach the controller's queue with
+// one AddAll: the informer takes the queue's lock once per run instead of
+// once per event, which with several workers was most of its cost per
+// event. Adds from elsewhere — a handler that kept its Enqueuer — go to the
+// queue at once between runs, and with the run's requests during one. The
+// package imports handler and handler/predicate for this, not the
+// controller nor the work queue: Source takes the queue as
+// handler.Enqueuers.
 //
 // # Factory
 //

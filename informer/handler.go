@@ -29,9 +29,9 @@ type Handler[T Object] interface {
 }
 
 // Flusher is an optional interface of a Handler that holds on to what its
-// notifications produce, to hand it on in one go: the manager's Kind source
-// collects a run's requests and adds them to the work queue under one take
-// of its lock. Flush is called after each run of notifications, on the
+// notifications produce, to hand it on in one go: a [Source] collects a
+// run's requests and adds them to the work queue under one take of its
+// lock. Flush is called after each run of notifications, on the
 // goroutine that delivered them and before HasSynced counts them: for an
 // Inline handler after the notifications of each cache update (at most 64
 // watch events), the synthetic adds of its registration and each resync;

@@ -78,17 +78,7 @@
 //
 // # Sources
 //
-// Kind is the controller.Source over one shared informer: a handler
-// registered on the informer when the controller starts, predicates, and an
-// EventHandler; initial-list and resync events go to the low-priority
-// enqueuer, and HasSynced is the informer registration's. The builder makes
-// one for each For, Owns and Watches. A resync is known by its update
-// carrying the very same object as old and new (a relist never notifies an
-// unchanged object), without reading either. The requests its handler adds
-// during a run of informer events wait for the run's end (informer.Flusher)
-// and reach the controller's queue with one AddAll: the informer takes the
-// queue's lock once per run instead of once per event, which with several
-// workers was most of its cost per event. Adds from elsewhere — a handler
-// that kept its Enqueuer — go to the queue at once between runs, and with
-// the run's requests during one.
+// The controller.Source over one of the manager's shared informers is
+// informer.Source (informer.NewSource); the builder makes one for each For,
+// Owns and Watches.
 package manager

@@ -3,7 +3,6 @@ package manager_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -22,8 +21,6 @@ import (
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/controller"
-	"kloop.dev/kloop/handler"
-	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
@@ -477,138 +474,6 @@ func testAddRejectsDuplicateControllerNames(t *testing.T, env *apiservertest.Env
 	}
 	if err := mgr.Add(nil); err == nil {
 		t.Fatal("Add(nil) succeeded")
-	}
-}
-
-// recordingEnqueuer records the requests added to it.
-type recordingEnqueuer struct {
-	mu   sync.Mutex // guards reqs
-	reqs []string
-}
-
-func (e *recordingEnqueuer) Add(req reconcile.Request) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.reqs = append(e.reqs, req.Name)
-}
-
-func (e *recordingEnqueuer) AddAfter(req reconcile.Request, _ time.Duration) { e.Add(req) }
-
-func (e *recordingEnqueuer) got() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return strings.Join(e.reqs, ",")
-}
-
-// batchingEnqueuer is a recordingEnqueuer that takes batches too, as the
-// controller's enqueuers do; batches counts its AddAll calls.
-type batchingEnqueuer struct {
-	recordingEnqueuer
-	batches atomic.Int32
-}
-
-func (e *batchingEnqueuer) AddAll(reqs []reconcile.Request) {
-	e.batches.Add(1)
-	for _, r := range reqs {
-		e.Add(r)
-	}
-}
-
-// Kind is usable on its own: a handler on the shared informer, events
-// filtered by the predicates, the initial list at low priority, synced after
-// it, the handler removed at cancel.
-// The same with the handler inline (KindOptions.Inline), and with enqueuers
-// that take batches: the requests of a run wait for its end, and the
-// initial list's are with the enqueuer by the time the source is synced.
-func TestKindSource(t *testing.T) {
-	for _, inline := range []bool{false, true} {
-		for _, batching := range []bool{false, true} {
-			t.Run(fmt.Sprintf("inline=%t/batching=%t", inline, batching), func(t *testing.T) {
-				apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
-					testKindSource(t, env, inline, batching)
-				})
-			})
-		}
-	}
-}
-
-func testKindSource(t *testing.T, env *apiservertest.Env, inline, batching bool) {
-	ns, cfg := env.Namespace, env.Config()
-	mgr, err := manager.New(cfg, manager.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := mgr.Client()
-	cms := map[string]*corev1.ConfigMap{}
-	for _, n := range []string{"a", "b"} {
-		cms[n] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n}}
-		if err := c.Create(context.Background(), cms[n]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	inf, err := informer.InformerFor[*corev1.ConfigMap](mgr.Factory(), informer.Scope{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := manager.NewKind[*corev1.ConfigMap](nil, handler.EnqueueRequestForObject{}, manager.KindOptions{}); err == nil {
-		t.Fatal("NewKind without an informer succeeded")
-	}
-	if _, err := manager.NewKind(inf, nil, manager.KindOptions{}); err == nil {
-		t.Fatal("NewKind without a handler succeeded")
-	}
-	notB := predicate.NewFuncs(func(o handler.Object) bool { return o.GetName() != "b" })
-	src, err := manager.NewKind(inf, handler.EnqueueRequestForObject{}, manager.KindOptions{Predicates: []predicate.Predicate{notB}, Inline: inline})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if src.HasSynced() || src.Started() {
-		t.Fatal("synced or started before Start")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := run(t, ctx, mgr) // runs the factory
-	var live, low interface {
-		handler.Enqueuer
-		got() string
-	}
-	live, low = &recordingEnqueuer{}, &recordingEnqueuer{}
-	if batching {
-		live, low = &batchingEnqueuer{}, &batchingEnqueuer{}
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	srcDone := make(chan error, 1)
-	go func() { srcDone <- src.Start(sctx, live, low) }()
-	eventually(t, "the source to sync", src.HasSynced)
-	if got := low.got(); got != "a" {
-		t.Fatalf("low priority got %q, want the initial list without b: a", got)
-	}
-	if got := live.got(); got != "" {
-		t.Fatalf("live got %q before any change", got)
-	}
-	for _, n := range []string{"b", "a"} {
-		cms[n].Data = map[string]string{"k": "v"}
-		if err := c.Update(context.Background(), cms[n]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, "the live update", func() bool { return live.got() == "a" })
-	if batching {
-		for name, e := range map[string]any{"live": live, "low": low} {
-			if n := e.(*batchingEnqueuer).batches.Load(); n == 0 {
-				t.Errorf("the %s enqueuer got no batch", name)
-			}
-		}
-	}
-	if err := src.Start(sctx, live, low); err == nil {
-		t.Fatal("a second Start succeeded")
-	}
-	stop()
-	if err := <-srcDone; err != nil {
-		t.Fatalf("Kind.Start: %v", err)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 

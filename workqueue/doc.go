@@ -42,8 +42,8 @@
 // has failures. Next(done) is Done and GetWithPriority under one take of
 // the lock: the controller's workers loop on it, so that per event a worker
 // takes the queue's lock once. AddAll adds many keys under one take of the
-// lock: the manager's Kind source hands over each run of informer events'
-// keys with it, so the informer contends with the workers once per run.
+// lock: an informer.Source hands over each run of informer events' keys
+// with it, so the informer contends with the workers once per run.
 //
 // A key that leaves the queue (Done with nothing pending) stays indexed,
 // idle, until it is added again — a controller's keys come back — up to

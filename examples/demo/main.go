@@ -29,7 +29,7 @@ import (
 	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
-	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/controller/controllerutil"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
@@ -159,9 +159,9 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.log("reconcile %-10s #%d generation=%d color=%s", req, n, w.Generation, w.Spec.Color)
 
 	if !w.DeletionTimestamp.IsZero() {
-		if controller.ContainsFinalizer(&w, finalizer) {
+		if controllerutil.ContainsFinalizer(&w, finalizer) {
 			r.log("  cleanup of %s done, removing the finalizer", req)
-			controller.RemoveFinalizer(&w, finalizer)
+			controllerutil.RemoveFinalizer(&w, finalizer)
 			if err := r.c.Update(ctx, &w); err != nil {
 				return reconcile.Result{}, err // retried with backoff, the finalizer stays
 			}
@@ -169,7 +169,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	if added, err := controller.AddFinalizer(&w, finalizer); err != nil {
+	if added, err := controllerutil.AddFinalizer(&w, finalizer); err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err) // a bad finalizer name will not fix itself
 	} else if added {
 		if err := r.c.Update(ctx, &w); err != nil {
@@ -178,9 +178,9 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// The owned ConfigMap, with a deterministic name: a second create is AlreadyExists.
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: controller.Name(w.Name, "color")},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: controllerutil.Name(w.Name, "color")},
 		Data: map[string]string{"color": w.Spec.Color}}
-	if err := controller.SetControllerReference(&w, cm, r.c.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(&w, cm, r.c.Scheme()); err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err)
 	}
 	var existing corev1.ConfigMap
@@ -204,7 +204,7 @@ func (r *reconciler) reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	// Status only when it changes: a status write is an event too.
-	_, err := controller.UpdateStatus(ctx, r.c.Status(), &w, func() error {
+	_, err := controllerutil.UpdateStatus(ctx, r.c.Status(), &w, func() error {
 		w.Status = WidgetStatus{State: "ready", ObservedGeneration: w.Generation}
 		return nil
 	})

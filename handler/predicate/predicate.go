@@ -155,7 +155,7 @@ type selector struct{ Funcs }
 // as it passes everything): pure functions of the event that return at
 // once. Funcs and predicates of other packages are user code, whatever they
 // do. The builder delivers the events of a For or Owns whose predicates are
-// all built-in on the informer's own goroutine (manager.KindOptions.Inline).
+// all built-in on the informer's own goroutine (informer.SourceOptions.Inline).
 func IsBuiltin(p Predicate) bool {
 	switch v := p.(type) {
 	case nil, GenerationChanged, *GenerationChanged, ResourceVersionChanged, *ResourceVersionChanged,

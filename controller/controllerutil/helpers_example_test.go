@@ -1,4 +1,4 @@
-package controller_test
+package controllerutil_test
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 
 	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/client"
-	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/controller/controllerutil"
 )
 
 // The helpers in one reconcile, run twice against the embedded API server:
 // the first run adds the finalizer, creates the owned ConfigMap under a
 // deterministic name and writes the status; the second finds everything in
 // place and writes nothing (no hot loop).
-func Example_helpers() {
+func Example() {
 	srv, err := apiserver.New(apiserver.Options{})
 	if err != nil {
 		panic(err)
@@ -53,7 +53,7 @@ func Example_helpers() {
 		if err := c.Get(ctx, client.KeyOf(web), &d); err != nil {
 			return client.IgnoreNotFound(err)
 		}
-		if changed, err := controller.AddFinalizer(&d, finalizer); err != nil {
+		if changed, err := controllerutil.AddFinalizer(&d, finalizer); err != nil {
 			return err
 		} else if changed {
 			if err := c.Update(ctx, &d); err != nil {
@@ -62,10 +62,10 @@ func Example_helpers() {
 			fmt.Println("  added the finalizer")
 		}
 		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: controller.Name(d.Name, "config")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: controllerutil.Name(d.Name, "config")},
 			Data:       map[string]string{"replicas": "1"},
 		}
-		if err := controller.SetControllerReference(&d, cm, c.Scheme()); err != nil {
+		if err := controllerutil.SetControllerReference(&d, cm, c.Scheme()); err != nil {
 			return err
 		}
 		if err := c.Create(ctx, cm); err == nil {
@@ -73,7 +73,7 @@ func Example_helpers() {
 		} else if client.IgnoreAlreadyExists(err) != nil {
 			return err
 		}
-		changed, err := controller.UpdateStatus(ctx, c.Status(), &d, func() error {
+		changed, err := controllerutil.UpdateStatus(ctx, c.Status(), &d, func() error {
 			d.Status.ObservedGeneration = d.Generation
 			return nil
 		})
@@ -98,9 +98,9 @@ func Example_helpers() {
 	if err := c.Get(ctx, client.KeyOf(web), &d); err != nil {
 		panic(err)
 	}
-	_, err = controller.AddFinalizer(&d, "example.com/another")
-	fmt.Println("being deleted:", d.DeletionTimestamp != nil, "add:", errors.Is(err, controller.ErrBeingDeleted))
-	fmt.Println("removed:", controller.RemoveFinalizer(&d, finalizer), "update:", c.Update(ctx, &d))
+	_, err = controllerutil.AddFinalizer(&d, "example.com/another")
+	fmt.Println("being deleted:", d.DeletionTimestamp != nil, "add:", errors.Is(err, controllerutil.ErrBeingDeleted))
+	fmt.Println("removed:", controllerutil.RemoveFinalizer(&d, finalizer), "update:", c.Update(ctx, &d))
 
 	cancel()
 	fmt.Println("server stopped:", <-stopped)

@@ -1,4 +1,4 @@
-package controller
+package controllerutil
 
 import (
 	"errors"
