@@ -59,22 +59,3 @@ func ctxT(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// eventually polls f until it returns nil, failing the test with f's last
-// error after the timeout. The real server does some things asynchronously
-// that the embedded one does at once (CRDs established and served, CR
-// cleanup after a CRD's deletion): Kubernetes promises them only eventually.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not true after %v: %v", what, timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

@@ -23,6 +23,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -92,19 +93,6 @@ func (c *counter) get(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.n[c.ns+"/"+name]
-}
-
-// eventually polls cond for up to 30 s (the real server's writes go
-// through etcd).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // quiet waits a moment and checks that cond still holds: the way to see
@@ -189,9 +177,9 @@ func TestTenQuickEditsOneReconcile(t *testing.T) {
 		// created after the ten edits, is reconciled (by the second worker),
 		// the ten edits have been enqueued.
 		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel"}})
-		eventually(t, "the sentinel's reconcile", func() bool { return r.get("sentinel") == 1 })
+		testutil.Eventually(t, "the sentinel's reconcile", func() bool { return r.get("sentinel") == 1 })
 		close(release)
-		eventually(t, "the reconcile after the edits", func() bool { return r.get("cm") == 2 })
+		testutil.Eventually(t, "the reconcile after the edits", func() bool { return r.get("cm") == 2 })
 		quiet(t, "more than one reconcile for ten edits", func() bool { return r.get("cm") == 2 })
 		if v, _ := lastSeen.Load("cm"); v != "9" {
 			t.Fatalf("the last reconcile saw i=%v, want the last edit 9", v)
@@ -220,7 +208,7 @@ func TestOwnsMapsChildToOwner(t *testing.T) {
 		create(t, c, b)
 		start(t, mgr)
 		for _, r := range []*counter{onlyController, every} {
-			eventually(t, "the initial reconciles", func() bool { return r.get("a") == 1 && r.get("b") == 1 })
+			testutil.Eventually(t, "the initial reconciles", func() bool { return r.get("a") == 1 && r.get("b") == 1 })
 		}
 
 		rs := &appsv1.ReplicaSet{
@@ -235,14 +223,14 @@ func TestOwnsMapsChildToOwner(t *testing.T) {
 			},
 		}
 		create(t, c, rs)
-		eventually(t, "the controller owner's reconcile", func() bool { return onlyController.get("b") == 2 })
-		eventually(t, "every owner's reconcile", func() bool { return every.get("a") == 2 && every.get("b") == 2 })
+		testutil.Eventually(t, "the controller owner's reconcile", func() bool { return onlyController.get("b") == 2 })
+		testutil.Eventually(t, "every owner's reconcile", func() bool { return every.get("a") == 2 && every.get("b") == 2 })
 
 		rs.Labels["touched"] = "yes"
 		if err := c.Update(context.Background(), rs); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the owner's reconcile after the child's update", func() bool { return onlyController.get("b") == 3 })
+		testutil.Eventually(t, "the owner's reconcile after the child's update", func() bool { return onlyController.get("b") == 3 })
 		quiet(t, "a non-controller owner was reconciled", func() bool { return onlyController.get("a") == 1 })
 	})
 }
@@ -272,16 +260,16 @@ func TestOwnsClusterScopedOwnerAndDelete(t *testing.T) {
 		start(t, mgr)
 		owner := reconcile.Request{NamespacedName: types.NamespacedName{Name: team.Name}}
 		count := func() int { mu.Lock(); defer mu.Unlock(); return reqs[owner] }
-		eventually(t, "the namespace's reconcile", func() bool { return count() == 1 })
+		testutil.Eventually(t, "the namespace's reconcile", func() bool { return count() == 1 })
 		child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team.Name, Name: "child", OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "v1", Kind: "Namespace", Name: team.Name, UID: team.UID, Controller: new(true)},
 		}}}
 		create(t, c, child)
-		eventually(t, "the owner's reconcile after the child's create", func() bool { return count() == 2 })
+		testutil.Eventually(t, "the owner's reconcile after the child's create", func() bool { return count() == 2 })
 		if err := c.Delete(context.Background(), child); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the owner's reconcile after the child's delete", func() bool { return count() == 3 })
+		testutil.Eventually(t, "the owner's reconcile after the child's delete", func() bool { return count() == 3 })
 		mu.Lock()
 		defer mu.Unlock()
 		for req := range reqs {
@@ -335,16 +323,16 @@ func TestMapFuncFansOut(t *testing.T) {
 				return r.get("other") == 1
 			}
 		}
-		eventually(t, "the initial reconciles", all(1))
+		testutil.Eventually(t, "the initial reconciles", all(1))
 
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"}, Data: map[string]string{"k": "1"}}
 		create(t, c, cm)
-		eventually(t, "a reconcile of every user after the create", all(2))
+		testutil.Eventually(t, "a reconcile of every user after the create", all(2))
 		cm.Data["k"] = "2"
 		if err := c.Update(context.Background(), cm); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a reconcile of every user after the update", all(3))
+		testutil.Eventually(t, "a reconcile of every user after the update", all(3))
 		quiet(t, "a Deployment that does not read the ConfigMap was reconciled", all(3))
 	})
 }
@@ -371,21 +359,21 @@ func TestGenerationChangedDropsStatusUpdates(t *testing.T) {
 		both := func(f, u int) func() bool {
 			return func() bool { return filtered.get("web") == f && unfiltered.get("web") == u }
 		}
-		eventually(t, "the initial reconciles", both(1, 1))
+		testutil.Eventually(t, "the initial reconciles", both(1, 1))
 
 		d.Status.ObservedGeneration = d.Generation
 		d.Status.Replicas = 1
 		if err := c.Status().Update(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the unfiltered controller's reconcile of the status update", func() bool { return unfiltered.get("web") == 2 })
+		testutil.Eventually(t, "the unfiltered controller's reconcile of the status update", func() bool { return unfiltered.get("web") == 2 })
 		quiet(t, "the status-only update passed GenerationChanged", both(1, 2))
 
 		d.Spec.Replicas = new(int32(3))
 		if err := c.Update(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "both reconciles of the spec update", both(2, 3))
+		testutil.Eventually(t, "both reconciles of the spec update", both(2, 3))
 
 		var got appsv1.Deployment
 		if err := c.Get(context.Background(), client.KeyOf(d), &got); err != nil {
@@ -414,9 +402,9 @@ func TestNamedWithoutForAndChannelSource(t *testing.T) {
 		}
 		start(t, mgr)
 		events <- handler.GenericEvent{Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "from-channel"}}}
-		eventually(t, "the channel event's reconcile", func() bool { return r.get("from-channel") == 1 })
+		testutil.Eventually(t, "the channel event's reconcile", func() bool { return r.get("from-channel") == 1 })
 		create(t, mgr.Client(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "from-server"}})
-		eventually(t, "the watched ConfigMap's reconcile", func() bool { return r.get("from-server") == 1 })
+		testutil.Eventually(t, "the watched ConfigMap's reconcile", func() bool { return r.get("from-server") == 1 })
 	})
 }
 
@@ -455,7 +443,7 @@ func TestOnlyMetadataAndScope(t *testing.T) {
 		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "outside"}})
 		create(t, c, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "inside"}})
 		start(t, mgr)
-		eventually(t, "the reconcile in scope", func() bool { mu.Lock(); defer mu.Unlock(); return seen[team+"/inside"] != "" })
+		testutil.Eventually(t, "the reconcile in scope", func() bool { mu.Lock(); defer mu.Unlock(); return seen[team+"/inside"] != "" })
 		quiet(t, "an object out of scope was reconciled", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
 		if got, _ := objTypes.Load("inside"); got != "*v1.PartialObjectMetadata" {
 			t.Fatalf("the handler saw %v, want *v1.PartialObjectMetadata", got)

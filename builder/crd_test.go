@@ -18,6 +18,7 @@ import (
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/internal/testcrd"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -99,18 +100,18 @@ func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
 	w := &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w1"}, Spec: testcrd.WidgetSpec{Image: "nginx:1"}}
 	create(t, c, w)
 	key := client.ObjectKey{Namespace: ns, Name: "w1"}
-	eventually(t, "the Widget's state", func() bool {
+	testutil.Eventually(t, "the Widget's state", func() bool {
 		var got testcrd.Widget
 		return c.Get(context.Background(), key, &got) == nil && got.Status.State == "ready"
 	})
 	var d appsv1.Deployment
-	eventually(t, "the owned Deployment", func() bool { return c.Get(context.Background(), key, &d) == nil })
+	testutil.Eventually(t, "the owned Deployment", func() bool { return c.Get(context.Background(), key, &d) == nil })
 	if ref := metav1.GetControllerOf(&d); ref == nil || ref.UID != w.UID {
 		t.Fatalf("the Deployment's controller is %v, want the Widget", ref)
 	}
 	// No hot loop: the status write does not wake the Widget again, so the
 	// reconciles stop.
-	eventually(t, "the controller to settle", func() bool {
+	testutil.Eventually(t, "the controller to settle", func() bool {
 		n := r.reconciles.Load()
 		time.Sleep(300 * time.Millisecond)
 		return r.reconciles.Load() == n
@@ -120,7 +121,7 @@ func testWidgetOperator(t *testing.T, env *apiservertest.Env) {
 	if err := c.Delete(context.Background(), &d); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Deployment recreated", func() bool {
+	testutil.Eventually(t, "the Deployment recreated", func() bool {
 		var again appsv1.Deployment
 		err := c.Uncached().Get(context.Background(), key, &again)
 		if err != nil && !apierrors.IsNotFound(err) {

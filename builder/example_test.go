@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler"
@@ -21,15 +21,12 @@ import (
 // the ConfigMap its "config" annotation names (Watches with a map
 // function), on the embedded API server.
 func Example() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(ctx) }()
-	<-srv.Ready()
 
 	mgr, err := manager.New(srv.RESTConfig(), manager.Options{})
 	if err != nil {
@@ -107,7 +104,7 @@ func Example() {
 	stop()
 	fmt.Println("manager stopped:", <-stopped)
 	cancel()
-	fmt.Println("server stopped:", <-served)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// For:     reconcile default/web (config web-config)
 	// Watches: reconcile default/web (config web-config)

@@ -14,6 +14,7 @@ import (
 	"kloop.dev/kloop/controller/controllerutil"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/internal/testcrd"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -79,7 +80,7 @@ func TestFinalizerWithGenerationChanged(t *testing.T) {
 		create(t, c, w)
 		key := client.ObjectKey{Namespace: ns, Name: "w1"}
 		var got testcrd.Widget
-		eventually(t, "the finalizer added", func() bool {
+		testutil.Eventually(t, "the finalizer added", func() bool {
 			return c.Uncached().Get(ctx, key, &got) == nil && controllerutil.ContainsFinalizer(&got, widgetFinalizer)
 		})
 		if err := c.Delete(ctx, &got); err != nil {
@@ -89,7 +90,7 @@ func TestFinalizerWithGenerationChanged(t *testing.T) {
 		if err := c.Uncached().Get(ctx, key, &marked); err == nil {
 			t.Logf("deletion marked: generation %d -> %d, deletionTimestamp %v", got.Generation, marked.Generation, marked.DeletionTimestamp)
 		}
-		eventually(t, "the Widget gone", func() bool {
+		testutil.Eventually(t, "the Widget gone", func() bool {
 			err := c.Uncached().Get(ctx, key, &testcrd.Widget{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Fatal(err)

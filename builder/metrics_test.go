@@ -11,6 +11,7 @@ import (
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/metrics"
 	"kloop.dev/kloop/workqueue"
@@ -86,9 +87,9 @@ func TestFailedCompleteKeepsMetrics(t *testing.T) {
 				start(t, mgr)
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: tt.cm}}
 				create(t, mgr.Client(), cm)
-				eventually(t, "a reconcile of "+tt.cm, func() bool { return r.get(tt.cm) > 0 })
+				testutil.Eventually(t, "a reconcile of "+tt.cm, func() bool { return r.get(tt.cm) > 0 })
 				total := map[string]string{"controller": name, "result": "success"}
-				eventually(t, "reconcile_total counting the reconcile", func() bool {
+				testutil.Eventually(t, "reconcile_total counting the reconcile", func() bool {
 					return sample(t, reg, "controller_runtime_reconcile_total", total) >= 1
 				})
 				if got := sample(t, reg, "workqueue_adds_total", map[string]string{"name": name}); got < 1 {
@@ -123,8 +124,8 @@ func TestCorrectedBuildAfterFailedWatch(t *testing.T) {
 		}
 		start(t, mgr)
 		create(t, mgr.Client(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "cm-retried"}})
-		eventually(t, "a reconcile of cm-retried", func() bool { return r.get("cm-retried") > 0 })
-		eventually(t, "reconcile_total counting it", func() bool {
+		testutil.Eventually(t, "a reconcile of cm-retried", func() bool { return r.get("cm-retried") > 0 })
+		testutil.Eventually(t, "reconcile_total counting it", func() bool {
 			return sample(t, reg, "controller_runtime_reconcile_total", map[string]string{"controller": name, "result": "success"}) >= 1
 		})
 	})

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
@@ -20,15 +20,12 @@ import (
 // ConfigMaps from the namespace's informer, the one that wakes them, and see
 // nothing outside it; the manager runs no informer of every ConfigMap.
 func ExampleWithScope() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(ctx) }()
-	<-srv.Ready()
 
 	mgr, err := manager.New(srv.RESTConfig(), manager.Options{})
 	if err != nil {
@@ -79,7 +76,7 @@ func ExampleWithScope() {
 	stop()
 	fmt.Println("manager stopped:", <-stopped)
 	cancel()
-	fmt.Println("server stopped:", <-served)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// team-a/settings (color blue); get of default/shared out of scope: true; list of default out of scope: true
 	// informers: 1

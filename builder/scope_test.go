@@ -19,6 +19,7 @@ import (
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -148,11 +149,11 @@ func TestScopedReadsInReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 		start(t, mgr)
-		eventually(t, "the probe's first reconcile", func() bool { return len(view.lines(&view.probes)) == 1 })
+		testutil.Eventually(t, "the probe's first reconcile", func() bool { return len(view.lines(&view.probes)) == 1 })
 		if got := view.lines(&view.probes); got[0] != scopedLine {
 			t.Fatalf("in a reconcile:\n got %s\nwant %s", got[0], scopedLine)
 		}
-		eventually(t, "the map func on the probe's create", func() bool { return len(view.lines(&view.handlerC)) == 1 })
+		testutil.Eventually(t, "the map func on the probe's create", func() bool { return len(view.lines(&view.handlerC)) == 1 })
 		if got := view.lines(&view.handlerC); got[0] != scopedLine {
 			t.Fatalf("in a map func:\n got %s\nwant %s", got[0], scopedLine)
 		}
@@ -164,7 +165,7 @@ func TestScopedReadsInReconcile(t *testing.T) {
 				t.Fatalf("update %d: %v", i, err)
 			}
 		}
-		eventually(t, "a reconcile that sees the last update", func() bool {
+		testutil.Eventually(t, "a reconcile that sees the last update", func() bool {
 			data, rv := view.last("cm")
 			return data == "19" && rv == cm.ResourceVersion
 		})
@@ -185,7 +186,7 @@ func TestScopedReadsInReconcile(t *testing.T) {
 		if err := c.Update(context.Background(), probe); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the probe's reconcile after its update", func() bool { return len(view.lines(&view.probes)) == 2 })
+		testutil.Eventually(t, "the probe's reconcile after its update", func() bool { return len(view.lines(&view.probes)) == 2 })
 		if got := view.lines(&view.probes); got[1] != scopedLine {
 			t.Fatalf("in a reconcile, with the whole kind's informer running:\n got %s\nwant %s", got[1], scopedLine)
 		}
@@ -195,7 +196,7 @@ func TestScopedReadsInReconcile(t *testing.T) {
 		if err := c.Update(context.Background(), cm); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a reconcile of the object that left the scope, which finds it gone", func() bool {
+		testutil.Eventually(t, "a reconcile of the object that left the scope, which finds it gone", func() bool {
 			data, _ := view.last("cm")
 			return data == "gone"
 		})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"kloop.dev/kloop/internal/rctx"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkReconcile(b *testing.B) {
 				}
 				return reconcile.Result{}, nil
 			})
-			c, err := New("bench", r, Options{MaxConcurrentReconciles: workers, Metrics: &metricsRecorder{}})
+			c, err := New("bench", r, Options{MaxConcurrentReconciles: workers, Metrics: &testutil.Provider[Stats]{}})
 			if err != nil {
 				b.Fatal(err)
 			}

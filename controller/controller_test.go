@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +20,9 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/internal/rctx"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/workqueue"
 )
 
 // newTest builds a controller fed by one channel source, with recording
@@ -30,31 +31,14 @@ type testController struct {
 	c      *Controller
 	r      *recorder
 	events chan handler.Event
-	m      *metricsRecorder
-	qm     *queueRecorder
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	m      *testutil.Provider[Stats]
+	qm     *testutil.Provider[workqueue.Stats]
+	logs   *testutil.SyncBuffer
 }
 
 func newTest(t *testing.T, r *recorder, opts Options) *testController {
 	t.Helper()
-	tc := &testController{r: r, events: make(chan handler.Event, 100), m: &metricsRecorder{}, qm: &queueRecorder{}, logs: &syncBuffer{}}
+	tc := &testController{r: r, events: make(chan handler.Event, 100), m: &testutil.Provider[Stats]{}, qm: &testutil.Provider[workqueue.Stats]{}, logs: &testutil.SyncBuffer{}}
 	opts.Metrics, opts.QueueMetrics = tc.m, tc.qm
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(tc.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -185,7 +169,7 @@ func TestResultRules(t *testing.T) {
 				if n := r.count(); n != 1 {
 					t.Fatalf("reconciles after the event = %d, want 1", n)
 				}
-				q := tc.qm.get()
+				q := tc.qm.Only()
 				if got := tc.c.queue.NumRequeues(req("a")); got != tt.wantRequeues {
 					t.Errorf("NumRequeues = %d, want %d", got, tt.wantRequeues)
 				}
@@ -225,7 +209,7 @@ func TestResultRules(t *testing.T) {
 				if err := <-errc; err != nil {
 					t.Fatal(err)
 				}
-				got := tc.m.get()
+				got := tc.m.Only()
 				tt.want.MaxConcurrentReconciles = 1
 				tt.want.ReconcileTime = got.ReconcileTime
 				if got != tt.want {
@@ -234,8 +218,8 @@ func TestResultRules(t *testing.T) {
 				if total := got.Success + got.RequeueAfter + got.Errors; got.ReconcileTime.Count != total {
 					t.Errorf("reconcile time count %d, reconciles %d", got.ReconcileTime.Count, total)
 				}
-				if tc.m.name != "widget" {
-					t.Errorf("metrics registered as %q", tc.m.name)
+				if names := tc.m.Names(); len(names) != 1 || names[0] != "widget" {
+					t.Errorf("metrics registered as %q", names)
 				}
 				if !strings.Contains(tc.logs.String(), tt.wantLog) {
 					t.Errorf("log lacks %q:\n%s", tt.wantLog, tc.logs.String())
@@ -281,7 +265,7 @@ func TestReconcileTimeout(t *testing.T) {
 		if len(causes) != 1 || !errors.Is(causes[0], ErrReconcileTimeout) || !strings.Contains(causes[0].Error(), `controller "widget"`) {
 			t.Fatalf("causes = %v", causes)
 		}
-		s := tc.m.get()
+		s := tc.m.Only()
 		if s.Timeouts != 1 || s.TerminalErrors != 1 || s.Success != 1 {
 			t.Fatalf("stats %+v", s)
 		}
@@ -333,7 +317,7 @@ func TestTenQuickAddsOneReconcile(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
-		if q := tc.qm.get(); q.Adds != 2 {
+		if q := tc.qm.Only(); q.Adds != 2 {
 			t.Fatalf("queue adds = %d, want 2", q.Adds)
 		}
 	})
@@ -388,7 +372,7 @@ func TestConcurrency(t *testing.T) {
 		if n := len(calls); n < 5 || n > 12 {
 			t.Fatalf("reconciles = %d (%q)", n, calls)
 		}
-		if s := tc.m.get(); s.MaxConcurrentReconciles != 2 || s.ActiveWorkers != 0 {
+		if s := tc.m.Only(); s.MaxConcurrentReconciles != 2 || s.ActiveWorkers != 0 {
 			t.Fatalf("stats %+v", s)
 		}
 	})
@@ -405,12 +389,12 @@ func TestActiveWorkers(t *testing.T) {
 		cancel, errc := run(tc.c)
 		tc.send("a", "b")
 		synctest.Wait()
-		if s := tc.m.get(); s.ActiveWorkers != 2 || s.MaxConcurrentReconciles != 3 {
+		if s := tc.m.Only(); s.ActiveWorkers != 2 || s.MaxConcurrentReconciles != 3 {
 			t.Fatalf("stats %+v", s)
 		}
 		close(release)
 		synctest.Wait()
-		if s := tc.m.get(); s.ActiveWorkers != 0 || s.Success != 2 {
+		if s := tc.m.Only(); s.ActiveWorkers != 0 || s.Success != 2 {
 			t.Fatalf("stats %+v", s)
 		}
 		cancel()
@@ -594,7 +578,7 @@ func TestGracefulDrain(t *testing.T) {
 		if !ctxDone {
 			t.Fatal("the in-flight reconcile's context was not cancelled")
 		}
-		if s := tc.m.get(); s.Success != 1 || s.ActiveWorkers != 0 {
+		if s := tc.m.Only(); s.Success != 1 || s.ActiveWorkers != 0 {
 			t.Fatalf("stats %+v", s)
 		}
 		// Adds after shutdown are ignored, nothing panics.
@@ -668,7 +652,7 @@ func TestRecoverPanicFalse(t *testing.T) {
 		}()
 		_, _ = tc.c.reconcile(context.Background(), req("a"))
 	}()
-	if s := tc.m.get(); s.Panics != 1 {
+	if s := tc.m.Only(); s.Panics != 1 {
 		t.Fatalf("panics = %d", s.Panics)
 	}
 	// With recovery on, a panic with an error value wraps both.

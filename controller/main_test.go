@@ -13,54 +13,9 @@ import (
 
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/reconcile"
-	"kloop.dev/kloop/workqueue"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// metricsRecorder is the recording test double of MetricsProvider: it keeps
-// the reader New registers, and reads it on demand.
-type metricsRecorder struct {
-	mu   sync.Mutex // guards read
-	name string
-	read func(*Stats)
-}
-
-func (m *metricsRecorder) Register(name string, read func(*Stats)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.name, m.read = name, read
-	return nil
-}
-
-func (m *metricsRecorder) get() Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var s Stats
-	m.read(&s)
-	return s
-}
-
-// queueRecorder is the same for the work queue's statistics.
-type queueRecorder struct {
-	mu   sync.Mutex // guards read
-	read func(*workqueue.Stats)
-}
-
-func (m *queueRecorder) Register(_ string, read func(*workqueue.Stats)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.read = read
-	return nil
-}
-
-func (m *queueRecorder) get() workqueue.Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var s workqueue.Stats
-	m.read(&s)
-	return s
-}
 
 // fakeSource is a Source whose start function and sync state the test sets.
 type fakeSource struct {

@@ -16,6 +16,7 @@ import (
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 	"kloop.dev/kloop/workqueue"
@@ -33,48 +34,6 @@ import (
 // informer.Source is a controller.Source. The informer package does not
 // import the controller, so the compile-time check is here.
 var _ controller.Source = (*informer.Source[informer.Object])(nil)
-
-// ctrlStats records the reader of the controller's statistics.
-type ctrlStats struct {
-	mu   sync.Mutex // guards read
-	read func(*controller.Stats)
-}
-
-func (m *ctrlStats) Register(_ string, read func(*controller.Stats)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.read = read
-	return nil
-}
-
-func (m *ctrlStats) get() controller.Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var s controller.Stats
-	m.read(&s)
-	return s
-}
-
-// queueStats records the reader of the work queue's statistics.
-type queueStats struct {
-	mu   sync.Mutex // guards read
-	read func(*workqueue.Stats)
-}
-
-func (m *queueStats) Register(_ string, read func(*workqueue.Stats)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.read = read
-	return nil
-}
-
-func (m *queueStats) get() workqueue.Stats {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var s workqueue.Stats
-	m.read(&s)
-	return s
-}
 
 // calls counts reconciles per name and remembers when each returned.
 type calls struct {
@@ -116,8 +75,8 @@ func (c *calls) returnedAt(name string, i int) time.Time {
 type harness struct {
 	env   *apiservertest.Env
 	c     *client.Client
-	stats *ctrlStats
-	queue *queueStats
+	stats *testutil.Provider[controller.Stats]
+	queue *testutil.Provider[workqueue.Stats]
 }
 
 // startController builds a controller of ConfigMaps of env's namespace with
@@ -128,7 +87,7 @@ func startController(t *testing.T, env *apiservertest.Env, opts controller.Optio
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{env: env, c: mgr.Client(), stats: &ctrlStats{}, queue: &queueStats{}}
+	h := &harness{env: env, c: mgr.Client(), stats: &testutil.Provider[controller.Stats]{}, queue: &testutil.Provider[workqueue.Stats]{}}
 	opts.Metrics, opts.QueueMetrics = h.stats, h.queue
 	err = builder.ControllerManagedBy(mgr).
 		For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: env.Namespace})).
@@ -161,18 +120,6 @@ func (h *harness) create(t *testing.T, name string) *corev1.ConfigMap {
 		t.Fatalf("create %s: %v", name, err)
 	}
 	return cm
-}
-
-// eventually polls cond for up to 30 s (the real server writes to etcd).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // TestResultRulesOnServer drives each Result rule of the seeds from a real
@@ -251,7 +198,7 @@ func TestResultRulesOnServer(t *testing.T) {
 				want := tt.want
 				want.MaxConcurrentReconciles = 1
 				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-					got := h.stats.get()
+					got := h.stats.Only()
 					got.ReconcileTime = controller.Histogram{}
 					if got == want {
 						break
@@ -270,7 +217,7 @@ func TestResultRulesOnServer(t *testing.T) {
 				} else if n.count("a") != 1 {
 					t.Fatalf("reconciles = %d, want 1", n.count("a"))
 				}
-				q := h.queue.get()
+				q := h.queue.Only()
 				// The create event is the only add without a delay; a
 				// requeue is an add with one.
 				if q.Adds != 1+tt.wantRetries || q.Retries != tt.wantRetries {
@@ -287,8 +234,8 @@ func TestResultRulesOnServer(t *testing.T) {
 				if err := h.c.Update(context.Background(), cm); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the reconcile of the edit", func() bool { return n.count("a") == again })
-				if q := h.queue.get(); q.Retries != tt.wantRetries {
+				testutil.Eventually(t, "the reconcile of the edit", func() bool { return n.count("a") == again })
+				if q := h.queue.Only(); q.Retries != tt.wantRetries {
 					t.Errorf("queue retries after the edit %d, want %d", q.Retries, tt.wantRetries)
 				}
 			})
@@ -321,11 +268,11 @@ func TestReconcileTimeoutOnServer(t *testing.T) {
 			t.Fatal("the slow reconcile was not cut")
 		}
 		// One success, one timeout counted as a (terminal) error.
-		eventually(t, "both reconciles counted", func() bool {
-			s := h.stats.get()
+		testutil.Eventually(t, "both reconciles counted", func() bool {
+			s := h.stats.Only()
 			return s.Success == 1 && s.TerminalErrors == 1 && s.Errors == 1 && s.Timeouts == 1
 		})
-		if q := h.queue.get(); q.Retries != 0 {
+		if q := h.queue.Only(); q.Retries != 0 {
 			t.Fatalf("queue retries %d: the timed-out reconcile returned a terminal error", q.Retries)
 		}
 	})
@@ -372,7 +319,7 @@ func TestConcurrencyOnServer(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("a and b were not reconciled in parallel (reconciles: a %d, b %d)", n.count("a"), n.count("b"))
 		}
-		if s := h.stats.get(); s.ActiveWorkers != 2 || s.MaxConcurrentReconciles != 2 {
+		if s := h.stats.Only(); s.ActiveWorkers != 2 || s.MaxConcurrentReconciles != 2 {
 			t.Fatalf("stats while both run %+v", s)
 		}
 		// Edits of a while it is held: the key waits for its worker.
@@ -386,13 +333,13 @@ func TestConcurrencyOnServer(t *testing.T) {
 		// the edits were enqueued (the informer delivers in order) — and it
 		// has no free worker until the first two return.
 		h.create(t, "sentinel")
-		eventually(t, "the edits and the sentinel in the queue", func() bool { return h.queue.get().Adds == 4 })
+		testutil.Eventually(t, "the edits and the sentinel in the queue", func() bool { return h.queue.Only().Adds == 4 })
 		if n.count("a") != 1 {
 			t.Fatalf("a was handed out again while held: %d reconciles", n.count("a"))
 		}
 		close(release)
-		eventually(t, "a reconciled again and the sentinel", func() bool { return n.count("a") == 2 && n.count("sentinel") == 1 })
-		eventually(t, "the workers idle", func() bool { return h.stats.get().ActiveWorkers == 0 })
+		testutil.Eventually(t, "a reconciled again and the sentinel", func() bool { return n.count("a") == 2 && n.count("sentinel") == 1 })
+		testutil.Eventually(t, "the workers idle", func() bool { return h.stats.Only().ActiveWorkers == 0 })
 		mu.Lock()
 		defer mu.Unlock()
 		if maxPerKey != 1 || maxTotal != 2 {
@@ -441,7 +388,7 @@ func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
 			mu.Unlock()
 			return reconcile.Result{}, nil
 		})
-		queue := &queueStats{}
+		queue := &testutil.Provider[workqueue.Stats]{}
 		err = builder.ControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithScope(scope)).
 			WithOptions(controller.Options{QueueMetrics: queue, MaxConcurrentReconciles: 4}).Complete(r)
 		if err != nil {
@@ -456,7 +403,7 @@ func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
 				t.Errorf("manager: %v", err)
 			}
 		}()
-		eventually(t, "every object reconciled", func() bool {
+		testutil.Eventually(t, "every object reconciled", func() bool {
 			for i := range objects {
 				if n.count(fmt.Sprintf("cm-%02d", i)) != 1 {
 					return false
@@ -469,7 +416,7 @@ func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
 		if cachedAtFirst != objects {
 			t.Fatalf("the first reconcile saw %d objects in the cache, want all %d (reconciles must wait for the sync)", cachedAtFirst, objects)
 		}
-		if q := queue.get(); q.Adds != objects || q.Retries != 0 {
+		if q := queue.Only(); q.Adds != objects || q.Retries != 0 {
 			t.Fatalf("queue adds %d, retries %d; want %d, 0", q.Adds, q.Retries, objects)
 		}
 	})

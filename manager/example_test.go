@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/manager"
 )
 
@@ -14,15 +14,12 @@ import (
 // embedded API server: the single replica leads, its leader-only runnable
 // runs, and /readyz reports the informers.
 func Example() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Start(ctx) }()
-	<-srv.Ready()
 
 	mgr, err := manager.New(srv.RESTConfig(), manager.Options{
 		LeaderElection:          true,
@@ -64,7 +61,7 @@ func Example() {
 	stop() // on SIGTERM: stops the runnables, then releases the Lease
 	fmt.Println("manager stopped:", <-stopped)
 	cancel()
-	fmt.Println("server stopped:", <-served)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// leading; leader-only runnable started
 	// /healthz 200

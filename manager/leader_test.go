@@ -19,6 +19,7 @@ import (
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -161,7 +162,7 @@ func testFailover(t *testing.T, env *apiservertest.Env, keepLease bool, takeover
 	if err := b.mgr.Add(late); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the every-replica runnables", func() bool { return a.every.running.Load() && b.every.running.Load() })
+	testutil.Eventually(t, "the every-replica runnables", func() bool { return a.every.running.Load() && b.every.running.Load() })
 	if !a.leaderOnly.running.Load() || b.leaderOnly.running.Load() || late.starts.Load() != 0 {
 		t.Fatalf("leader-only runnables: leader %v, standby %v", a.leaderOnly.running.Load(), b.leaderOnly.running.Load())
 	}
@@ -171,7 +172,7 @@ func testFailover(t *testing.T, env *apiservertest.Env, keepLease bool, takeover
 	if err := a.mgr.Client().Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "work"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the leader's reconcile", func() bool { return a.reconciles.Load() == 1 })
+	testutil.Eventually(t, "the leader's reconcile", func() bool { return a.reconciles.Load() == 1 })
 	// The standby's controller is not running: its readiness check passes.
 	if n := b.reconciles.Load(); n != 0 {
 		t.Fatalf("the standby reconciled %d times", n)
@@ -189,8 +190,8 @@ func testFailover(t *testing.T, env *apiservertest.Env, keepLease bool, takeover
 		t.Fatalf("the standby did not take over within %v", takeover)
 	}
 	t.Logf("takeover after %v", time.Since(handover))
-	eventually(t, "the new leader's runnables", func() bool { return b.leaderOnly.running.Load() && late.running.Load() })
-	eventually(t, "the new leader's reconcile of the initial list", func() bool { return b.reconciles.Load() == 1 })
+	testutil.Eventually(t, "the new leader's runnables", func() bool { return b.leaderOnly.running.Load() && late.running.Load() })
+	testutil.Eventually(t, "the new leader's reconcile of the initial list", func() bool { return b.reconciles.Load() == 1 })
 	if mb := b.leaderMetric(t); mb != "1" {
 		t.Fatalf("%s on the new leader: %s", leaderLabel, mb)
 	}
@@ -220,12 +221,12 @@ func testLeadershipLost(t *testing.T, env *apiservertest.Env) {
 	if !elected(a, 10*time.Second) {
 		t.Fatal("the only candidate was not elected")
 	}
-	eventually(t, "the leader-only runnable", a.leaderOnly.running.Load)
+	testutil.Eventually(t, "the leader-only runnable", a.leaderOnly.running.Load)
 
 	// Someone else takes the Lease over (retrying when a renewal of the
 	// leader came between the read and the write).
 	c := a.mgr.Client().Uncached()
-	eventually(t, "the Lease to be taken over", func() bool {
+	testutil.Eventually(t, "the Lease to be taken over", func() bool {
 		lease := &coordinationv1.Lease{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
 			t.Fatal(err)
@@ -283,7 +284,7 @@ func testStandbyIsReady(t *testing.T, env *apiservertest.Env) {
 	doneB := run(t, ctxB, b)
 	defer func() { cancelB(); <-doneB }()
 	probe := "http://" + b.HealthProbeAddr().String() + "/readyz"
-	eventually(t, "the standby to be ready", func() bool { code, _ := get(t, probe); return code == http.StatusOK })
+	testutil.Eventually(t, "the standby to be ready", func() bool { code, _ := get(t, probe); return code == http.StatusOK })
 	if elected(&replica{mgr: b}, 0) {
 		t.Fatal("the standby leads")
 	}
@@ -412,7 +413,7 @@ func testLeadershipLostShutdownIsBounded(t *testing.T, env *apiservertest.Env) {
 func stealLease(t *testing.T, mgr *manager.Manager, ns string) {
 	t.Helper()
 	c := mgr.Client().Uncached()
-	eventually(t, "the Lease to be taken over", func() bool {
+	testutil.Eventually(t, "the Lease to be taken over", func() bool {
 		lease := &coordinationv1.Lease{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: electionID}, lease); err != nil {
 			t.Fatal(err)

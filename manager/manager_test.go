@@ -22,6 +22,7 @@ import (
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -44,18 +45,6 @@ func run(t *testing.T, ctx context.Context, mgr *manager.Manager) <-chan error {
 		t.Fatalf("manager stopped at once: %v", err)
 	}
 	return done
-}
-
-// eventually polls cond for up to 30 s (the real server writes to etcd).
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -224,7 +213,7 @@ func testProbesAndMetricsOverHTTP(t *testing.T, env *apiservertest.Env) {
 	if code, body := get(t, probe+"/healthz/ping"); code != http.StatusOK || body != "ok" {
 		t.Fatalf("/healthz/ping: %d %q", code, body)
 	}
-	eventually(t, "/readyz to pass", func() bool { code, _ := get(t, probe+"/readyz"); return code == http.StatusOK })
+	testutil.Eventually(t, "/readyz to pass", func() bool { code, _ := get(t, probe+"/readyz"); return code == http.StatusOK })
 	code, body := get(t, probe+"/readyz?verbose")
 	for _, want := range []string{"[+]informers ok", "[+]controller-probed ok", "[+]custom ok", "readyz check passed"} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
@@ -246,7 +235,7 @@ func testProbesAndMetricsOverHTTP(t *testing.T, env *apiservertest.Env) {
 		t.Fatalf("/readyz/nope: %d", code)
 	}
 
-	eventually(t, "the reconcile", func() bool { return reconciles.Load() >= 1 })
+	testutil.Eventually(t, "the reconcile", func() bool { return reconciles.Load() >= 1 })
 	_, body = get(t, metricsURL)
 	for _, want := range []string{
 		`workqueue_adds_total{controller="probed",name="probed"}`,

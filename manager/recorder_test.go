@@ -10,6 +10,7 @@ import (
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 )
@@ -57,7 +58,7 @@ func TestRecorder(t *testing.T) {
 		if err := mgr.Client().Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "noted"}}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the reconcile's event", func() bool {
+		testutil.Eventually(t, "the reconcile's event", func() bool {
 			var l corev1.EventList
 			if err := mgr.Client().Uncached().List(ctx, &l, client.InNamespace(env.Namespace)); err != nil {
 				t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/controller/controllerutil"
 )
@@ -19,14 +19,11 @@ import (
 // deterministic name and writes the status; the second finds everything in
 // place and writes nothing (no hot loop).
 func Example() {
-	srv, err := apiserver.New(apiserver.Options{})
+	srv, err := apiservertest.New(apiservertest.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error)
-	go func() { stopped <- srv.Start(ctx) }()
-	<-srv.Ready()
 	c, err := client.New(srv.RESTConfig(), client.Options{})
 	if err != nil {
 		panic(err)
@@ -103,7 +100,7 @@ func Example() {
 	fmt.Println("removed:", controllerutil.RemoveFinalizer(&d, finalizer), "update:", c.Update(ctx, &d))
 
 	cancel()
-	fmt.Println("server stopped:", <-stopped)
+	fmt.Println("server stopped:", srv.Close())
 	// Output:
 	// reconcile 1:
 	//   added the finalizer
