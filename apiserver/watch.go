@@ -183,15 +183,9 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 			if o.Data, err = json.Marshal(m); err != nil {
 				return nil, err
 			}
-			t, err := s.table(k, []*storage.Object{&o}, metav1.ListMeta{ResourceVersion: formatRV(ev.Revision)}, table)
-			if err != nil {
+			if err := s.writeTableRow(buf, k, &o, ev.Revision, table); err != nil {
 				return nil, err
 			}
-			b, err := json.Marshal(t)
-			if err != nil {
-				return nil, err
-			}
-			buf.Write(b)
 			break
 		}
 		b, err := json.Marshal(m)
@@ -200,15 +194,9 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 		}
 		buf.Write(b)
 	case isTable:
-		t, err := s.table(k, []*storage.Object{ev.Object}, metav1.ListMeta{ResourceVersion: formatRV(ev.Revision)}, table)
-		if err != nil {
+		if err := s.writeTableRow(buf, k, ev.Object, ev.Revision, table); err != nil {
 			return nil, err
 		}
-		b, err := json.Marshal(t)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(b)
 	default:
 		b, err := s.output(k, ev.Object)
 		if err != nil {
@@ -218,6 +206,20 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 	}
 	buf.WriteString("}\n")
 	return buf.Bytes(), nil
+}
+
+// writeTableRow writes o as the Table of a watch event at revision rv.
+func (s *Server) writeTableRow(buf *bytes.Buffer, k *kind, o *storage.Object, rv int64, table tableOptions) error {
+	t, err := s.table(k, []*storage.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(rv)}, table)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	buf.Write(b)
+	return nil
 }
 
 // rawJSON encodes v for a RawExtension.

@@ -178,13 +178,9 @@ func (pr *pruner) prune(v any, n *node) {
 			if n.embedded && metaField(k) {
 				continue
 			}
-			if c, ok := n.properties[k]; ok {
+			if c, ok := n.child(k); ok {
 				l := pr.pushKey(k)
 				pr.prune(e, c)
-				pr.path = pr.path[:l]
-			} else if n.additionalSet {
-				l := pr.pushKey(k)
-				pr.prune(e, n.additional)
 				pr.path = pr.path[:l]
 			} else {
 				pr.record(k)
@@ -204,6 +200,19 @@ func (pr *pruner) prune(v any, n *node) {
 	}
 }
 
+// child returns the schema of n's property k: its own, else
+// additionalProperties' (nil for additionalProperties without a schema);
+// ok is false for a property that neither knows.
+func (n *node) child(k string) (c *node, ok bool) {
+	if c, ok := n.properties[k]; ok {
+		return c, true
+	}
+	if n.additionalSet {
+		return n.additional, true
+	}
+	return nil, false
+}
+
 func (pr *pruner) skipPrune(v any, n *node) {
 	switch t := v.(type) {
 	case map[string]any:
@@ -211,13 +220,9 @@ func (pr *pruner) skipPrune(v any, n *node) {
 			if n.embedded && metaField(k) {
 				continue
 			}
-			if c, ok := n.properties[k]; ok {
+			if c, ok := n.child(k); ok {
 				l := pr.pushKey(k)
 				pr.prune(e, c)
-				pr.path = pr.path[:l]
-			} else if n.additionalSet {
-				l := pr.pushKey(k)
-				pr.prune(e, n.additional)
 				pr.path = pr.path[:l]
 			}
 		}

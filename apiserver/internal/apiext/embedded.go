@@ -2,7 +2,8 @@ package apiext
 
 import (
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -26,12 +27,7 @@ func validateEmbedded(n *node, v any, p *field.Path, root bool, errs *field.Erro
 		if n.embedded && !root {
 			*errs = append(*errs, validateEmbeddedResource(t, p)...)
 		}
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if c, ok := n.properties[k]; ok {
 				validateEmbedded(c, t[k], p.Child(k), false, errs)
 			} else if n.additional != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -356,20 +357,8 @@ func (s JSONSchemaPropsOrArray) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON accepts an object or an array of objects.
 func (s *JSONSchemaPropsOrArray) UnmarshalJSON(data []byte) error {
 	var nw JSONSchemaPropsOrArray
-	switch firstByte(data) {
-	case '{':
-		var sch JSONSchemaProps
-		if err := json.Unmarshal(data, &sch); err != nil {
-			return err
-		}
-		nw.Schema = &sch
-	case '[':
-		if err := json.Unmarshal(data, &nw.JSONSchemas); err != nil {
-			return err
-		}
-	case 'n':
-	default:
-		return fmt.Errorf("apiext: items must be a schema object or an array of schemas, got %.20q", data)
+	if err := schemaOr(data, &nw.Schema, "[", &nw.JSONSchemas, "items must be a schema object or an array of schemas"); err != nil {
+		return err
 	}
 	*s = nw
 	return nil
@@ -396,20 +385,11 @@ func (s JSONSchemaPropsOrBool) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON accepts an object or a boolean.
 func (s *JSONSchemaPropsOrBool) UnmarshalJSON(data []byte) error {
 	var nw JSONSchemaPropsOrBool
-	switch firstByte(data) {
-	case '{':
-		var sch JSONSchemaProps
-		if err := json.Unmarshal(data, &sch); err != nil {
-			return err
-		}
-		nw.Allows, nw.Schema = true, &sch
-	case 't', 'f':
-		if err := json.Unmarshal(data, &nw.Allows); err != nil {
-			return err
-		}
-	case 'n':
-	default:
-		return fmt.Errorf("apiext: expected a schema object or a boolean, got %.20q", data)
+	if err := schemaOr(data, &nw.Schema, "tf", &nw.Allows, "expected a schema object or a boolean"); err != nil {
+		return err
+	}
+	if nw.Schema != nil {
+		nw.Allows = true // a schema allows
 	}
 	*s = nw
 	return nil
@@ -436,22 +416,31 @@ func (s JSONSchemaPropsOrStringArray) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON accepts an object or an array of strings.
 func (s *JSONSchemaPropsOrStringArray) UnmarshalJSON(data []byte) error {
 	var nw JSONSchemaPropsOrStringArray
-	switch firstByte(data) {
-	case '{':
+	if err := schemaOr(data, &nw.Schema, "[", &nw.Property, "expected a schema object or an array of strings"); err != nil {
+		return err
+	}
+	*s = nw
+	return nil
+}
+
+// schemaOr decodes data, the JSON of a schema or of something else: an
+// object into *schema, a value whose first byte is in alts (an array: "[",
+// a boolean: "tf") into *alt, null into nothing; anything else is an error
+// saying want.
+func schemaOr[A any](data []byte, schema **JSONSchemaProps, alts string, alt *A, want string) error {
+	switch c := firstByte(data); {
+	case c == '{':
 		var sch JSONSchemaProps
 		if err := json.Unmarshal(data, &sch); err != nil {
 			return err
 		}
-		nw.Schema = &sch
-	case '[':
-		if err := json.Unmarshal(data, &nw.Property); err != nil {
-			return err
-		}
-	case 'n':
+		*schema = &sch
+	case c != 0 && strings.IndexByte(alts, c) >= 0:
+		return json.Unmarshal(data, alt)
+	case c == 'n':
 	default:
-		return fmt.Errorf("apiext: expected a schema object or an array of strings, got %.20q", data)
+		return fmt.Errorf("apiext: %s, got %.20q", want, data)
 	}
-	*s = nw
 	return nil
 }
 

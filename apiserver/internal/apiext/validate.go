@@ -3,6 +3,7 @@ package apiext
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -380,12 +381,7 @@ func validateLists(n *node, v any, p *field.Path, errs *field.ErrorList) {
 	}
 	switch t := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			if c, ok := n.properties[k]; ok {
 				validateLists(c, t[k], p.Child(k), errs)
 			} else if n.additional != nil {

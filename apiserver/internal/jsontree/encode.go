@@ -52,11 +52,7 @@ func Append(b []byte, v any) ([]byte, error) {
 // appendObject encodes a map with its keys sorted, as json.Marshal.
 func appendObject(b []byte, m map[string]any) ([]byte, error) {
 	var arr [16]string
-	keys := arr[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := appendSortedKeys(arr[:0], m)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -158,4 +154,15 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendSortedKeys appends m's keys to dst, sorted (with dst's own items).
+// dst is usually a slice of a stack array, to sort the keys of a small
+// object without allocating.
+func appendSortedKeys(dst []string, m map[string]any) []string {
+	for k := range m {
+		dst = append(dst, k)
+	}
+	slices.Sort(dst)
+	return dst
 }

@@ -2,7 +2,6 @@ package jsontree
 
 import (
 	"fmt"
-	"slices"
 )
 
 // rvKey opens the member a resourceVersion hole takes.
@@ -19,11 +18,7 @@ func EncodeRVHole(obj map[string]any) (pre []byte, hole int, err error) {
 		return nil, 0, fmt.Errorf("metadata is %T, not an object", obj["metadata"])
 	}
 	var arr [16]string
-	keys := arr[:0]
-	for key := range obj {
-		keys = append(keys, key)
-	}
-	slices.Sort(keys)
+	keys := appendSortedKeys(arr[:0], obj)
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
 	for i, key := range keys {
@@ -40,12 +35,7 @@ func EncodeRVHole(obj map[string]any) (pre []byte, hole int, err error) {
 		}
 		b = append(b, '{')
 		var marr [24]string
-		mkeys := marr[:0]
-		for mk := range m {
-			mkeys = append(mkeys, mk)
-		}
-		mkeys = append(mkeys, "resourceVersion")
-		slices.Sort(mkeys)
+		mkeys := appendSortedKeys(append(marr[:0], "resourceVersion"), m)
 		for j, mk := range mkeys {
 			if j > 0 {
 				b = append(b, ',')
