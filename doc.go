@@ -5,11 +5,13 @@
 // The pipeline, one package per stage:
 //
 //	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/,
-//	                conformance/: the same transcripts against it and a real kube-apiserver, compared)
+//	                conformance/: the same transcripts against it and a real kube-apiserver, compared;
+//	                internal/jsontree, typed, apiext, openapi: JSON trees, type checks, CRD schemas)
 //	reflector       lists, then watches from the list's resourceVersion; relists on 410 Gone
 //	fifo            delivers every delta in order; a relist as one atomic batch
 //	cache           thread-safe indexer keyed namespace/name, with indexes; lock-free Get
-//	informer        pops the FIFO, updates the cache, then notifies handlers; shared Factory
+//	informer        pops the FIFO, updates the cache, then notifies handlers; shared Factory; Source (a
+//	                controller's events of one shared informer)
 //	client          reads from the informer cache, writes to the API server
 //	handler         maps events to requests (keys, never objects); predicate/ filters events
 //	workqueue       deduplicating, fair, rate-limited, delaying, prioritised queue of keys
@@ -20,8 +22,9 @@
 //	builder         For / Owns / Watches wiring of a controller into a manager
 //	leaderelection  leader election on a coordination.k8s.io/v1 Lease
 //	metrics         Prometheus exposition of the stages' statistics, controller-runtime's names
-//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context), testcrd,
-//	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries, rate limit)
+//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context),
+//	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries,
+//	                rate limit); for tests: testutil (Eventually, SyncBuffer, a metrics Provider), testcrd
 //
 // Commands and examples:
 //
