@@ -14,9 +14,9 @@
 //
 // The embedded server listens on a random port of 127.0.0.1 with TLS (a
 // self-signed certificate that Config and the kubeconfig trust), requires
-// its bearer token (which both carry), starts in a few milliseconds (most of
-// it the certificate) and stops when the test ends (NewServer) or at Close
-// (New). Config has no client-side rate limit (QPS -1).
+// its bearer token (which both carry), starts in well under a millisecond
+// and stops when the test ends (NewServer) or at Close (New). Config has no
+// client-side rate limit (QPS -1).
 //
 // # Both servers
 //
