@@ -14,7 +14,7 @@
 //
 // The embedded server listens on a random port of 127.0.0.1 with TLS (a
 // self-signed certificate that Config and the kubeconfig trust), requires
-// its bearer token (which both carry), starts in well under a millisecond
+// its bearer token (which both carry), starts in process (no binary, no etcd)
 // and stops when the test ends (NewServer) or at Close (New). Config has no
 // client-side rate limit (QPS -1).
 //
