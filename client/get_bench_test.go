@@ -15,20 +15,8 @@ import (
 // BenchmarkCachedGet: a Get served from the informer cache (a deep copy of
 // a small ConfigMap), the read a reconcile does first.
 func BenchmarkCachedGet(b *testing.B) {
-	srv := apiservertest.NewServer(b, apiservertest.Options{})
 	ctx := b.Context()
-	f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	fctx, cancel := context.WithCancel(ctx)
-	go func() { done <- f.Start(fctx) }()
-	defer func() { cancel(); <-done }()
-	c, err := New(srv.Config(), Options{Factory: f})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := cachedClient(b)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "bench"}, Data: map[string]string{"k": "v"}}
 	if err := c.Create(ctx, cm); err != nil {
 		b.Fatal(err)
@@ -50,20 +38,8 @@ func BenchmarkCachedGet(b *testing.B) {
 // mapper serves cached mappings without a lock, so the rate scales with
 // GOMAXPROCS (-cpu 1,2,4).
 func BenchmarkCachedGetParallel(b *testing.B) {
-	srv := apiservertest.NewServer(b, apiservertest.Options{})
 	ctx := b.Context()
-	f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	fctx, cancel := context.WithCancel(ctx)
-	go func() { done <- f.Start(fctx) }()
-	defer func() { cancel(); <-done }()
-	c, err := New(srv.Config(), Options{Factory: f})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := cachedClient(b)
 	meta := metav1.ObjectMeta{Namespace: "default", Name: "bench"}
 	objs := []Object{
 		&corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"k": "v"}},
@@ -96,4 +72,23 @@ func BenchmarkCachedGetParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// cachedClient returns a client that reads from the informers of a factory
+// started on a new embedded server; both stop when b ends.
+func cachedClient(b *testing.B) *Client {
+	srv := apiservertest.NewServer(b, apiservertest.Options{})
+	f, err := informer.NewFactory(srv.Config(), informer.FactoryOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- f.Start(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	c, err := New(srv.Config(), Options{Factory: f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
