@@ -78,7 +78,9 @@ type Options struct {
 	// then. The reflector then stops the watch and, after a backoff wait,
 	// watches again from the last resourceVersion it reached (no relist, no
 	// gap); the error it reports wraps ErrSilentWatch. Only time spent
-	// waiting on the stream counts, not time spent in the store. Default
+	// waiting on the stream counts, not time spent in the store; the watch
+	// is given up at most a sixteenth of timeout+margin after it has been
+	// silent that long (its watchdog looks that often). Default
 	// 30 s (DefaultWatchSilenceMargin), or MinWatchTimeout if that is
 	// shorter; negative turns the check off (for a ListerWatcher whose
 	// watches ignore TimeoutSeconds and may rightly stay silent longer).
@@ -610,7 +612,7 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 
 // silentErr is the error of a watch its watchdog stopped, logged.
 func (r *Reflector[T]) silentErr(w *liveWatch[T]) error {
-	r.log.Warn("watch silent past its timeout: stopped it, watching again from the last resourceVersion",
+	r.log.Warn("watch silent past its timeout and the silence margin: stopped it; trying again after a backoff",
 		"timeoutSeconds", w.timeout, "silence", w.limit, "resourceVersion", r.LastSyncResourceVersion())
 	return fmt.Errorf("%w: nothing for %v (timeoutSeconds=%d)", ErrSilentWatch, w.limit, w.timeout)
 }

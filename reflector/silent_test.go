@@ -2,7 +2,6 @@ package reflector
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -18,11 +17,14 @@ import (
 // alive, and so does time the reflector spends in the store.
 //
 // With rand 0 every watch asks timeoutSeconds=300 (MinWatchTimeout) and
-// backoff waits have no jitter (0.8 s first).
+// backoff waits have no jitter (0.8 s first). A silent watch is given up
+// once it has been silent for its limit (timeout + margin), and at most a
+// sixteenth of the limit later (the watchdog looks at it that often).
 func TestSilentWatch(t *testing.T) {
 	listWatch := Options{DisableWatchList: true}
 	const window = 330 * time.Second // 300 s + the 30 s default margin
 	const backoff = 800 * time.Millisecond
+	late := func(limit time.Duration) time.Duration { return (limit + watchdogTicks - 1) / watchdogTicks }
 	tests := []struct {
 		name     string
 		opts     Options
@@ -30,7 +32,9 @@ func TestSilentWatch(t *testing.T) {
 		slowAdd  time.Duration // each Add takes this long in the store
 		requests []string
 		store    []string
-		elapsed  time.Duration
+		// the fake time until the script ran out: in [elapsed,
+		// elapsed+late]; the same for stoppedAfter.
+		elapsed, late time.Duration
 		// silentWatches and silentLists are the watches and streaming
 		// lists reported ended with ErrSilentWatch.
 		silentWatches, silentLists int
@@ -48,6 +52,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:      []string{listRV0, watchFrom("10"), watchFrom("11")},
 		store:         []string{"Replace 10 [a@1]", "Add b@11", "Add c@12"},
 		elapsed:       window + backoff,
+		late:          late(window),
 		silentWatches: 1,
 		stoppedAfter:  window,
 	}, {
@@ -61,6 +66,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:      []string{listRV0, watchFrom("10"), watchFrom("15")},
 		store:         []string{"Replace 10 []", "Add b@11", "Bookmark 15", "Add c@16"},
 		elapsed:       4*time.Minute + window + backoff,
+		late:          late(window),
 		silentWatches: 1,
 		stoppedAfter:  4*time.Minute + window,
 	}, {
@@ -101,6 +107,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:      []string{listRV0, watchFrom("10"), watchFrom("10")},
 		store:         []string{"Replace 10 []", "Add b@11"},
 		elapsed:       window + backoff,
+		late:          late(window),
 		silentWatches: 1,
 	}, {
 		name: "a streaming list silent before its end is streamed again",
@@ -111,6 +118,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:    []string{watchList, watchList},
 		store:       []string{"Replace 10 [a@5]"},
 		elapsed:     window + backoff,
+		late:        late(window),
 		silentLists: 1,
 	}, {
 		name: "the stream of a streaming list silent after its end: watched from the end bookmark",
@@ -121,6 +129,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:      []string{watchList, watchFrom("10")},
 		store:         []string{"Replace 10 [a@5]", "Add b@11"},
 		elapsed:       window + backoff,
+		late:          late(window),
 		silentWatches: 1,
 		stoppedAfter:  window,
 	}, {
@@ -134,6 +143,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:      []string{listRV0, watchFrom("10"), watchFrom("10")},
 		store:         []string{"Replace 10 []", "Add b@11"},
 		elapsed:       305*time.Second + backoff,
+		late:          late(305 * time.Second),
 		silentWatches: 1,
 	}, {
 		name: "short watch timeouts: the default margin is no longer than MinWatchTimeout",
@@ -146,6 +156,7 @@ func TestSilentWatch(t *testing.T) {
 		requests:      []string{listRV0, watchFrom("10"), watchFrom("10")},
 		store:         []string{"Replace 10 []", "Add b@11"},
 		elapsed:       20*time.Second + backoff,
+		late:          late(20 * time.Second),
 		silentWatches: 1,
 	}}
 	for _, tc := range tests {
@@ -168,8 +179,8 @@ func TestSilentWatch(t *testing.T) {
 				if got := st.transcript(); !slices.Equal(got, tc.store) {
 					t.Errorf("store calls:\n got %q\nwant %q", got, tc.store)
 				}
-				if elapsed != tc.elapsed {
-					t.Errorf("elapsed %v, want %v", elapsed, tc.elapsed)
+				if elapsed < tc.elapsed || elapsed > tc.elapsed+tc.late {
+					t.Errorf("elapsed %v, want %v (up to %v more)", elapsed, tc.elapsed, tc.late)
 				}
 				if n := count(m.watchErrors, ErrSilentWatch); n != tc.silentWatches {
 					t.Errorf("%d watches reported silent, want %d (errors %v)", n, tc.silentWatches, m.watchErrors)
@@ -179,8 +190,8 @@ func TestSilentWatch(t *testing.T) {
 				}
 				if tc.stoppedAfter > 0 {
 					w := f.watches[0]
-					if !w.stopped || w.stoppedAt.Sub(w.opened) != tc.stoppedAfter {
-						t.Errorf("first watch stopped=%v %v after it opened, want %v", w.stopped, w.stoppedAt.Sub(w.opened), tc.stoppedAfter)
+					if d := w.stoppedAt.Sub(w.opened); !w.stopped || d < tc.stoppedAfter || d > tc.stoppedAfter+tc.late {
+						t.Errorf("first watch stopped=%v %v after it opened, want %v (up to %v more)", w.stopped, d, tc.stoppedAfter, tc.late)
 					}
 				}
 				for i, w := range f.watches {
@@ -222,37 +233,88 @@ func TestSilentWatchCheckOff(t *testing.T) {
 	})
 }
 
-// The watchdog on its own: it fires after limit of waiting, not while the
-// reflector is busy, and stop ends its goroutine.
+// The watchdog on its own: it fires once the reflector has waited on the
+// stream for the limit — from the start when nothing ever arrives, at most
+// a sixteenth of the limit late otherwise — not while the reflector is
+// busy, and stop ends its goroutine.
 func TestWatchdog(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		d := startWatchdog(realClock{}, time.Minute, cancel)
-		d.waiting()
-		time.Sleep(59 * time.Second)
-		d.busy() // an event
-		time.Sleep(5 * time.Minute)
-		if d.silent() || ctx.Err() != nil {
-			t.Fatal("fired while the reflector was busy")
-		}
-		d.waiting()
-		start := time.Now()
-		<-ctx.Done()
-		if got := time.Since(start); got != time.Minute {
-			t.Errorf("fired %v after the wait began, want 1m", got)
-		}
-		if !d.silent() || !errors.Is(context.Cause(ctx), context.Canceled) {
-			t.Errorf("silent=%v cause %v", d.silent(), context.Cause(ctx))
-		}
-		d.stop()
-		d.stop()
-
-		var off *watchdog // the check turned off
-		off.waiting()
-		off.busy()
-		off.stop()
-		if off.silent() {
-			t.Error("a nil watchdog reports silence")
-		}
+	const limit = 16 * time.Second // ticks of 1 s
+	for _, tc := range []struct {
+		name string
+		// run drives the reflector's side; it returns when the last wait
+		// began.
+		run       func(d *watchdog)
+		min, max  time.Duration // from the last wait's start to the fire
+		fromStart bool          // measured from the watchdog's start
+	}{{
+		name:      "nothing ever arrives",
+		run:       func(*watchdog) {},
+		min:       limit,
+		max:       limit,
+		fromStart: true,
+	}, {
+		name: "events, then silence",
+		run: func(d *watchdog) {
+			for range 20 {
+				time.Sleep(700 * time.Millisecond)
+				d.busy()
+				d.waiting()
+			}
+		},
+		min: limit, max: limit + time.Second,
+	}, {
+		name: "a long time in the store, then silence",
+		run: func(d *watchdog) {
+			time.Sleep(time.Second)
+			d.busy()
+			time.Sleep(time.Hour)
+			d.waiting()
+		},
+		min: limit, max: limit + time.Second,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				begin := time.Now()
+				d := startWatchdog(realClock{}, limit, cancel)
+				tc.run(d)
+				if d.silent() || ctx.Err() != nil {
+					t.Fatal("fired while the stream was not silent")
+				}
+				start := time.Now()
+				if tc.fromStart {
+					start = begin
+				}
+				<-ctx.Done()
+				if got := time.Since(start); got < tc.min || got > tc.max {
+					t.Errorf("fired %v after the last wait began, want in [%v, %v]", got, tc.min, tc.max)
+				}
+				if !d.silent() {
+					t.Error("silent = false after firing")
+				}
+				d.stop()
+				d.stop()
+			})
+		})
+	}
+	t.Run("stopped", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			d := startWatchdog(realClock{}, limit, cancel)
+			time.Sleep(limit / 2)
+			d.stop()
+			time.Sleep(time.Hour)
+			if d.silent() || ctx.Err() != nil {
+				t.Error("a stopped watchdog fired")
+			}
+			cancel()
+		})
 	})
+	var off *watchdog // the check turned off
+	off.waiting()
+	off.busy()
+	off.stop()
+	if off.silent() {
+		t.Error("a nil watchdog reports silence")
+	}
 }

@@ -21,23 +21,35 @@ const DefaultWatchSilenceMargin = 30 * time.Second
 // dead peer) or the server does not honour timeoutSeconds.
 var ErrSilentWatch = errors.New("reflector: watch silent past its timeoutSeconds and the silence margin")
 
-// watchdog cancels the context of one watch when the reflector has been
+// watchdogTicks is how many times per silence limit a watchdog looks at
+// its watch: a silent watch is given up at most limit/watchdogTicks after
+// it has been silent for limit.
+const watchdogTicks = 16
+
+// watchdog cancels the context of one watch once the reflector has been
 // waiting on it — opening it or in Next — for limit without anything
 // arriving. Time the reflector spends elsewhere (in the store) does not
 // count: only the stream's own silence does.
 //
 // The reflector's Run goroutine calls waiting and busy around every call
-// that waits on the stream; the watchdog's own goroutine reads them. A nil
+// that waits on the stream (two atomic stores, no clock reading: the
+// watch's hot path); the watchdog's goroutine looks at that state every
+// tick and gives the watch up when it has seen the same wait for limit.
+// The watch is waited on from the start (it is being opened). A nil
 // *watchdog (the check is off) does nothing.
 type watchdog struct {
 	clock  Clock
 	limit  time.Duration
-	base   time.Time          // origin of since
+	tick   time.Duration      // ⌈limit/watchdogTicks⌉
+	base   time.Time          // when the watch began to be opened
 	cancel context.CancelFunc // cancels the watch's context
 
-	// since is 1 + the time (after base, in ns) at which the reflector
-	// started waiting on the stream, 0 while it is not waiting.
-	since atomic.Int64
+	// state is 2n+1 while the reflector is in its n-th wait on the stream
+	// (n from 0: opening it), 2n while it handles what that wait brought.
+	// Written by the Run goroutine only, read by the watchdog's.
+	state atomic.Uint64
+	// n counts the waits; the Run goroutine's.
+	n uint64
 	// fired: the watchdog cancelled the watch. Set before the cancel, so
 	// that whoever sees the watch end by its context can tell why.
 	fired atomic.Bool
@@ -46,47 +58,49 @@ type watchdog struct {
 	exited chan struct{} // closed when the goroutine has returned
 }
 
-// startWatchdog starts the watchdog of a watch whose context cancel
-// cancels.
+// startWatchdog starts the watchdog of a watch, which cancel cancels,
+// that the reflector is about to open.
 func startWatchdog(clock Clock, limit time.Duration, cancel context.CancelFunc) *watchdog {
-	d := &watchdog{clock: clock, limit: limit, base: clock.Now(), cancel: cancel,
-		done: make(chan struct{}), exited: make(chan struct{})}
+	d := &watchdog{clock: clock, limit: limit, tick: (limit + watchdogTicks - 1) / watchdogTicks,
+		base: clock.Now(), cancel: cancel, done: make(chan struct{}), exited: make(chan struct{})}
+	d.state.Store(1)
 	go d.run()
 	return d
 }
 
 func (d *watchdog) run() {
 	defer close(d.exited)
-	wait := d.limit
+	// The wait last seen and since when (at the latest) it has lasted:
+	// the tick that first saw it, or base for the first wait.
+	last, since := uint64(1), d.base
 	for {
 		select {
 		case <-d.done:
 			return
-		case <-d.clock.After(wait):
+		case <-d.clock.After(d.tick):
 		}
-		s := d.since.Load()
-		if s == 0 {
-			// The reflector is busy with what the stream sent; the
-			// silence starts again when it waits once more.
-			wait = d.limit
+		now := d.clock.Now()
+		s := d.state.Load()
+		if s != last || s&1 == 0 {
+			// Something arrived, or the reflector is busy with it.
+			last, since = s, now
 			continue
 		}
-		silent := d.clock.Now().Sub(d.base) - time.Duration(s-1)
-		if silent >= d.limit {
+		if now.Sub(since) >= d.limit {
 			d.fired.Store(true)
 			d.cancel()
 			return
 		}
-		wait = d.limit - silent
 	}
 }
 
-// waiting records that the reflector starts waiting on the stream.
+// waiting records that the reflector starts waiting on the stream again.
 func (d *watchdog) waiting() {
 	if d == nil {
 		return
 	}
-	d.since.Store(int64(max(d.clock.Now().Sub(d.base), 0)) + 1)
+	d.n++
+	d.state.Store(2*d.n + 1)
 }
 
 // busy records that the stream answered (or failed): the reflector no
@@ -95,7 +109,7 @@ func (d *watchdog) busy() {
 	if d == nil {
 		return
 	}
-	d.since.Store(0)
+	d.state.Store(2 * d.n)
 }
 
 // silent reports whether the watchdog stopped the watch.
@@ -138,7 +152,7 @@ func (r *Reflector[T]) openWatch(ctx context.Context, opts metav1.ListOptions) (
 		lw.limit = time.Duration(lw.timeout)*time.Second + m
 		lw.dog = startWatchdog(r.opts.Clock, lw.limit, cancel)
 	}
-	lw.dog.waiting()
+	// The watchdog starts waiting: the watch is being opened.
 	w, err := r.lw.Watch(wctx, opts)
 	lw.dog.busy()
 	if err == nil && w == nil {
