@@ -2,12 +2,14 @@ package reflector
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -155,7 +157,11 @@ func BenchmarkWatchEvents(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s := r.step(b.Context(), state[*corev1.Pod]{kind: watching, open: &sliceWatch{events: events}})
+		// An open watch as openWatch makes it, watchdog included.
+		_, cancel := context.WithCancel(b.Context())
+		w := &liveWatch[*corev1.Pod]{w: &sliceWatch{events: events}, cancel: cancel, timeout: 300, limit: 330 * time.Second}
+		w.dog = startWatchdog(r.opts.Clock, w.limit, cancel)
+		s := r.step(b.Context(), state[*corev1.Pod]{kind: watching, open: w})
 		if s.kind != watching {
 			b.Fatalf("state %v", s.kind)
 		}

@@ -38,17 +38,19 @@
 //	 │       │                        │                        │         │
 //	 └───────┘ 410 Gone / Expired,    │ 429, 500, refused,     └─────────┘
 //	   or too large RV: relist,       │ broken stream,      410 Gone / Expired,
-//	   streaming on (RV="")           │ very short watch    or too large RV:
-//	                                  ▼                     relist, streaming
-//	                            ┌───────────┐               off (RV="")
+//	   streaming on (RV="")           │ very short watch,   or too large RV:
+//	                                  │ silent watch        relist, streaming
+//	                                  ▼                     off (RV="")
+//	                            ┌───────────┐
 //	                            │  Backoff  │──▶ back to the state that failed
 //	                            └───────────┘    (Watching: same RV, no relist)
 //
 //	Every state: ctx cancelled ──▶ Stopped (Run returns; an open watch is stopped).
 //
-// Listing also goes to Backoff when a list fails (and comes back to
-// Listing), and WatchListing when a streaming list fails without being
-// rejected (and comes back to WatchListing).
+// Listing also goes to Backoff when a list fails or is refused as older
+// than the position reached (and comes back to Listing), and WatchListing
+// when a streaming list fails without being rejected, is refused as older,
+// or goes silent (and comes back to WatchListing).
 //
 // # resourceVersion semantics
 //
@@ -70,19 +72,58 @@
 //   - When the server says the position is gone — 410 Gone/Expired as an
 //     HTTP status or as an ERROR event, "too large resource version", or an
 //     expired continue token — the reflector relists with
-//     resourceVersion="" (a consistent read: the store cannot go back in
-//     time) and hands the result over as one Replace; the store
-//     reports every listed object as replaced and every object it held
-//     that is missing as deleted. (client-go relists at the last
-//     resourceVersion first after a watch 410; kloop goes straight to the
-//     consistent read.) The relist starts at once when the reflector had
-//     been healthy for two minutes, and after a backoff wait otherwise, so
-//     that a server answering 410 again and again gets no storm of lists.
+//     resourceVersion="" (a consistent read) and hands the result over as
+//     one Replace; the store reports every listed object as replaced and
+//     every object it held that is missing as deleted. (client-go relists
+//     at the last resourceVersion first after a watch 410; kloop goes
+//     straight to the consistent read.) The relist starts at once when the
+//     reflector had been healthy for two minutes, and after a backoff wait
+//     otherwise, so that a server answering 410 again and again gets no
+//     storm of lists.
+//   - The store never goes back in time. A list or streaming list whose
+//     resourceVersion is older than the position the reflector has
+//     reached (its LastSyncResourceVersion: the last list, event or
+//     bookmark handed to the store) is refused: the store is not called,
+//     the position stays, the error reported wraps ErrStaleList, and the
+//     list is retried after a backoff wait until the server answers at
+//     that position or later. That happens when the server that answers
+//     is behind the one that answered before — after a failover, the
+//     "too large resource version" case. resourceVersions are compared
+//     as k8s.io/apimachinery/pkg/util/resourceversion compares them
+//     (KEP-5504: decimal integers, as kube-apiserver's are; the same order
+//     KEP-5647's staleness checks rely on); the first list (nothing reached
+//     yet: resourceVersion="0" may be served from an older watch cache) and
+//     resourceVersions that are not comparable (opaque ones from another
+//     kind of server) are accepted as they come. Watch events are not
+//     compared: a watch delivers them in the server's order after the
+//     position it started from.
 //   - Anything else — 429 (honouring Retry-After), 500, a refused
 //     connection, a broken stream, a watch that ends at once without any
-//     event — waits a backoff and retries the same request: a watch from
-//     the same resourceVersion, never a relist, so an unhealthy server is
-//     not hit by a storm of full lists.
+//     event, a silent watch (below) — waits a backoff and retries the same
+//     request: a watch from the same resourceVersion, never a relist, so an
+//     unhealthy server is not hit by a storm of full lists.
+//
+// # Silent watches
+//
+// A server ends every watch at the timeoutSeconds it was asked for, so a
+// watch that has sent nothing — no event, no bookmark — for longer than
+// that plus Options.WatchSilenceMargin (default 30 s, or MinWatchTimeout if
+// that is shorter) is hung: a stalled proxy, a peer gone without closing
+// the connection, a server that ignores the timeout. The reflector stops
+// it (each watch runs under a context of its own, which a watchdog
+// cancels: that ends a read blocked on the connection), logs it, reports
+// an error wrapping ErrSilentWatch to Metrics.ObserveWatch, and after a
+// backoff wait watches again from its last resourceVersion — events and
+// bookmarks both move it — with no relist and no gap. The same holds for
+// a streaming list (it is streamed again) and for a watch request the
+// server never answers. Only time spent waiting on the stream counts, not
+// time the reflector spends handing events to a slow store. The watchdog
+// looks at its watch sixteen times per timeout+margin, so a silent watch
+// is given up at most a sixteenth of that late, and the events' path pays
+// two atomic stores per event, no clock reading. With the default timeouts
+// (5 to 10 minutes) a hung watch is replaced after 5.5 to about 11
+// minutes of silence. A watch that keeps sending events or bookmarks is
+// never given up, however long it lasts.
 //
 // Backoff: the base wait starts at 800 ms and doubles up to 30 s; each wait
 // adds up to 100 % random jitter (client-go's parameters); two minutes

@@ -93,6 +93,11 @@ type reply struct {
 	hold   time.Duration
 	end    error
 	close  bool
+	// gap is waited before each event (a quiet stream between them).
+	gap time.Duration
+	// hang: the watch request is never answered; Watch blocks until its
+	// ctx ends (a server that accepted the connection and went silent).
+	hang bool
 }
 
 // fakeLW serves replies in order and records requests. When the script is
@@ -101,12 +106,14 @@ type reply struct {
 type fakeLW struct {
 	t *testing.T
 
-	mu        sync.Mutex // guards script, requests, exhausted
+	mu        sync.Mutex // guards script, requests, exhausted, watches
 	script    []reply
 	requests  []string
 	timeouts  []int64
 	exhausted chan struct{}
 	closed    bool
+	// watches are the watches handed out, in order.
+	watches []*fakeWatch
 }
 
 func newFakeLW(t *testing.T, script ...reply) *fakeLW {
@@ -160,8 +167,16 @@ func (f *fakeLW) Watch(ctx context.Context, opts metav1.ListOptions) (Watch[*cor
 	if r.err != nil {
 		return nil, r.err
 	}
-	return &fakeWatch{f: f, ctx: ctx, events: r.events, hold: r.hold, end: r.end,
-		open: !r.close && r.hold == 0 && r.end == nil}, nil
+	if r.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	w := &fakeWatch{f: f, ctx: ctx, events: r.events, hold: r.hold, end: r.end, gap: r.gap,
+		open: !r.close && r.hold == 0 && r.end == nil, opened: time.Now()}
+	f.mu.Lock()
+	f.watches = append(f.watches, w)
+	f.mu.Unlock()
+	return w, nil
 }
 
 type fakeWatch struct {
@@ -169,9 +184,13 @@ type fakeWatch struct {
 	ctx     context.Context
 	events  []Event[*corev1.Pod]
 	hold    time.Duration
+	gap     time.Duration
 	end     error
 	open    bool // after its events, blocks until ctx ends
 	stopped bool
+	// opened and stoppedAt are when Watch returned it and when it was
+	// first stopped.
+	opened, stoppedAt time.Time
 }
 
 func (w *fakeWatch) Next() (Event[*corev1.Pod], error) {
@@ -181,6 +200,13 @@ func (w *fakeWatch) Next() (Event[*corev1.Pod], error) {
 	}
 	if err := w.ctx.Err(); err != nil {
 		return Event[*corev1.Pod]{}, err
+	}
+	if len(w.events) > 0 && w.gap > 0 {
+		select {
+		case <-time.After(w.gap):
+		case <-w.ctx.Done():
+			return Event[*corev1.Pod]{}, w.ctx.Err()
+		}
 	}
 	if len(w.events) > 0 {
 		ev := w.events[0]
@@ -210,7 +236,11 @@ func (w *fakeWatch) Next() (Event[*corev1.Pod], error) {
 	return Event[*corev1.Pod]{}, io.EOF
 }
 
-func (w *fakeWatch) Stop() { w.stopped = true }
+func (w *fakeWatch) Stop() {
+	if !w.stopped {
+		w.stopped, w.stoppedAt = true, time.Now()
+	}
+}
 
 func (f *fakeLW) transcript() []string {
 	f.mu.Lock()

@@ -60,7 +60,12 @@ type ListerWatcher[T Object] interface {
 	// List returns one page of objects.
 	List(ctx context.Context, opts metav1.ListOptions) (*List[T], error)
 	// Watch opens a watch. The watch lives until it is stopped, the server
-	// ends it, or ctx is cancelled.
+	// ends it, or ctx is cancelled; a Watch blocked in Next (or in opening)
+	// must return promptly once ctx is cancelled. The reflector gives each
+	// watch a context of its own and cancels it to give up a watch that
+	// has sent nothing for opts.TimeoutSeconds plus
+	// Options.WatchSilenceMargin; a server ends the watch at
+	// opts.TimeoutSeconds (a fake should too, or turn the check off).
 	Watch(ctx context.Context, opts metav1.ListOptions) (Watch[T], error)
 }
 
@@ -122,7 +127,10 @@ type Metrics interface {
 	ObserveList(name string, d time.Duration, items int, err error)
 	// ObserveWatch is called when a watch ends, with how long it lasted and
 	// how many events it carried; err is nil when the server closed it
-	// normally.
+	// normally, and wraps ErrSilentWatch when the reflector gave it up as
+	// silent. (ObserveList's err wraps ErrSilentWatch for a silent
+	// streaming list, ErrStaleList for a list refused as older than the
+	// position reached.)
 	ObserveWatch(name string, d time.Duration, events int, err error)
 	// ObserveResourceVersion is called when the reflector's position (its
 	// last synced resourceVersion) moves.

@@ -71,6 +71,20 @@ type Options struct {
 	MinWatchTimeout time.Duration
 	// MaxWatchTimeout is the longest watch timeout. Default 2·MinWatchTimeout.
 	MaxWatchTimeout time.Duration
+	// WatchSilenceMargin is how much longer than the timeoutSeconds it
+	// asked for the reflector waits on a watch (or a streaming list) that
+	// sends nothing — no event, no bookmark — before it takes the stream
+	// for hung: a server that honours timeoutSeconds has ended the watch by
+	// then. The reflector then stops the watch and, after a backoff wait,
+	// watches again from the last resourceVersion it reached (no relist, no
+	// gap); the error it reports wraps ErrSilentWatch. Only time spent
+	// waiting on the stream counts, not time spent in the store; the watch
+	// is given up at most a sixteenth of timeout+margin after it has been
+	// silent that long (its watchdog looks that often). Default
+	// 30 s (DefaultWatchSilenceMargin), or MinWatchTimeout if that is
+	// shorter; negative turns the check off (for a ListerWatcher whose
+	// watches ignore TimeoutSeconds and may rightly stay silent longer).
+	WatchSilenceMargin time.Duration
 }
 
 func (o *Options) defaults() {
@@ -100,6 +114,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxWatchTimeout == 0 {
 		o.MaxWatchTimeout = 2 * o.MinWatchTimeout
+	}
+	if o.WatchSilenceMargin == 0 {
+		o.WatchSilenceMargin = min(DefaultWatchSilenceMargin, o.MinWatchTimeout)
 	}
 }
 
@@ -277,7 +294,7 @@ type state[T Object] struct {
 	wait time.Duration
 	// open is a watch already open, handed over by a streaming list after
 	// its initial events (watching only); nil means open a new one.
-	open Watch[T]
+	open *liveWatch[T]
 }
 
 // step performs one state and returns the next one. It is the whole
@@ -285,7 +302,7 @@ type state[T Object] struct {
 func (r *Reflector[T]) step(ctx context.Context, s state[T]) state[T] {
 	if ctx.Err() != nil {
 		if s.open != nil {
-			s.open.Stop()
+			s.open.stop()
 		}
 		return state[T]{kind: stopped}
 	}
@@ -423,6 +440,12 @@ func (r *Reflector[T]) list(ctx context.Context) state[T] {
 	}
 	d := r.opts.Clock.Now().Sub(start)
 	if err == nil {
+		if err = r.checkNotOlder(listRV); err != nil {
+			// Refused: the store keeps the newer state it has.
+			items = nil
+		}
+	}
+	if err == nil {
 		err = r.replace(items, listRV)
 	}
 	r.opts.Metrics.ObserveList(r.opts.Name, d, len(items), err)
@@ -502,24 +525,31 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 		AllowWatchBookmarks:  true,
 		TimeoutSeconds:       r.watchTimeout(),
 	}
-	w, err := r.lw.Watch(ctx, opts)
-	if err == nil && w == nil {
-		err = errNilWatch
-	}
+	w, err := r.openWatch(ctx, opts)
 	if err != nil {
 		if r.done(ctx) {
 			return state[T]{kind: stopped}
+		}
+		if w.silent() {
+			err = r.silentErr(w)
+			r.opts.Metrics.ObserveList(r.opts.Name, r.opts.Clock.Now().Sub(start), 0, err)
+			return r.fail(fmt.Errorf("streaming list: %w", err), watchListing)
 		}
 		r.opts.Metrics.ObserveList(r.opts.Name, r.opts.Clock.Now().Sub(start), 0, err)
 		return r.watchListFailed(err, rv)
 	}
 	var c collector[T]
 	for {
-		ev, err := w.Next()
+		ev, err := w.next()
 		if err != nil {
-			w.Stop()
+			w.stop()
 			if r.done(ctx) {
 				return state[T]{kind: stopped}
+			}
+			if w.silent() {
+				err = r.silentErr(w)
+				r.opts.Metrics.ObserveList(r.opts.Name, r.opts.Clock.Now().Sub(start), 0, err)
+				return r.fail(fmt.Errorf("streaming list: %w", err), watchListing)
 			}
 			if errors.Is(err, io.EOF) {
 				r.opts.Metrics.ObserveList(r.opts.Name, r.opts.Clock.Now().Sub(start), 0, errNoInitialEventsEnd)
@@ -536,7 +566,7 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 			return r.fail(fmt.Errorf("streaming list: %w", err), watchListing)
 		}
 		if ev.Type == watch.Error {
-			w.Stop()
+			w.stop()
 			err := statusError(ev.Status)
 			r.opts.Metrics.ObserveList(r.opts.Name, r.opts.Clock.Now().Sub(start), 0, err)
 			return r.watchListFailed(err, rv)
@@ -556,12 +586,18 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 			}
 			rv := ev.Object.GetResourceVersion()
 			items := c.items
-			err := r.replace(items, rv)
+			err := r.checkNotOlder(rv)
+			if err != nil {
+				// Refused: the store keeps the newer state it has.
+				items = nil
+			} else {
+				err = r.replace(items, rv)
+			}
 			d := r.opts.Clock.Now().Sub(start)
 			if err != nil {
-				w.Stop()
+				w.stop()
 				r.opts.Metrics.ObserveList(r.opts.Name, d, len(items), err)
-				return r.fail(err, watchListing)
+				return r.fail(fmt.Errorf("streaming list: %w", err), watchListing)
 			}
 			r.opts.Metrics.ObserveList(r.opts.Name, d, len(items), nil)
 			r.log.Debug("streamed list", "resourceVersion", rv, "items", len(items), "duration", d)
@@ -572,6 +608,13 @@ func (r *Reflector[T]) watchList(ctx context.Context) state[T] {
 			r.log.Warn("unknown watch event type", "type", string(ev.Type))
 		}
 	}
+}
+
+// silentErr is the error of a watch its watchdog stopped, logged.
+func (r *Reflector[T]) silentErr(w *liveWatch[T]) error {
+	r.log.Warn("watch silent past its timeout and the silence margin: stopped it; trying again after a backoff",
+		"timeoutSeconds", w.timeout, "silence", w.limit, "resourceVersion", r.LastSyncResourceVersion())
+	return fmt.Errorf("%w: nothing for %v (timeoutSeconds=%d)", ErrSilentWatch, w.limit, w.timeout)
 }
 
 // watchListFailed decides what follows a failed streaming list that asked
@@ -592,7 +635,7 @@ func (r *Reflector[T]) watchListFailed(err error, rv string) state[T] {
 
 // watch performs the Watching state: it consumes w, or a new watch from
 // lastRV when w is nil, until the watch ends.
-func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
+func (r *Reflector[T]) watch(ctx context.Context, w *liveWatch[T]) state[T] {
 	if w == nil {
 		opts := metav1.ListOptions{
 			ResourceVersion:     r.LastSyncResourceVersion(),
@@ -600,29 +643,38 @@ func (r *Reflector[T]) watch(ctx context.Context, w Watch[T]) state[T] {
 			TimeoutSeconds:      r.watchTimeout(),
 		}
 		var err error
-		w, err = r.lw.Watch(ctx, opts)
-		if err == nil && w == nil {
-			err = errNilWatch
-		}
+		w, err = r.openWatch(ctx, opts)
 		if err != nil {
 			if r.done(ctx) {
 				return state[T]{kind: stopped}
+			}
+			if w.silent() {
+				err = r.silentErr(w)
+				r.opts.Metrics.ObserveWatch(r.opts.Name, 0, 0, err)
+				return r.fail(fmt.Errorf("watch: %w", err), watching)
 			}
 			r.opts.Metrics.ObserveWatch(r.opts.Name, 0, 0, err)
 			return r.watchFailed(err)
 		}
 	}
-	defer w.Stop()
+	defer w.stop()
 	start := r.opts.Clock.Now()
 	events := 0
 	for {
-		ev, err := w.Next()
+		ev, err := w.next()
 		if err != nil {
 			if r.done(ctx) {
 				r.opts.Metrics.ObserveWatch(r.opts.Name, r.opts.Clock.Now().Sub(start), events, nil)
 				return state[T]{kind: stopped}
 			}
 			d := r.opts.Clock.Now().Sub(start)
+			if w.silent() {
+				// Nothing is lost: the next watch starts from the last
+				// resourceVersion this one delivered.
+				err = r.silentErr(w)
+				r.opts.Metrics.ObserveWatch(r.opts.Name, d, events, err)
+				return r.fail(fmt.Errorf("watch: %w", err), watching)
+			}
 			if errors.Is(err, io.EOF) {
 				if events == 0 && d < veryShortWatch {
 					r.opts.Metrics.ObserveWatch(r.opts.Name, d, events, errVeryShortWatch)

@@ -93,11 +93,11 @@ func TestTranscripts(t *testing.T) {
 		opts: listWatch,
 		script: []reply{
 			{verb: "list", list: podList("10", "", pod("a", "1"))},
-			{verb: "watch", events: []Event[*corev1.Pod]{bookmarkEv("20"), bookmarkEv("30")}, hold: 6 * time.Minute},
+			{verb: "watch", events: []Event[*corev1.Pod]{bookmarkEv("20"), bookmarkEv("30")}, hold: 5 * time.Minute},
 		},
 		requests: []string{listRV0, watchFrom("10"), watchFrom("30")},
 		store:    []string{"Replace 10 [a@1]", "Bookmark 20", "Bookmark 30"},
-		min:      6 * time.Minute,
+		min:      5 * time.Minute,
 		lastRV:   "30",
 	}, {
 		name: "410 mid-stream with deletes in the gap: relist with a consistent read, at once",
@@ -139,27 +139,59 @@ func TestTranscripts(t *testing.T) {
 		store:    []string{"Replace 10 [a@1]", "Replace 20 []"},
 		lastRV:   "20",
 	}, {
-		name: "too large resourceVersion on the watch",
+		// A server behind the one that answered the first list (after a
+		// failover): its list at 50 would move the store back in time, so
+		// it is refused and retried after a backoff until the server has
+		// caught up with 100.
+		name: "too large resourceVersion on the watch: older lists refused until one is at least as new",
 		opts: listWatch,
 		script: []reply{
 			{verb: "list", list: podList("100", "", pod("a", "1"))},
 			{verb: "watch", err: tooLarge()},
 			{verb: "list", list: podList("50", "", pod("a", "1"))},
+			{verb: "list", list: podList("80", "", pod("a", "1"))},
+			{verb: "list", list: podList("120", "", pod("a", "1"), pod("b", "110"))},
 		},
-		requests: []string{listRV0, watchFrom("100"), listRVNew, watchFrom("50")},
-		store:    []string{"Replace 100 [a@1]", "Replace 50 [a@1]"},
-		lastRV:   "50",
+		requests: []string{listRV0, watchFrom("100"), listRVNew, listRVNew, listRVNew, watchFrom("120")},
+		store:    []string{"Replace 100 [a@1]", "Replace 120 [a@1,b@110]"},
+		// The relist at once, then 0.8 s and 1.6 s with up to 100 % jitter.
+		min: 2400 * time.Millisecond, max: 4800 * time.Millisecond,
+		lastRV: "120",
 	}, {
-		name: "too large resourceVersion as an ERROR event",
+		name: "too large resourceVersion as an ERROR event: a list at the same resourceVersion is accepted",
 		opts: listWatch,
 		script: []reply{
 			{verb: "list", list: podList("100", "")},
 			{verb: "watch", events: []Event[*corev1.Pod]{errorEv(tooLarge())}},
 			{verb: "list", list: podList("50", "")},
+			{verb: "list", list: podList("100", "")},
 		},
-		requests: []string{listRV0, watchFrom("100"), listRVNew, watchFrom("50")},
-		store:    []string{"Replace 100 []", "Replace 50 []"},
-		lastRV:   "50",
+		requests: []string{listRV0, watchFrom("100"), listRVNew, listRVNew, watchFrom("100")},
+		store:    []string{"Replace 100 []", "Replace 100 []"},
+		min:      800 * time.Millisecond, max: 1600 * time.Millisecond,
+		lastRV: "100",
+	}, {
+		name: "watch-list: an older streaming list after a 410 is refused and streamed again",
+		script: []reply{
+			{verb: "watch", events: []Event[*corev1.Pod]{added("a", "5"), initialEnd("100"), errorEv(gone())}},
+			{verb: "watch", events: []Event[*corev1.Pod]{added("a", "5"), initialEnd("90")}, close: true},
+			{verb: "watch", events: []Event[*corev1.Pod]{added("a", "5"), added("b", "101"), initialEnd("102")}},
+		},
+		requests: []string{watchList, watchList, watchList},
+		store:    []string{"Replace 100 [a@5]", "Replace 102 [a@5,b@101]"},
+		min:      800 * time.Millisecond, max: 1600 * time.Millisecond,
+		lastRV: "102",
+	}, {
+		name: "opaque resourceVersions are not compared: the relist is accepted",
+		opts: listWatch,
+		script: []reply{
+			{verb: "list", list: podList("b7", "", pod("a", "x1"))},
+			{verb: "watch", err: gone()},
+			{verb: "list", list: podList("a3", "", pod("a", "x2"))},
+		},
+		requests: []string{listRV0, watchFrom("b7"), listRVNew, watchFrom("a3")},
+		store:    []string{"Replace b7 [a@x1]", "Replace a3 [a@x2]"},
+		lastRV:   "a3",
 	}, {
 		name: "expired continue token: the list starts over with a consistent read",
 		opts: listWatch,
@@ -255,15 +287,17 @@ func TestTranscripts(t *testing.T) {
 		min:      800 * time.Millisecond, max: 1600 * time.Millisecond,
 		lastRV: "11",
 	}, {
+		// The server ends it after 5 min: the shortest timeoutSeconds the
+		// reflector asks for.
 		name: "a watch ended by its timeout is reopened at once",
 		opts: listWatch,
 		script: []reply{
 			{verb: "list", list: podList("10", "")},
-			{verb: "watch", events: []Event[*corev1.Pod]{added("a", "11")}, hold: 7 * time.Minute},
+			{verb: "watch", events: []Event[*corev1.Pod]{added("a", "11")}, hold: 5 * time.Minute},
 		},
 		requests: []string{listRV0, watchFrom("10"), watchFrom("11")},
 		store:    []string{"Replace 10 []", "Add a@11"},
-		min:      7 * time.Minute,
+		min:      5 * time.Minute,
 		lastRV:   "11",
 	}, {
 		name: "a very short empty watch backs off",
@@ -352,6 +386,7 @@ func TestTranscripts(t *testing.T) {
 				if got := r.LastSyncResourceVersion(); got != tc.lastRV {
 					t.Errorf("LastSyncResourceVersion = %q, want %q", got, tc.lastRV)
 				}
+				checkNeverBack(t, "store", storeRVs(st.transcript()))
 				if !r.HasSynced() {
 					t.Error("HasSynced = false after a list")
 				}
@@ -394,7 +429,9 @@ func TestBackoffGrowthAndReset(t *testing.T) {
 			reply{verb: "watch", err: internal()})
 		f := newFakeLW(t, script...)
 		clk := &recClock{}
-		run(t, f, &recStore{}, Options{DisableWatchList: true, Clock: clk}, func(r *Reflector[*corev1.Pod]) {
+		// The silence check off: its timer waits would mix with the
+		// backoff's (TestSilentWatch checks it).
+		run(t, f, &recStore{}, Options{DisableWatchList: true, Clock: clk, WatchSilenceMargin: -1}, func(r *Reflector[*corev1.Pod]) {
 			r.rand = func() float64 { return 0 } // no jitter
 		})
 		ms := time.Millisecond
@@ -550,6 +587,21 @@ type metricsRec struct {
 	lists, listItems, watches    int
 	listErrs, watchErrs, rvMoves int
 	lastRV                       string
+	// rvs are the positions observed, in order; listErrors and
+	// watchErrors the errors observed.
+	rvs                     []string
+	listErrors, watchErrors []error
+}
+
+// count returns how many of errs wrap target.
+func count(errs []error, target error) int {
+	n := 0
+	for _, err := range errs {
+		if errors.Is(err, target) {
+			n++
+		}
+	}
+	return n
 }
 
 func (m *metricsRec) ObserveList(_ string, _ time.Duration, items int, err error) {
@@ -559,6 +611,7 @@ func (m *metricsRec) ObserveList(_ string, _ time.Duration, items int, err error
 	m.listItems += items
 	if err != nil {
 		m.listErrs++
+		m.listErrors = append(m.listErrors, err)
 	}
 }
 func (m *metricsRec) ObserveWatch(_ string, _ time.Duration, _ int, err error) {
@@ -567,6 +620,7 @@ func (m *metricsRec) ObserveWatch(_ string, _ time.Duration, _ int, err error) {
 	m.watches++
 	if err != nil {
 		m.watchErrs++
+		m.watchErrors = append(m.watchErrors, err)
 	}
 }
 func (m *metricsRec) ObserveResourceVersion(_ string, rv string) {
@@ -574,6 +628,7 @@ func (m *metricsRec) ObserveResourceVersion(_ string, rv string) {
 	defer m.mu.Unlock()
 	m.rvMoves++
 	m.lastRV = rv
+	m.rvs = append(m.rvs, rv)
 }
 
 func TestMetricsAndStoreErrors(t *testing.T) {
