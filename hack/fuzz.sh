@@ -16,19 +16,42 @@ minimize=${FUZZMINIMIZETIME:-1s}
 pkgs=("${@:-./...}")
 failed=0
 count=0
+races=0
 start=$(date +%s)
 for pkg in $(go list "${pkgs[@]}"); do
   targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
   for t in $targets; do
     count=$((count + 1))
-    if ! out=$(go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg" 2>&1); then
+    verdict=ok
+    for attempt in 1 2; do
+      if out=$(go test -run '^$' -fuzz "^${t}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg" 2>&1); then
+        verdict=ok
+        break
+      fi
+      # Go's fuzz coordinator before 1.27 can fail a target at the end of
+      # -fuzztime with a bare "context deadline exceeded" and no input
+      # (go.dev/issue/75804). Only a failure that wrote a failing input, or
+      # any other failure, counts; the bare race is retried once.
+      if grep -q 'Failing input written to' <<<"$out" ||
+        ! grep -q '^    context deadline exceeded$' <<<"$out"; then
+        verdict=fail
+        break
+      fi
+      verdict=race
+    done
+    case $verdict in
+    ok) echo "ok   $pkg $t" ;;
+    race)
+      echo "RACE $pkg $t: twice a bare context deadline exceeded at the end of -fuzztime, no failing input (go.dev/issue/75804)"
+      races=$((races + 1))
+      ;;
+    fail)
       echo "FAIL $pkg $t"
       echo "$out" | tail -40
       failed=1
-    else
-      echo "ok   $pkg $t"
-    fi
+      ;;
+    esac
   done
 done
-echo "fuzz: $count targets, ${fuzztime} each, $(( $(date +%s) - start ))s"
+echo "fuzz: $count targets, ${fuzztime} each, $races lost to the coordinator race, $(( $(date +%s) - start ))s"
 exit $failed
