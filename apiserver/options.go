@@ -34,6 +34,24 @@ type Options struct {
 	// MaxRequestBytes bounds request bodies; bigger ones get 413. Default
 	// 3 MiB, as kube-apiserver.
 	MaxRequestBytes int64
+
+	// RequestTimeout bounds a request that is not long-running (every
+	// request but watches and pods' log, exec, attach and portforward):
+	// its body must be read and its response written within it, from the
+	// moment its headers are read. A body that does not arrive in time
+	// gets kube-apiserver's 504 Timeout; a client that does not read its
+	// response loses the connection. A request's timeout query parameter
+	// shortens it, as in kube-apiserver. Default 60 seconds, as
+	// kube-apiserver's --request-timeout.
+	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds the TLS handshake and the reading of a
+	// request's headers (a client that sends them slowly is disconnected).
+	// Default 10 seconds (kube-apiserver: 32 s, not configurable).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next
+	// request. Default 90 seconds, as kube-apiserver (and client-go's
+	// transport).
+	IdleTimeout time.Duration
 	// Now is the clock for timestamps. Default time.Now.
 	Now func() time.Time
 	// Logger receives request errors and lifecycle logs. Default discards.
@@ -67,6 +85,15 @@ func (o *Options) setDefaults() {
 	if o.MaxRequestBytes == 0 {
 		o.MaxRequestBytes = 3 << 20
 	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 60 * time.Second
+	}
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 90 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -87,6 +114,14 @@ func (o *Options) validate() error {
 	}
 	if o.MaxRequestBytes < 1 {
 		return fmt.Errorf("apiserver: MaxRequestBytes must be positive, got %d", o.MaxRequestBytes)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"RequestTimeout", o.RequestTimeout}, {"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"IdleTimeout", o.IdleTimeout}} {
+		if d.d < 0 {
+			return fmt.Errorf("apiserver: %s must not be negative, got %s", d.name, d.d)
+		}
 	}
 	return nil
 }

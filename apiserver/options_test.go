@@ -21,6 +21,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative age", apiserver.Options{HistoryAge: -time.Second}, "must not be negative"},
 		{"negative bookmarks", apiserver.Options{BookmarkInterval: -time.Second}, "must not be negative"},
 		{"negative body limit", apiserver.Options{MaxRequestBytes: -1}, "MaxRequestBytes"},
+		{"negative request timeout", apiserver.Options{RequestTimeout: -time.Second}, "RequestTimeout must not be negative"},
+		{"negative header timeout", apiserver.Options{ReadHeaderTimeout: -time.Second}, "ReadHeaderTimeout must not be negative"},
+		{"negative idle timeout", apiserver.Options{IdleTimeout: -time.Second}, "IdleTimeout must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := apiserver.New(tc.opts)

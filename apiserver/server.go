@@ -207,8 +207,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.handler,
+		// Deadlines for bodies and responses are set per request
+		// (setDeadlines): a server-wide ReadTimeout or WriteTimeout would
+		// cut watches.
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		// client-go multiplexes every request of a config, watches
 		// included, over one HTTP/2 connection: allow as many streams as
@@ -263,8 +268,12 @@ func (s *Server) waitInflight(d time.Duration) {
 	}
 }
 
-// serveHTTP authenticates, bounds the body and routes.
+// serveHTTP bounds the request's time, authenticates, bounds the body and
+// routes. Nothing reads the body before the request is authenticated and
+// admitted: a request refused on its headers is answered at once, however
+// much body it declares (closeConnection).
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	defer func() {
@@ -273,15 +282,34 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("internal error: %v", v), schema.GroupResource{}, "")
 		}
 	}()
+	rc := http.NewResponseController(w)
+	class := classify(r)
+	var timeout time.Duration
+	if class != longRunning {
+		var err error
+		if timeout, err = s.requestTimeout(r); err != nil {
+			setDeadlines(rc, class, start.Add(s.opts.RequestTimeout))
+			if r.ContentLength != 0 {
+				closeConnection(w, r, rc)
+			}
+			writeError(w, err, schema.GroupResource{}, "")
+			return
+		}
+	}
+	setDeadlines(rc, class, start.Add(timeout))
 	if !s.authenticated(r) {
+		closeConnection(w, r, rc)
 		writeStatus(w, &apierrors.NewUnauthorized("Unauthorized").ErrStatus)
 		return
 	}
 	if r.ContentLength > s.opts.MaxRequestBytes {
+		closeConnection(w, r, rc)
 		writeStatus(w, &apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.opts.MaxRequestBytes)).ErrStatus)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
+	if r.ContentLength != 0 {
+		r.Body = &timeoutBody{ReadCloser: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes), rc: rc}
+	}
 	s.routes(w, r)
 }
 

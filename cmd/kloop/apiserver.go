@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"kloop.dev/kloop/apiserver"
 )
@@ -19,6 +20,8 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	token := fs.String("token", "", "bearer token clients must send (default: random)")
 	useTLS := fs.Bool("tls", true, "serve HTTPS with a self-signed certificate; kubectl sends the token only over TLS, so a kubeconfig needs it")
 	verbose := fs.Bool("v", false, "log requests errors and lifecycle to stderr")
+	var opts apiserver.Options
+	limitFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -34,7 +37,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "kloop apiserver: --kubeconfig-out needs --tls (kubectl sends bearer tokens only over TLS)")
 		return errUsage
 	}
-	opts := apiserver.Options{Addr: *addr, Token: *token, TLS: *useTLS}
+	opts.Addr, opts.Token, opts.TLS = *addr, *token, *useTLS
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
@@ -65,4 +68,16 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	err = <-done
 	fmt.Fprintln(stdout, "kloop apiserver stopped")
 	return err
+}
+
+// limitFlags binds the flags of the server's limits to opts. Their defaults
+// are the Options' (apiserver/options.go); kube-apiserver's flag names
+// where it has the limit.
+func limitFlags(fs *flag.FlagSet, opts *apiserver.Options) {
+	fs.DurationVar(&opts.RequestTimeout, "request-timeout", 60*time.Second,
+		"how long a request that is not a watch (or a pod's log, exec, attach, portforward) may take to send its body and read its response; past it: 504, or the connection is closed")
+	fs.DurationVar(&opts.ReadHeaderTimeout, "read-header-timeout", 10*time.Second,
+		"how long a client may take to complete its TLS handshake and send a request's headers")
+	fs.DurationVar(&opts.IdleTimeout, "idle-timeout", 90*time.Second,
+		"how long a keep-alive connection may stay idle")
 }

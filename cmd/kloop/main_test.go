@@ -33,6 +33,9 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "extra"}, 2, "unexpected arguments"},
 		{[]string{"apiserver", "--tls=false", "--kubeconfig-out", "x"}, 2, "needs --tls"},
 		{[]string{"apiserver", "--addr", "nonsense"}, 1, "Addr"},
+		{[]string{"apiserver", "--request-timeout", "-1s"}, 1, "RequestTimeout must not be negative"},
+		{[]string{"apiserver", "--read-header-timeout", "-1s"}, 1, "ReadHeaderTimeout must not be negative"},
+		{[]string{"apiserver", "--idle-timeout", "-1s"}, 1, "IdleTimeout must not be negative"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut testutil.SyncBuffer
