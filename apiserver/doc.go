@@ -14,6 +14,7 @@
 //
 //	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
 //	limits.go     what one request may hold: its timeouts, its connection when refused
+//	conns.go      the bound on open connections
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
 //	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
@@ -70,5 +71,6 @@
 // TLS handshake and the headers must arrive within ReadHeaderTimeout, a
 // body and its response within RequestTimeout (watches and pods' log,
 // exec, attach and portforward excepted), and an idle connection is closed
-// after IdleTimeout.
+// after IdleTimeout. At most MaxConnections connections are open: past it
+// the longest idle one makes room, or the new one is refused.
 package apiserver

@@ -52,6 +52,15 @@ type Options struct {
 	// request. Default 90 seconds, as kube-apiserver (and client-go's
 	// transport).
 	IdleTimeout time.Duration
+	// MaxConnections bounds the connections open at once, counted from
+	// their acceptance to their close (TLS handshakes, idle keep-alive
+	// connections and the connections of watches included). Past it the
+	// connection idle the longest is closed to make room; when none is
+	// idle the new connection is refused (closed at once). Default 4096, or
+	// half the process's open-file limit when that is lower, so that
+	// connections never exhaust the process's file descriptors.
+	// kube-apiserver has no such bound.
+	MaxConnections int
 	// Now is the clock for timestamps. Default time.Now.
 	Now func() time.Time
 	// Logger receives request errors and lifecycle logs. Default discards.
@@ -94,6 +103,9 @@ func (o *Options) setDefaults() {
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = 90 * time.Second
 	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = defaultMaxConnections()
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -114,6 +126,9 @@ func (o *Options) validate() error {
 	}
 	if o.MaxRequestBytes < 1 {
 		return fmt.Errorf("apiserver: MaxRequestBytes must be positive, got %d", o.MaxRequestBytes)
+	}
+	if o.MaxConnections < 1 {
+		return fmt.Errorf("apiserver: MaxConnections must be positive, got %d", o.MaxConnections)
 	}
 	for _, d := range []struct {
 		name string

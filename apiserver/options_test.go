@@ -24,6 +24,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative request timeout", apiserver.Options{RequestTimeout: -time.Second}, "RequestTimeout must not be negative"},
 		{"negative header timeout", apiserver.Options{ReadHeaderTimeout: -time.Second}, "ReadHeaderTimeout must not be negative"},
 		{"negative idle timeout", apiserver.Options{IdleTimeout: -time.Second}, "IdleTimeout must not be negative"},
+		{"negative connection bound", apiserver.Options{MaxConnections: -1}, "MaxConnections must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := apiserver.New(tc.opts)

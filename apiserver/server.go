@@ -52,6 +52,7 @@ type Server struct {
 	decoded *decodedCache
 
 	inflight  atomic.Int64  // requests being served
+	conns     *connLimiter  // set by Serve before ready is closed
 	ready     chan struct{} // closed once the server accepts connections
 	readyOnce sync.Once
 
@@ -196,6 +197,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.New("apiserver: the server is already serving")
 	}
 	s.serving = true
+	conns := newConnLimiter(ln, s.opts.MaxConnections, s.opts.Logger)
+	s.conns, ln = conns, conns
 	scheme := "http"
 	if s.cert != nil {
 		scheme = "https"
@@ -215,6 +218,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ConnState:         conns.connState,
 		// client-go multiplexes every request of a config, watches
 		// included, over one HTTP/2 connection: allow as many streams as
 		// kube-apiserver does (--http2-max-streams-per-connection).

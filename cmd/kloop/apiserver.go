@@ -80,4 +80,6 @@ func limitFlags(fs *flag.FlagSet, opts *apiserver.Options) {
 		"how long a client may take to complete its TLS handshake and send a request's headers")
 	fs.DurationVar(&opts.IdleTimeout, "idle-timeout", 90*time.Second,
 		"how long a keep-alive connection may stay idle")
+	fs.IntVar(&opts.MaxConnections, "max-connections", 0,
+		"bound on the connections open at once; past it the longest idle one is closed, or the new one refused (0: 4096, or half the open-file limit when lower)")
 }

@@ -36,6 +36,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "--request-timeout", "-1s"}, 1, "RequestTimeout must not be negative"},
 		{[]string{"apiserver", "--read-header-timeout", "-1s"}, 1, "ReadHeaderTimeout must not be negative"},
 		{[]string{"apiserver", "--idle-timeout", "-1s"}, 1, "IdleTimeout must not be negative"},
+		{[]string{"apiserver", "--max-connections", "-1"}, 1, "MaxConnections must be positive"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut testutil.SyncBuffer
