@@ -14,7 +14,7 @@
 //
 //	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
 //	limits.go     what one request may hold: its timeouts, its connection when refused
-//	conns.go      the bound on open connections
+//	conns.go      the bound on open connections; inflight.go on requests served at once
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
 //	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
@@ -72,5 +72,8 @@
 // body and its response within RequestTimeout (watches and pods' log,
 // exec, attach and portforward excepted), and an idle connection is closed
 // after IdleTimeout. At most MaxConnections connections are open: past it
-// the longest idle one makes room, or the new one is refused.
+// the longest idle one makes room, or the new one is refused. At most
+// MaxRequestsInFlight read-only and MaxMutatingRequestsInFlight mutating
+// requests are served at once, and MaxWatches long-running ones; past them
+// a request gets kube-apiserver's 429 with Retry-After: 1.
 package apiserver

@@ -61,6 +61,21 @@ type Options struct {
 	// connections never exhaust the process's file descriptors.
 	// kube-apiserver has no such bound.
 	MaxConnections int
+	// MaxRequestsInFlight bounds the read-only requests (GET and HEAD but
+	// watches) served at once; past it requests get 429 with Retry-After:
+	// 1, as kube-apiserver's --max-requests-inflight (whose exemption of
+	// system:masters the embedded server does not make: all its clients
+	// are). Default 400, as kube-apiserver.
+	MaxRequestsInFlight int
+	// MaxMutatingRequestsInFlight bounds the other requests (creates,
+	// updates, patches, deletes, reviews) served at once, in the same way.
+	// Default 200, as kube-apiserver's --max-mutating-requests-inflight.
+	MaxMutatingRequestsInFlight int
+	// MaxWatches bounds the long-running requests served at once — watches,
+	// and pods' log, exec, attach and portforward — which the two bounds
+	// above leave out, as kube-apiserver does; past it they get 429 with
+	// Retry-After: 1 too. Default 4096 (kube-apiserver has no such bound).
+	MaxWatches int
 	// Now is the clock for timestamps. Default time.Now.
 	Now func() time.Time
 	// Logger receives request errors and lifecycle logs. Default discards.
@@ -106,6 +121,15 @@ func (o *Options) setDefaults() {
 	if o.MaxConnections == 0 {
 		o.MaxConnections = defaultMaxConnections()
 	}
+	if o.MaxRequestsInFlight == 0 {
+		o.MaxRequestsInFlight = 400
+	}
+	if o.MaxMutatingRequestsInFlight == 0 {
+		o.MaxMutatingRequestsInFlight = 200
+	}
+	if o.MaxWatches == 0 {
+		o.MaxWatches = 4096
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -127,8 +151,13 @@ func (o *Options) validate() error {
 	if o.MaxRequestBytes < 1 {
 		return fmt.Errorf("apiserver: MaxRequestBytes must be positive, got %d", o.MaxRequestBytes)
 	}
-	if o.MaxConnections < 1 {
-		return fmt.Errorf("apiserver: MaxConnections must be positive, got %d", o.MaxConnections)
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"MaxConnections", o.MaxConnections}, {"MaxRequestsInFlight", o.MaxRequestsInFlight}, {"MaxMutatingRequestsInFlight", o.MaxMutatingRequestsInFlight}, {"MaxWatches", o.MaxWatches}} {
+		if n.n < 1 {
+			return fmt.Errorf("apiserver: %s must be positive, got %d", n.name, n.n)
+		}
 	}
 	for _, d := range []struct {
 		name string

@@ -25,6 +25,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative header timeout", apiserver.Options{ReadHeaderTimeout: -time.Second}, "ReadHeaderTimeout must not be negative"},
 		{"negative idle timeout", apiserver.Options{IdleTimeout: -time.Second}, "IdleTimeout must not be negative"},
 		{"negative connection bound", apiserver.Options{MaxConnections: -1}, "MaxConnections must be positive"},
+		{"negative read bound", apiserver.Options{MaxRequestsInFlight: -1}, "MaxRequestsInFlight must be positive"},
+		{"negative write bound", apiserver.Options{MaxMutatingRequestsInFlight: -1}, "MaxMutatingRequestsInFlight must be positive"},
+		{"negative watch bound", apiserver.Options{MaxWatches: -1}, "MaxWatches must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := apiserver.New(tc.opts)

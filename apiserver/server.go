@@ -51,8 +51,9 @@ type Server struct {
 	// their next update.
 	decoded *decodedCache
 
-	inflight  atomic.Int64  // requests being served
-	conns     *connLimiter  // set by Serve before ready is closed
+	inflight  atomic.Int64 // requests being served
+	conns     *connLimiter // set by Serve before ready is closed
+	limits    *inflightLimits
 	ready     chan struct{} // closed once the server accepts connections
 	readyOnce sync.Once
 
@@ -81,6 +82,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator(), decoded: newDecodedCache(opts.decodedMutation)}
+	s.limits = newInflightLimits(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MaxWatches)
 	s.reg.add(builtinKinds()...)
 	s.reg.add(reviewKinds()...)
 	if s.openapi, err = newOpenAPI(); err != nil {
@@ -272,8 +274,8 @@ func (s *Server) waitInflight(d time.Duration) {
 	}
 }
 
-// serveHTTP bounds the request's time, authenticates, bounds the body and
-// routes. Nothing reads the body before the request is authenticated and
+// serveHTTP bounds the request's time, authenticates, admits (the in-flight
+// bounds), bounds the body and routes. Nothing reads the body before the request is authenticated and
 // admitted: a request refused on its headers is answered at once, however
 // much body it declares (closeConnection).
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +308,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, &apierrors.NewUnauthorized("Unauthorized").ErrStatus)
 		return
 	}
+	if !s.limits.acquire(class) {
+		if r.ContentLength != 0 {
+			closeConnection(w, r, rc)
+		}
+		tooManyRequests(w)
+		return
+	}
+	defer s.limits.release(class)
 	if r.ContentLength > s.opts.MaxRequestBytes {
 		closeConnection(w, r, rc)
 		writeStatus(w, &apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.opts.MaxRequestBytes)).ErrStatus)

@@ -82,4 +82,10 @@ func limitFlags(fs *flag.FlagSet, opts *apiserver.Options) {
 		"how long a keep-alive connection may stay idle")
 	fs.IntVar(&opts.MaxConnections, "max-connections", 0,
 		"bound on the connections open at once; past it the longest idle one is closed, or the new one refused (0: 4096, or half the open-file limit when lower)")
+	fs.IntVar(&opts.MaxRequestsInFlight, "max-requests-inflight", 400,
+		"bound on the read-only requests (but watches) served at once; past it: 429 with Retry-After: 1")
+	fs.IntVar(&opts.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", 200,
+		"bound on the mutating requests served at once; past it: 429 with Retry-After: 1")
+	fs.IntVar(&opts.MaxWatches, "max-watches", 4096,
+		"bound on the watches (and pods' log, exec, attach, portforward) served at once; past it: 429 with Retry-After: 1")
 }

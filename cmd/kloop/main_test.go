@@ -37,6 +37,9 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "--read-header-timeout", "-1s"}, 1, "ReadHeaderTimeout must not be negative"},
 		{[]string{"apiserver", "--idle-timeout", "-1s"}, 1, "IdleTimeout must not be negative"},
 		{[]string{"apiserver", "--max-connections", "-1"}, 1, "MaxConnections must be positive"},
+		{[]string{"apiserver", "--max-requests-inflight", "-1"}, 1, "MaxRequestsInFlight must be positive"},
+		{[]string{"apiserver", "--max-mutating-requests-inflight", "-1"}, 1, "MaxMutatingRequestsInFlight must be positive"},
+		{[]string{"apiserver", "--max-watches", "-1"}, 1, "MaxWatches must be positive"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut testutil.SyncBuffer
