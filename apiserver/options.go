@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // Options configure a [Server]. The zero value works: a server on a random
@@ -21,10 +23,23 @@ type Options struct {
 	// RESTConfig clients use with the token; a kubeconfig needs TLS, because
 	// kubectl sends tokens only over TLS).
 	TLS bool
-	// HistoryEvents bounds the watch history kept per resource. Default 10,000.
+	// HistoryEvents bounds the watch history kept per resource, in events.
+	// Default 10,000 (kube-apiserver's watch cache keeps 100 to 102,400
+	// per resource, sized by the events' age).
 	HistoryEvents int
-	// HistoryAge bounds the age of the watch history. Default 5 minutes.
+	// HistoryAge bounds the age of the watch history. Default 5 minutes,
+	// as kube-apiserver's --etcd-compaction-interval.
 	HistoryAge time.Duration
+	// HistoryBytes bounds the memory of the watch history of all resources
+	// together (an event costs its object's JSON and a watch frame of it;
+	// storage.Store.HistoryBytes says exactly what counts): past it the
+	// oldest events are evicted, whatever their resource, and watches and
+	// lists from before the oldest retained revision get 410 Gone, as
+	// after an etcd compaction. Default 128 MiB (storage.DefaultHistoryBytes).
+	// kube-apiserver has no byte bound on its watch cache; etcd's database,
+	// history included, is bounded by --quota-backend-bytes (2 GiB), past
+	// which writes fail.
+	HistoryBytes int64
 	// BookmarkInterval is how often a watch that asked for bookmarks gets one
 	// when no event flows. Default 1 minute, as kube-apiserver.
 	BookmarkInterval time.Duration
@@ -100,6 +115,9 @@ func (o *Options) setDefaults() {
 	if o.HistoryAge == 0 {
 		o.HistoryAge = 5 * time.Minute
 	}
+	if o.HistoryBytes == 0 {
+		o.HistoryBytes = storage.DefaultHistoryBytes
+	}
 	if o.BookmarkInterval == 0 {
 		o.BookmarkInterval = time.Minute
 	}
@@ -144,6 +162,9 @@ func (o *Options) validate() error {
 	}
 	if o.HistoryEvents < 1 {
 		return fmt.Errorf("apiserver: HistoryEvents must be positive, got %d", o.HistoryEvents)
+	}
+	if o.HistoryBytes < 1 {
+		return fmt.Errorf("apiserver: HistoryBytes must be positive, got %d", o.HistoryBytes)
 	}
 	if o.HistoryAge < 0 || o.BookmarkInterval < 0 || o.WatchTimeout < 0 {
 		return fmt.Errorf("apiserver: HistoryAge, BookmarkInterval and WatchTimeout must not be negative")

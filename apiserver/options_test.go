@@ -18,6 +18,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"tls", apiserver.Options{TLS: true, Token: "x"}, ""},
 		{"bad addr", apiserver.Options{Addr: "nope"}, "Addr"},
 		{"negative history", apiserver.Options{HistoryEvents: -1}, "HistoryEvents"},
+		{"negative history bytes", apiserver.Options{HistoryBytes: -1}, "HistoryBytes must be positive"},
 		{"negative age", apiserver.Options{HistoryAge: -time.Second}, "must not be negative"},
 		{"negative bookmarks", apiserver.Options{BookmarkInterval: -time.Second}, "must not be negative"},
 		{"negative body limit", apiserver.Options{MaxRequestBytes: -1}, "MaxRequestBytes"},

@@ -77,7 +77,7 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.Token = hex.EncodeToString(b)
 	}
-	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, Now: opts.Now, Logger: opts.Logger})
+	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, HistoryBytes: opts.HistoryBytes, Now: opts.Now, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // runAPIServer runs `kloop apiserver`.
@@ -88,4 +91,35 @@ func limitFlags(fs *flag.FlagSet, opts *apiserver.Options) {
 		"bound on the mutating requests served at once; past it: 429 with Retry-After: 1")
 	fs.IntVar(&opts.MaxWatches, "max-watches", 4096,
 		"bound on the watches (and pods' log, exec, attach, portforward) served at once; past it: 429 with Retry-After: 1")
+	fs.IntVar(&opts.HistoryEvents, "history-events", 10_000,
+		"bound on the watch history of each resource, in events")
+	fs.DurationVar(&opts.HistoryAge, "history-age", 5*time.Minute,
+		"bound on the age of the watch history")
+	opts.HistoryBytes = storage.DefaultHistoryBytes
+	fs.Var(bytesFlag{&opts.HistoryBytes}, "history-bytes",
+		"bound on the memory of the watch history of all resources together, in `bytes` (a number or a quantity: 64Mi, 1Gi); past it the oldest events go, and watches and lists from before them get 410")
+}
+
+// bytesFlag is a flag for a number of bytes, given as a number or a
+// Kubernetes quantity (128Mi, 1G).
+type bytesFlag struct{ p *int64 }
+
+func (f bytesFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return resource.NewQuantity(*f.p, resource.BinarySI).String()
+}
+
+func (f bytesFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	n, ok := q.AsInt64()
+	if !ok {
+		return fmt.Errorf("%s is not a whole number of bytes", s)
+	}
+	*f.p = n
+	return nil
 }
