@@ -13,6 +13,8 @@
 // Layout, one file per concern:
 //
 //	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
+//	limits.go     what one request may hold: its timeouts, its connection when refused
+//	conns.go      the bound on open connections; inflight.go on requests served at once
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
 //	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
@@ -61,4 +63,17 @@
 // kloop-admin, in system:masters, allowed everything; bodies over 3 MiB get
 // 413. With Options.TLS the server uses a self-signed certificate and can
 // write a kubeconfig that kubectl uses as is.
+//
+// The server is meant to be left running for many clients, so what a client
+// can hold is bounded (Options; the defaults are kube-apiserver's where it
+// has the limit): a request is refused on its headers, before its body is
+// read, and a refused or unauthenticated client keeps no connection; the
+// TLS handshake and the headers must arrive within ReadHeaderTimeout, a
+// body and its response within RequestTimeout (watches and pods' log,
+// exec, attach and portforward excepted), and an idle connection is closed
+// after IdleTimeout. At most MaxConnections connections are open: past it
+// the longest idle one makes room, or the new one is refused. At most
+// MaxRequestsInFlight read-only and MaxMutatingRequestsInFlight mutating
+// requests are served at once, and MaxWatches long-running ones; past them
+// a request gets kube-apiserver's 429 with Retry-After: 1.
 package apiserver

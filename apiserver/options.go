@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // Options configure a [Server]. The zero value works: a server on a random
@@ -21,10 +23,23 @@ type Options struct {
 	// RESTConfig clients use with the token; a kubeconfig needs TLS, because
 	// kubectl sends tokens only over TLS).
 	TLS bool
-	// HistoryEvents bounds the watch history kept per resource. Default 10,000.
+	// HistoryEvents bounds the watch history kept per resource, in events.
+	// Default 10,000 (kube-apiserver's watch cache keeps 100 to 102,400
+	// per resource, sized by the events' age).
 	HistoryEvents int
-	// HistoryAge bounds the age of the watch history. Default 5 minutes.
+	// HistoryAge bounds the age of the watch history. Default 5 minutes,
+	// as kube-apiserver's --etcd-compaction-interval.
 	HistoryAge time.Duration
+	// HistoryBytes bounds the memory of the watch history of all resources
+	// together (an event costs its object's JSON and a watch frame of it;
+	// storage.Store.HistoryBytes says exactly what counts): past it the
+	// oldest events are evicted, whatever their resource, and watches and
+	// lists from before the oldest retained revision get 410 Gone, as
+	// after an etcd compaction. Default 128 MiB (storage.DefaultHistoryBytes).
+	// kube-apiserver has no byte bound on its watch cache; etcd's database,
+	// history included, is bounded by --quota-backend-bytes (2 GiB), past
+	// which writes fail.
+	HistoryBytes int64
 	// BookmarkInterval is how often a watch that asked for bookmarks gets one
 	// when no event flows. Default 1 minute, as kube-apiserver.
 	BookmarkInterval time.Duration
@@ -34,6 +49,48 @@ type Options struct {
 	// MaxRequestBytes bounds request bodies; bigger ones get 413. Default
 	// 3 MiB, as kube-apiserver.
 	MaxRequestBytes int64
+
+	// RequestTimeout bounds a request that is not long-running (every
+	// request but watches and pods' log, exec, attach and portforward):
+	// its body must be read and its response written within it, from the
+	// moment its headers are read. A body that does not arrive in time
+	// gets kube-apiserver's 504 Timeout; a client that does not read its
+	// response loses the connection. A request's timeout query parameter
+	// shortens it, as in kube-apiserver. Default 60 seconds, as
+	// kube-apiserver's --request-timeout.
+	RequestTimeout time.Duration
+	// ReadHeaderTimeout bounds the TLS handshake and the reading of a
+	// request's headers (a client that sends them slowly is disconnected).
+	// Default 10 seconds (kube-apiserver: 32 s, not configurable).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its next
+	// request. Default 90 seconds, as kube-apiserver (and client-go's
+	// transport).
+	IdleTimeout time.Duration
+	// MaxConnections bounds the connections open at once, counted from
+	// their acceptance to their close (TLS handshakes, idle keep-alive
+	// connections and the connections of watches included). Past it the
+	// connection idle the longest is closed to make room; when none is
+	// idle the new connection is refused (closed at once). Default 4096, or
+	// half the process's open-file limit when that is lower, so that
+	// connections never exhaust the process's file descriptors.
+	// kube-apiserver has no such bound.
+	MaxConnections int
+	// MaxRequestsInFlight bounds the read-only requests (GET and HEAD but
+	// watches) served at once; past it requests get 429 with Retry-After:
+	// 1, as kube-apiserver's --max-requests-inflight (whose exemption of
+	// system:masters the embedded server does not make: all its clients
+	// are). Default 400, as kube-apiserver.
+	MaxRequestsInFlight int
+	// MaxMutatingRequestsInFlight bounds the other requests (creates,
+	// updates, patches, deletes, reviews) served at once, in the same way.
+	// Default 200, as kube-apiserver's --max-mutating-requests-inflight.
+	MaxMutatingRequestsInFlight int
+	// MaxWatches bounds the long-running requests served at once — watches,
+	// and pods' log, exec, attach and portforward — which the two bounds
+	// above leave out, as kube-apiserver does; past it they get 429 with
+	// Retry-After: 1 too. Default 4096 (kube-apiserver has no such bound).
+	MaxWatches int
 	// Now is the clock for timestamps. Default time.Now.
 	Now func() time.Time
 	// Logger receives request errors and lifecycle logs. Default discards.
@@ -58,6 +115,9 @@ func (o *Options) setDefaults() {
 	if o.HistoryAge == 0 {
 		o.HistoryAge = 5 * time.Minute
 	}
+	if o.HistoryBytes == 0 {
+		o.HistoryBytes = storage.DefaultHistoryBytes
+	}
 	if o.BookmarkInterval == 0 {
 		o.BookmarkInterval = time.Minute
 	}
@@ -66,6 +126,27 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxRequestBytes == 0 {
 		o.MaxRequestBytes = 3 << 20
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 60 * time.Second
+	}
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = 90 * time.Second
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = defaultMaxConnections()
+	}
+	if o.MaxRequestsInFlight == 0 {
+		o.MaxRequestsInFlight = 400
+	}
+	if o.MaxMutatingRequestsInFlight == 0 {
+		o.MaxMutatingRequestsInFlight = 200
+	}
+	if o.MaxWatches == 0 {
+		o.MaxWatches = 4096
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -82,11 +163,30 @@ func (o *Options) validate() error {
 	if o.HistoryEvents < 1 {
 		return fmt.Errorf("apiserver: HistoryEvents must be positive, got %d", o.HistoryEvents)
 	}
+	if o.HistoryBytes < 1 {
+		return fmt.Errorf("apiserver: HistoryBytes must be positive, got %d", o.HistoryBytes)
+	}
 	if o.HistoryAge < 0 || o.BookmarkInterval < 0 || o.WatchTimeout < 0 {
 		return fmt.Errorf("apiserver: HistoryAge, BookmarkInterval and WatchTimeout must not be negative")
 	}
 	if o.MaxRequestBytes < 1 {
 		return fmt.Errorf("apiserver: MaxRequestBytes must be positive, got %d", o.MaxRequestBytes)
+	}
+	for _, n := range []struct {
+		name string
+		n    int
+	}{{"MaxConnections", o.MaxConnections}, {"MaxRequestsInFlight", o.MaxRequestsInFlight}, {"MaxMutatingRequestsInFlight", o.MaxMutatingRequestsInFlight}, {"MaxWatches", o.MaxWatches}} {
+		if n.n < 1 {
+			return fmt.Errorf("apiserver: %s must be positive, got %d", n.name, n.n)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"RequestTimeout", o.RequestTimeout}, {"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"IdleTimeout", o.IdleTimeout}} {
+		if d.d < 0 {
+			return fmt.Errorf("apiserver: %s must not be negative, got %s", d.name, d.d)
+		}
 	}
 	return nil
 }

@@ -356,13 +356,17 @@ func decodeContinue(s string) (continueToken, error) {
 	return t, nil
 }
 
-// readBody reads a request body; too large bodies get 413.
+// readBody reads a request body; too large bodies get 413, bodies that do
+// not arrive within the request's timeout 504.
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", tooLarge.Limit))
+		}
+		if _, ok := err.(apierrors.APIStatus); ok { // a timeout (timeoutBody)
+			return nil, err
 		}
 		return nil, badRequest("reading the request body: %v", err)
 	}

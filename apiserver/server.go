@@ -51,7 +51,9 @@ type Server struct {
 	// their next update.
 	decoded *decodedCache
 
-	inflight  atomic.Int64  // requests being served
+	inflight  atomic.Int64 // requests being served
+	conns     *connLimiter // set by Serve before ready is closed
+	limits    *inflightLimits
 	ready     chan struct{} // closed once the server accepts connections
 	readyOnce sync.Once
 
@@ -75,11 +77,12 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.Token = hex.EncodeToString(b)
 	}
-	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, Now: opts.Now, Logger: opts.Logger})
+	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, HistoryBytes: opts.HistoryBytes, Now: opts.Now, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator(), decoded: newDecodedCache(opts.decodedMutation)}
+	s.limits = newInflightLimits(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MaxWatches)
 	s.reg.add(builtinKinds()...)
 	s.reg.add(reviewKinds()...)
 	if s.openapi, err = newOpenAPI(); err != nil {
@@ -196,6 +199,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.New("apiserver: the server is already serving")
 	}
 	s.serving = true
+	conns := newConnLimiter(ln, s.opts.MaxConnections, s.opts.Logger)
+	s.conns, ln = conns, conns
 	scheme := "http"
 	if s.cert != nil {
 		scheme = "https"
@@ -207,9 +212,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()
 	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.handler,
+		// Deadlines for bodies and responses are set per request
+		// (setDeadlines): a server-wide ReadTimeout or WriteTimeout would
+		// cut watches.
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ConnState:         conns.connState,
 		// client-go multiplexes every request of a config, watches
 		// included, over one HTTP/2 connection: allow as many streams as
 		// kube-apiserver does (--http2-max-streams-per-connection).
@@ -263,8 +274,12 @@ func (s *Server) waitInflight(d time.Duration) {
 	}
 }
 
-// serveHTTP authenticates, bounds the body and routes.
+// serveHTTP bounds the request's time, authenticates, admits (the in-flight
+// bounds), bounds the body and routes. Nothing reads the body before the request is authenticated and
+// admitted: a request refused on its headers is answered at once, however
+// much body it declares (closeConnection).
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	defer func() {
@@ -273,15 +288,42 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("internal error: %v", v), schema.GroupResource{}, "")
 		}
 	}()
+	rc := http.NewResponseController(w)
+	class := classify(r)
+	var timeout time.Duration
+	if class != longRunning {
+		var err error
+		if timeout, err = s.requestTimeout(r); err != nil {
+			setDeadlines(rc, class, start.Add(s.opts.RequestTimeout))
+			if r.ContentLength != 0 {
+				closeConnection(w, r, rc)
+			}
+			writeError(w, err, schema.GroupResource{}, "")
+			return
+		}
+	}
+	setDeadlines(rc, class, start.Add(timeout))
 	if !s.authenticated(r) {
+		closeConnection(w, r, rc)
 		writeStatus(w, &apierrors.NewUnauthorized("Unauthorized").ErrStatus)
 		return
 	}
+	if !s.limits.acquire(class) {
+		if r.ContentLength != 0 {
+			closeConnection(w, r, rc)
+		}
+		tooManyRequests(w)
+		return
+	}
+	defer s.limits.release(class)
 	if r.ContentLength > s.opts.MaxRequestBytes {
+		closeConnection(w, r, rc)
 		writeStatus(w, &apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.opts.MaxRequestBytes)).ErrStatus)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
+	if r.ContentLength != 0 {
+		r.Body = &timeoutBody{ReadCloser: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes), rc: rc}
+	}
 	s.routes(w, r)
 }
 

@@ -23,7 +23,13 @@
 // # History and watches
 //
 // Every resource has an event history: a ring bounded by event count and by
-// age (defaults 10,000 events and 5 minutes, the etcd compaction interval).
+// age (defaults 10,000 events and 5 minutes, the etcd compaction interval);
+// the histories of all resources together are bounded by bytes too (default
+// 128 MiB; [Store.HistoryBytes] says what an event costs): past it the
+// store's oldest events go first, whatever their resource, as an etcd
+// compaction would drop them, so large objects written often cannot make
+// the history hold gigabytes. An eviction, whichever bound makes it, moves
+// the resource's oldest servable revision exactly as a compaction does.
 // A watcher is only a cursor into that ring, so a write costs the same with no
 // watcher or with thousands: it appends one event and wakes the waiting
 // watchers. Each watcher filters and reads on its own goroutine. A watcher

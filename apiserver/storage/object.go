@@ -3,6 +3,7 @@ package storage
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,6 +31,29 @@ type Object struct {
 	// Fields holds the selectable fields (metadata.name, metadata.namespace
 	// and the ones the kind supports), for field selectors.
 	Fields map[string]string
+
+	cost int64 // objectCost, set by the store when it commits the object
+}
+
+// Approximate memory costs, in bytes, beyond the bytes of the JSON and of
+// the strings: of an Object with its two maps' headers, of one entry of
+// those maps, and of an Event in the history (with its place in the ring).
+const (
+	objectOverhead   = 256
+	mapEntryOverhead = 48
+	eventOverhead    = 192
+)
+
+// objectCost approximates the memory an object holds.
+func objectCost(o *Object) int64 {
+	n := objectOverhead + len(o.Data) + len(o.Namespace) + len(o.Name) + len(o.UID) + len(o.APIVersion)
+	for k, v := range o.Labels {
+		n += len(k) + len(v) + mapEntryOverhead
+	}
+	for k, v := range o.Fields {
+		n += len(k) + len(v) + mapEntryOverhead
+	}
+	return int64(n)
 }
 
 // Key returns the object's key inside its resource: "namespace/name".
@@ -101,27 +125,63 @@ type Event struct {
 	// Prev the one that matched).
 	LeftSelection bool
 
-	at        time.Time // commit time, for age-based eviction
+	at    time.Time // commit time, for age-based eviction
+	store *Store    // the store whose history holds the event; nil for events made for one watcher
+	// state tells whether the frame's cost is charged to the store's
+	// history: frameUncharged, then frameCharged (by Frame) or evicted
+	// (by the eviction, after which Frame charges nothing).
+	state     atomic.Int32
 	frameOnce sync.Once
 	frame     []byte
+}
+
+// Event.state's values.
+const (
+	frameUncharged int32 = iota
+	frameCharged
+	evicted
+)
+
+// frameCost is the size of e's frame.
+func (e *Event) frameCost() int64 { return int64(len(e.Object.Data) + len(e.Type) + 24) }
+
+// unframe marks e evicted from the history and returns the cost of its
+// frame if it was charged.
+func (e *Event) unframe() int64 {
+	if e.state.Swap(evicted) == frameCharged {
+		return e.frameCost()
+	}
+	return 0
 }
 
 // Frame returns the event as one line of the Kubernetes JSON watch stream,
 // {"type":"MODIFIED","object":{...}} followed by a newline. It is computed
 // once per event and shared by every watcher: do not modify it. Bookmarks
 // have no object and no cached frame; the HTTP layer encodes them.
+//
+// The frame of an event of the history counts in the history's cost from
+// the moment it is built (Store.HistoryBytes), which may make this call
+// evict the store's oldest events.
 func (e *Event) Frame() []byte {
+	charged := false
 	e.frameOnce.Do(func() {
 		if e.Object == nil {
 			return
 		}
-		b := make([]byte, 0, len(e.Object.Data)+len(e.Type)+24)
+		b := make([]byte, 0, e.frameCost())
 		b = append(b, `{"type":"`...)
 		b = append(b, e.Type...)
 		b = append(b, `","object":`...)
 		b = append(b, e.Object.Data...)
 		b = append(b, "}\n"...)
 		e.frame = b
+		if e.store != nil && e.state.CompareAndSwap(frameUncharged, frameCharged) {
+			e.store.historyBytes.Add(e.frameCost())
+			charged = true
+		}
 	})
+	if charged {
+		e.store.trim()
+	}
 	return e.frame
 }

@@ -19,6 +19,11 @@ type Options struct {
 	// HistoryAge bounds the age of retained events. Default 5 minutes, the
 	// etcd compaction interval kube-apiserver uses.
 	HistoryAge time.Duration
+	// HistoryBytes bounds the bytes of the history of all resources
+	// together: past it the oldest events are evicted, whatever their
+	// resource, as an etcd compaction would (see [Store.HistoryBytes] for
+	// what an event costs). Default 128 MiB.
+	HistoryBytes int64
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives debug logs. Default discards.
@@ -31,6 +36,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.HistoryAge == 0 {
 		o.HistoryAge = 5 * time.Minute
+	}
+	if o.HistoryBytes == 0 {
+		o.HistoryBytes = DefaultHistoryBytes
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -47,8 +55,17 @@ func (o *Options) validate() error {
 	if o.HistoryAge < 0 {
 		return fmt.Errorf("storage: HistoryAge must not be negative, got %s", o.HistoryAge)
 	}
+	if o.HistoryBytes < 1 {
+		return fmt.Errorf("storage: HistoryBytes must be positive, got %d", o.HistoryBytes)
+	}
 	return nil
 }
+
+// DefaultHistoryBytes is the default of Options.HistoryBytes: 128 MiB, room
+// for a busy resource's full count of events (10,000 events of a 4 kB
+// object, framed for watchers, are 80 MB), while a flood of large writes
+// keeps only the newest ones (of 900 kB ConfigMaps, about the last 70).
+const DefaultHistoryBytes = 128 << 20
 
 // Store is the in-memory versioned store. It is safe for concurrent use.
 // Resources are named by the caller (the HTTP layer uses "group/resource");
@@ -66,6 +83,15 @@ type Store struct {
 	// compacted is the revision of the last Compact; resources created later
 	// start their history there.
 	compacted int64
+
+	// historyBytes is what the histories of all resources cost (see
+	// HistoryBytes): changed under the lock of the resource whose history
+	// changes, and by Event.Frame.
+	historyBytes atomic.Int64
+	// trimMu is held by the one writer evicting events to bring
+	// historyBytes back within Options.HistoryBytes (trim). It is taken
+	// before any resource's lock, never while holding one.
+	trimMu sync.Mutex
 }
 
 // New returns an empty store.
@@ -91,6 +117,9 @@ type resource struct {
 	// and deletes.
 	keys    atomic.Pointer[[]string]
 	history ring
+	// oldest is the revision of the oldest event of history, 0 when it is
+	// empty; written under mu, read without it by trim.
+	oldest atomic.Int64
 	// notify, when not nil, is closed (and reset to nil) by the next commit;
 	// waiting watchers select on it.
 	notify chan struct{}
@@ -129,6 +158,14 @@ func (s *Store) Get(res, namespace, name string) (*Object, error) {
 // Create stores a new object at the next revision; an existing key gives an
 // error wrapping ErrAlreadyExists.
 func (s *Store) Create(res, namespace, name string, encode EncodeFunc) (*Object, error) {
+	o, err := s.create(res, namespace, name, encode)
+	if err == nil {
+		s.trim()
+	}
+	return o, err
+}
+
+func (s *Store) create(res, namespace, name string, encode EncodeFunc) (*Object, error) {
 	r := s.resource(res)
 	key := Key(namespace, name)
 	r.mu.Lock()
@@ -216,6 +253,7 @@ func (s *Store) write(res, namespace, name string, fn WriteFunc) (*Object, bool,
 			s.commit(r, &Event{Type: Modified, Revision: o.ResourceVersion, Object: o, Prev: cur})
 		}
 		r.mu.Unlock()
+		s.trim()
 		return o, del, nil
 	}
 }
@@ -231,6 +269,7 @@ func (s *Store) encode(encode EncodeFunc, namespace, name string) (*Object, erro
 		return nil, fmt.Errorf("%w: encoder returned an object for another key than %q", ErrInvalidObject, Key(namespace, name))
 	}
 	o.ResourceVersion = rev
+	o.cost = objectCost(o)
 	return o, nil
 }
 
@@ -244,7 +283,7 @@ func (s *Store) Compact(rev int64) {
 	for _, r := range s.resources {
 		r.mu.Lock()
 		for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
-			r.history.evict()
+			r.evict(s)
 		}
 		r.history.compacted = max(r.history.compacted, rev)
 		r.mu.Unlock()
@@ -254,9 +293,9 @@ func (s *Store) Compact(rev int64) {
 // commit appends ev to the history and wakes the watchers; r.mu is held.
 func (s *Store) commit(r *resource, ev *Event) {
 	now := s.opts.Now()
-	ev.at = now
-	r.history.push(ev)
-	r.history.evictOlder(now.Add(-s.opts.HistoryAge))
+	ev.at, ev.store = now, s
+	r.push(s, ev)
+	r.evictOlder(s, now.Add(-s.opts.HistoryAge))
 	if r.notify != nil {
 		close(r.notify)
 		r.notify = nil
@@ -415,9 +454,6 @@ func (h *ring) at(i int) *Event { return h.buf[(h.start+i)%len(h.buf)] }
 func (h *ring) next() int64 { return h.first + int64(h.n) }
 
 func (h *ring) push(ev *Event) {
-	if h.n == h.max {
-		h.evict()
-	}
 	if h.n == len(h.buf) { // grow (only while below max)
 		size := max(2*len(h.buf), 64)
 		size = min(size, h.max)
@@ -431,18 +467,130 @@ func (h *ring) push(ev *Event) {
 	h.n++
 }
 
-func (h *ring) evict() {
+// pop removes the oldest event and returns it.
+func (h *ring) pop() *Event {
 	ev := h.buf[h.start]
 	h.buf[h.start] = nil
 	h.start = (h.start + 1) % len(h.buf)
 	h.n--
 	h.first++
 	h.compacted = ev.Revision
+	return ev
 }
 
-// evictOlder evicts events committed before the cutoff.
-func (h *ring) evictOlder(cutoff time.Time) {
-	for h.n > 0 && h.buf[h.start].at.Before(cutoff) {
-		h.evict()
+// push appends ev to the history (evicting the oldest event at the count
+// bound) and charges what it costs; r.mu is held.
+func (r *resource) push(s *Store, ev *Event) {
+	cost := eventOverhead + ev.Object.cost
+	if ev.Prev != nil && ev.Prev.ResourceVersion <= r.history.compacted {
+		// The previous state's own event is gone: the history holds it
+		// alone now (see HistoryBytes). Decided before the eviction
+		// below, which sees the previous state superseded and leaves its
+		// cost to this event.
+		cost += ev.Prev.cost
 	}
+	if r.history.n == r.history.max {
+		r.evict(s)
+	}
+	r.history.push(ev)
+	s.historyBytes.Add(cost)
+	if r.history.n == 1 {
+		r.oldest.Store(ev.Revision)
+	}
+}
+
+// evict removes the oldest event of the history and refunds what it cost;
+// r.mu is held.
+func (r *resource) evict(s *Store) {
+	ev := r.history.pop()
+	refund := eventOverhead + ev.unframe()
+	if ev.Prev != nil {
+		refund += ev.Prev.cost
+	}
+	if ev.Type == Deleted || r.objects[ev.Object.Key()] == ev.Object {
+		// Not superseded: a deletion's last state is no one's previous
+		// state, and the current state is the store's, not the history's.
+		// A superseded state is the previous state of a later event,
+		// which now holds it alone and keeps its cost.
+		refund += ev.Object.cost
+	}
+	s.historyBytes.Add(-refund)
+	if r.history.n == 0 {
+		r.oldest.Store(0)
+	} else {
+		r.oldest.Store(r.history.buf[r.history.start].Revision)
+	}
+}
+
+// evictOlder evicts events committed before the cutoff; r.mu is held.
+func (r *resource) evictOlder(s *Store, cutoff time.Time) {
+	for r.history.n > 0 && r.history.buf[r.history.start].at.Before(cutoff) {
+		r.evict(s)
+	}
+}
+
+// HistoryBytes returns what the histories of all resources cost, the
+// quantity Options.HistoryBytes bounds. It approximates the memory the
+// history holds beyond the current objects: every event costs a fixed
+// overhead plus its object (the JSON bytes, the strings and maps the store
+// filters on, the Object itself); the previous state an event carries costs
+// nothing while the event that wrote it is still in the history (it is that
+// event's object), and its size once that event is evicted; and an event's
+// watch frame (Event.Frame, a copy of the JSON) costs its size from the
+// moment a watcher builds it.
+func (s *Store) HistoryBytes() int64 { return s.historyBytes.Load() }
+
+// trim evicts the oldest events of the store, whatever their resource,
+// until the history's cost is within Options.HistoryBytes. Writers call it
+// once their write is committed, holding no lock; Event.Frame too. One
+// caller trims at a time; the others go on, the trimmer seeing their
+// events.
+func (s *Store) trim() {
+	for s.historyBytes.Load() > s.opts.HistoryBytes {
+		if !s.trimMu.TryLock() {
+			return
+		}
+		s.trimLocked()
+		s.trimMu.Unlock()
+	}
+}
+
+// trimLocked is trim's work; s.trimMu is held.
+func (s *Store) trimLocked() {
+	for s.historyBytes.Load() > s.opts.HistoryBytes {
+		r, next := s.oldestHistory()
+		if r == nil {
+			return // nothing left to evict
+		}
+		r.mu.Lock()
+		for r.history.n > 0 && s.historyBytes.Load() > s.opts.HistoryBytes &&
+			(next == 0 || r.history.buf[r.history.start].Revision < next) {
+			r.evict(s)
+		}
+		r.mu.Unlock()
+	}
+}
+
+// oldestHistory returns the resource whose history holds the store's
+// oldest event, and the oldest revision the other resources hold (0 if
+// none).
+func (s *Store) oldestHistory() (*resource, int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var oldest *resource
+	var first, second int64
+	for _, r := range s.resources {
+		rev := r.oldest.Load()
+		switch {
+		case rev == 0:
+		case oldest == nil || rev < first:
+			if oldest != nil {
+				second = first
+			}
+			oldest, first = r, rev
+		case second == 0 || rev < second:
+			second = rev
+		}
+	}
+	return oldest, second
 }

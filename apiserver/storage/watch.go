@@ -61,7 +61,7 @@ func (s *Store) Watch(res string, opts WatchOptions) (*Watcher, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.history.evictOlder(s.opts.Now().Add(-s.opts.HistoryAge))
+	r.evictOlder(s, s.opts.Now().Add(-s.opts.HistoryAge))
 	current := s.rev.Load()
 	w.progress = current
 	w.seq = r.history.next()

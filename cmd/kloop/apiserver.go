@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // runAPIServer runs `kloop apiserver`.
@@ -19,6 +23,8 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	token := fs.String("token", "", "bearer token clients must send (default: random)")
 	useTLS := fs.Bool("tls", true, "serve HTTPS with a self-signed certificate; kubectl sends the token only over TLS, so a kubeconfig needs it")
 	verbose := fs.Bool("v", false, "log requests errors and lifecycle to stderr")
+	var opts apiserver.Options
+	limitFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -34,7 +40,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "kloop apiserver: --kubeconfig-out needs --tls (kubectl sends bearer tokens only over TLS)")
 		return errUsage
 	}
-	opts := apiserver.Options{Addr: *addr, Token: *token, TLS: *useTLS}
+	opts.Addr, opts.Token, opts.TLS = *addr, *token, *useTLS
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
@@ -65,4 +71,55 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	err = <-done
 	fmt.Fprintln(stdout, "kloop apiserver stopped")
 	return err
+}
+
+// limitFlags binds the flags of the server's limits to opts. Their defaults
+// are the Options' (apiserver/options.go); kube-apiserver's flag names
+// where it has the limit.
+func limitFlags(fs *flag.FlagSet, opts *apiserver.Options) {
+	fs.DurationVar(&opts.RequestTimeout, "request-timeout", 60*time.Second,
+		"how long a request that is not a watch (or a pod's log, exec, attach, portforward) may take to send its body and read its response; past it: 504, or the connection is closed")
+	fs.DurationVar(&opts.ReadHeaderTimeout, "read-header-timeout", 10*time.Second,
+		"how long a client may take to complete its TLS handshake and send a request's headers")
+	fs.DurationVar(&opts.IdleTimeout, "idle-timeout", 90*time.Second,
+		"how long a keep-alive connection may stay idle")
+	fs.IntVar(&opts.MaxConnections, "max-connections", 0,
+		"bound on the connections open at once; past it the longest idle one is closed, or the new one refused (0: 4096, or half the open-file limit when lower)")
+	fs.IntVar(&opts.MaxRequestsInFlight, "max-requests-inflight", 400,
+		"bound on the read-only requests (but watches) served at once; past it: 429 with Retry-After: 1")
+	fs.IntVar(&opts.MaxMutatingRequestsInFlight, "max-mutating-requests-inflight", 200,
+		"bound on the mutating requests served at once; past it: 429 with Retry-After: 1")
+	fs.IntVar(&opts.MaxWatches, "max-watches", 4096,
+		"bound on the watches (and pods' log, exec, attach, portforward) served at once; past it: 429 with Retry-After: 1")
+	fs.IntVar(&opts.HistoryEvents, "history-events", 10_000,
+		"bound on the watch history of each resource, in events")
+	fs.DurationVar(&opts.HistoryAge, "history-age", 5*time.Minute,
+		"bound on the age of the watch history")
+	opts.HistoryBytes = storage.DefaultHistoryBytes
+	fs.Var(bytesFlag{&opts.HistoryBytes}, "history-bytes",
+		"bound on the memory of the watch history of all resources together, in `bytes` (a number or a quantity: 64Mi, 1Gi); past it the oldest events go, and watches and lists from before them get 410")
+}
+
+// bytesFlag is a flag for a number of bytes, given as a number or a
+// Kubernetes quantity (128Mi, 1G).
+type bytesFlag struct{ p *int64 }
+
+func (f bytesFlag) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return resource.NewQuantity(*f.p, resource.BinarySI).String()
+}
+
+func (f bytesFlag) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return err
+	}
+	n, ok := q.AsInt64()
+	if !ok {
+		return fmt.Errorf("%s is not a whole number of bytes", s)
+	}
+	*f.p = n
+	return nil
 }

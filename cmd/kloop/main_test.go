@@ -33,6 +33,18 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "extra"}, 2, "unexpected arguments"},
 		{[]string{"apiserver", "--tls=false", "--kubeconfig-out", "x"}, 2, "needs --tls"},
 		{[]string{"apiserver", "--addr", "nonsense"}, 1, "Addr"},
+		{[]string{"apiserver", "--request-timeout", "-1s"}, 1, "RequestTimeout must not be negative"},
+		{[]string{"apiserver", "--read-header-timeout", "-1s"}, 1, "ReadHeaderTimeout must not be negative"},
+		{[]string{"apiserver", "--idle-timeout", "-1s"}, 1, "IdleTimeout must not be negative"},
+		{[]string{"apiserver", "--max-connections", "-1"}, 1, "MaxConnections must be positive"},
+		{[]string{"apiserver", "--max-requests-inflight", "-1"}, 1, "MaxRequestsInFlight must be positive"},
+		{[]string{"apiserver", "--max-mutating-requests-inflight", "-1"}, 1, "MaxMutatingRequestsInFlight must be positive"},
+		{[]string{"apiserver", "--max-watches", "-1"}, 1, "MaxWatches must be positive"},
+		{[]string{"apiserver", "--history-events", "-1"}, 1, "HistoryEvents must be positive"},
+		{[]string{"apiserver", "--history-age", "-1s"}, 1, "must not be negative"},
+		{[]string{"apiserver", "--history-bytes", "-1Mi"}, 1, "HistoryBytes must be positive"},
+		{[]string{"apiserver", "--history-bytes", "1.5"}, 2, "not a whole number of bytes"},
+		{[]string{"apiserver", "--history-bytes", "lots"}, 2, "invalid value"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut testutil.SyncBuffer
@@ -122,5 +134,29 @@ func TestSignalShutdown(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "kloop apiserver stopped") {
 		t.Fatalf("output %q", out.String())
+	}
+}
+
+func TestBytesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"1000", 1000, false},
+		{"64Mi", 64 << 20, false},
+		{"1G", 1e9, false},
+		{"1.5", 0, true},
+		{"lots", 0, true},
+	} {
+		var n int64
+		err := bytesFlag{&n}.Set(tc.in)
+		if (err != nil) != tc.err || n != tc.want {
+			t.Errorf("%q: %d, %v; want %d, error %v", tc.in, n, err, tc.want, tc.err)
+		}
+	}
+	n := int64(128 << 20)
+	if s := (bytesFlag{&n}).String(); s != "128Mi" {
+		t.Errorf("String: %q", s)
 	}
 }
