@@ -113,7 +113,7 @@ func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte
 		if err := json.Unmarshal(patch, &m); err != nil {
 			return nil, badRequest("error decoding patch: %v", err)
 		}
-		out, err := evanphx.MergePatch(doc, patch)
+		out, err := jsonpatch.MergePatch(doc, patch)
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
@@ -129,6 +129,9 @@ func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte
 		}
 		schema, err := strategicpatch.NewPatchMetaFromStruct(typed())
 		if err != nil {
+			return nil, err
+		}
+		if err := checkStrategicMergeWork(pm, cur, schema); err != nil {
 			return nil, err
 		}
 		out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, pm, schema)

@@ -6,7 +6,7 @@ import (
 )
 
 // limitTranscripts: the bounds on what a request may ask for (issue 17):
-// the operations and copies of JSON patches.
+// the operations and copies of JSON patches, deep patches.
 var limitTranscripts = []transcript{
 	{"json-patch-limits", func(tr *T) {
 		big := strings.Repeat("b", 100_000) // 100,002 bytes as JSON
@@ -27,6 +27,20 @@ var limitTranscripts = []transcript{
 		tr.Patch(cms+"/a", "json", "["+strings.Join(ops, ",")+"]").Want(http.StatusUnprocessableEntity)
 		tr.Get(cms + "/a").Want(http.StatusOK)
 	}},
+	{"deep-patches", func(tr *T) {
+		// Patches nested 2,000 levels deep (json-patch.v4, kube-apiserver's
+		// library, takes the depth squared); past 10,000, invalid JSON.
+		tr.Post(gadgets, gadget("g", `{"size":1}`)).Want(http.StatusCreated)
+		tr.Patch(gadgets+"/g", "merge", `{"spec":{"deep":`+nested(2000)+`}}`).Want(http.StatusOK)
+		tr.Patch(gadgets+"/g", "json", `[{"op":"add","path":"/spec/deep","value":`+nested(2000)+`}]`).Want(http.StatusOK)
+		tr.Patch(gadgets+"/g", "merge", `{"spec":{"deep":`+nested(10001)+`}}`).Want(http.StatusBadRequest)
+		tr.Get(gadgets + "/g").Want(http.StatusOK)
+	}},
+}
+
+// nested is a JSON value nested depth levels deep.
+func nested(depth int) string {
+	return strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
 }
 
 // repeatOps is a JSON patch of n times the operation op.
