@@ -5,8 +5,9 @@ import (
 	"strings"
 )
 
-// limitTranscripts: the bounds on what a request may ask for (issue 17):
-// the operations and copies of JSON patches, deep patches.
+// limitTranscripts: the bounds on what a request may ask for, and the
+// parts of requests that are refused (issue 17): the operations and copies
+// of JSON patches, deep patches, "." and ".." as names and namespaces.
 var limitTranscripts = []transcript{
 	{"json-patch-limits", func(tr *T) {
 		big := strings.Repeat("b", 100_000) // 100,002 bytes as JSON
@@ -35,6 +36,73 @@ var limitTranscripts = []transcript{
 		tr.Patch(gadgets+"/g", "json", `[{"op":"add","path":"/spec/deep","value":`+nested(2000)+`}]`).Want(http.StatusOK)
 		tr.Patch(gadgets+"/g", "merge", `{"spec":{"deep":`+nested(10001)+`}}`).Want(http.StatusBadRequest)
 		tr.Get(gadgets + "/g").Want(http.StatusOK)
+	}},
+}
+
+// pathSegmentTranscripts: "." and ".." (and names with "%") as the
+// namespace or the name of a path, on every verb; kube-apiserver refuses a
+// name with a 400 (its registry's key function), a namespace with a 500
+// (its storage refuses the key, quoting it), each after the request's own
+// errors.
+var pathSegmentTranscripts = []transcript{
+	{"path-segments", func(tr *T) {
+		tr.Post(cms, configMap("a", `"data":{"k":"v"}`)).Want(http.StatusCreated)
+		tr.Post(deploys, deployBody).Want(http.StatusCreated)
+		for _, ns := range []string{"..", ".", "%2e%2E"} {
+			base := "/api/v1/namespaces/" + ns + "/configmaps"
+			tr.Get(base).Want(http.StatusInternalServerError)
+			tr.Get(base + "/a").Want(http.StatusInternalServerError)
+			tr.Get(base + "?watch=1").Want(http.StatusInternalServerError)
+			tr.Get("/api/v1/watch/namespaces/" + ns + "/configmaps").Want(http.StatusInternalServerError)
+			tr.Delete(base, "").Want(http.StatusInternalServerError)
+			tr.Delete(base+"/a", "").Want(http.StatusInternalServerError)
+			tr.Put(base+"/a", configMap("a", "")).Want(http.StatusInternalServerError)
+			tr.Patch(base+"/a", "merge", `{}`).Want(http.StatusInternalServerError)
+			tr.Post(base, configMap("b", "")).Want(http.StatusInternalServerError)
+			tr.Post(base+"?dryRun=All", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"g-"}}`).Want(http.StatusInternalServerError)
+		}
+		for _, name := range []string{"..", ".", "%2E%2e", "a%25b"} {
+			path := cms + "/" + name
+			tr.Get(path).Want(http.StatusBadRequest)
+			tr.Delete(path, "").Want(http.StatusBadRequest)
+			tr.Put(path, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+strings.ReplaceAll(strings.ReplaceAll(strings.ToLower(name), "%2e", "."), "%25", "%")+`"}}`).Want(http.StatusBadRequest)
+			tr.Patch(path, "merge", `{}`).Want(http.StatusBadRequest)
+			tr.Patch(path, "json", `[]`).Want(http.StatusBadRequest)
+		}
+		tr.Get(cms + "/...").Want(http.StatusNotFound)
+		tr.Get("/api/v1/namespaces/{ns}/configmaps/../status").Want(http.StatusNotFound) // no such subresource
+		tr.Get("/api/v1/namespaces/../bogus").Want(http.StatusNotFound)
+		// Other kinds: the key quoted is where kube-apiserver keeps them.
+		for _, p := range []string{"/api/v1/namespaces/../services", "/api/v1/namespaces/../services/x", "/api/v1/namespaces/../pods", "/api/v1/namespaces/../events",
+			"/apis/events.k8s.io/v1/namespaces/../events", "/api/v1/namespaces/../secrets", "/api/v1/namespaces/../serviceaccounts",
+			"/apis/coordination.k8s.io/v1/namespaces/../leases", "/apis/apps/v1/namespaces/../replicasets", "/apis/apps/v1/namespaces/../deployments/d/scale",
+			"/api/v1/namespaces/../pods/p/log", "/apis/{group}/v1/namespaces/../gadgets", "/apis/{group}/v1/namespaces/../gadgets/g"} {
+			tr.Get(p).Want(http.StatusInternalServerError)
+		}
+		tr.Post("/apis/{group}/v1/namespaces/../gadgets", gadget("g", "{}")).Want(http.StatusInternalServerError)
+		for _, p := range []string{"/api/v1/namespaces/{ns}/pods/../log", "/api/v1/namespaces/{ns}/pods/../status", "/apis/apps/v1/namespaces/{ns}/deployments/../scale",
+			"/api/v1/namespaces/..", "/api/v1/namespaces/../status", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/..", "/api/v1/namespaces/../configmaps/.."} {
+			tr.Get(p).Want(http.StatusBadRequest)
+		}
+		tr.Post("/api/v1/namespaces/{ns}/pods/../exec?command=ls", "").Want(http.StatusBadRequest)
+		tr.Put("/apis/apps/v1/namespaces/{ns}/deployments/../scale", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":".."},"spec":{"replicas":1}}`).Want(http.StatusBadRequest)
+		// A name or namespace in the body: validation.
+		tr.Post(cms, configMap("..", "")).Want(http.StatusUnprocessableEntity)
+		tr.Post(cms, configMap("a%b", "")).Want(http.StatusUnprocessableEntity)
+		// The request's own errors come first.
+		tr.Delete(cms+"/..", `{"propagationPolicy":"Bogus"}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(cms+"/..", "text/plain", `x`).Want(http.StatusUnsupportedMediaType)
+		tr.Patch("/api/v1/namespaces/../configmaps/a", "text/plain", `x`).Want(http.StatusUnsupportedMediaType)
+		tr.Put(cms+"/..", configMap("b", "")).Want(http.StatusBadRequest)
+		tr.Put(cms+"/..", `{bad`).Want(http.StatusBadRequest)
+		tr.Put("/api/v1/namespaces/../configmaps/a", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"other"}}`).Want(http.StatusBadRequest)
+		tr.Get("/api/v1/namespaces/../configmaps?labelSelector=a%20in%20(").Want(http.StatusBadRequest)
+		tr.Get("/api/v1/namespaces/../configmaps?limit=x").Want(http.StatusBadRequest)
+		tr.Post("/api/v1/namespaces/../configmaps", `{bad`).Want(http.StatusBadRequest)
+		tr.Post("/api/v1/namespaces/../configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"other"}}`).Want(http.StatusBadRequest)
+		// A watch of one object by name is a list of it: no name check.
+		tr.Watch("/api/v1/watch/namespaces/{ns}/configmaps/..?timeoutSeconds=1", Events(1)).Want(http.StatusOK)
+		tr.Get(cms).Want(http.StatusOK)
 	}},
 }
 
