@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +88,10 @@ func splitPath(path string) []string {
 
 // routes serves everything behind authentication.
 func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		writeError(w, err, schema.GroupResource{}, "")
+		return
+	}
 	path := r.URL.Path
 	switch {
 	case path == "/version" || path == "/version/":
@@ -120,6 +125,18 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 			s.serveResource(w, r, ri)
 		}
 	}
+}
+
+// checkQuery refuses (400) a query that does not parse: a malformed %
+// escape or a semicolon. kube-apiserver (Go's url.Values) drops such a
+// parameter silently, which turns a collection delete with a mistyped
+// labelSelector into the deletion of everything; the embedded server
+// refuses it instead.
+func checkQuery(raw string) error {
+	if _, err := url.ParseQuery(raw); err != nil {
+		return badRequest("the query of the request is malformed: %v", err)
+	}
+	return nil
 }
 
 // notFound answers a path the server does not serve as kube-apiserver
