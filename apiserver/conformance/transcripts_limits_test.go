@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -103,6 +104,24 @@ var pathSegmentTranscripts = []transcript{
 		// A watch of one object by name is a list of it: no name check.
 		tr.Watch("/api/v1/watch/namespaces/{ns}/configmaps/..?timeoutSeconds=1", Events(1)).Want(http.StatusOK)
 		tr.Get(cms).Want(http.StatusOK)
+	}},
+}
+
+// boundedTextTranscripts: what the server quotes of long field names.
+// Warnings are cut as kube-apiserver's warning recorder cuts them (error
+// messages the embedded server bounds too, where kube-apiserver quotes
+// them whole: not compared here).
+var boundedTextTranscripts = []transcript{
+	{"bounded-warnings", func(tr *T) {
+		tr.Post(cms, configMap("a", `"`+strings.Repeat("n", 5000)+`":1`)).Want(http.StatusCreated)
+		tr.Post(cms, configMap("b", `"`+strings.Repeat("é", 1<<19)+`":1`)).Want(http.StatusCreated)
+		var fields []string
+		for i := range 20 {
+			fields = append(fields, fmt.Sprintf(`"f%02d%s":1`, i, strings.Repeat("x", 300)))
+		}
+		tr.Post(cms, configMap("c", strings.Join(fields, ","))).Want(http.StatusCreated)
+		tr.Post(cms, configMap("d", strings.Join(fields[:13], ","))).Want(http.StatusCreated)
+		tr.Patch(cms+"/d", "merge", `{"`+strings.Repeat("m", 5000)+`":1}`).Want(http.StatusOK)
 	}},
 }
 
