@@ -57,6 +57,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		case objNS != ns:
 			return nil, badRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
+		if err := checkCreateNamespace(ns); err != nil {
+			return nil, err
+		}
 	} else {
 		delete(m, "namespace")
 	}

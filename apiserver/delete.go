@@ -97,6 +97,9 @@ func (s *Server) deleteOptions(r *http.Request, q url.Values) (metav1.DeleteOpti
 // delete deletes an object, or marks it deleted (deletionTimestamp) while it
 // has finalizers. It reports whether the object is gone.
 func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*storage.Object, bool, error) {
+	if err := k.checkKey(ns, name); err != nil {
+		return nil, false, err
+	}
 	dry := len(opts.DryRun) > 0
 	var marked *storage.Object // the graceful deletion's first write
 	if k.gracePeriod != nil && !dry {
@@ -330,6 +333,9 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 	}
 	pred, err := s.predicate(k, q)
 	if err != nil {
+		return err
+	}
+	if err := k.checkKey(ns, ""); err != nil {
 		return err
 	}
 	res, err := s.store.List(k.storageResource, storage.ListOptions{Namespace: ns, Predicate: pred})

@@ -21,7 +21,8 @@
 //	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
 //	write.go      what writes share: the stored form, validation; write_decode.go request
 //	              bodies, write_options.go a write's options and warnings
-//	patch.go      JSON, merge and strategic merge patch; scale.go the /scale subresource
+//	patch.go      JSON, merge and strategic merge patch (patchlimits.go: the work a patch may
+//	              ask for); scale.go the /scale subresource
 //	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
@@ -43,7 +44,9 @@
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages
 // do, faster; internal/typed tells from a JSON tree alone that a body is
-// already in its Go type's form (for fasttyped.go); internal/apiext
+// already in its Go type's form (for fasttyped.go); internal/jsonpatch
+// applies JSON and merge patches as json-patch.v4 (kube-apiserver's
+// library) does, with a bound on copies and in linear time; internal/apiext
 // implements CustomResourceDefinitions (types, validation, structural
 // schemas, printer columns); internal/openapi builds the OpenAPI documents.
 //

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -51,6 +54,7 @@ func statusFor(err error, gr schema.GroupResource, name string) *metav1.Status {
 
 // writeStatus writes a Status as the response.
 func writeStatus(w http.ResponseWriter, st *metav1.Status) {
+	boundStatus(st)
 	st.Kind, st.APIVersion = "Status", "v1"
 	if st.Status == "" {
 		st.Status = metav1.StatusFailure
@@ -72,6 +76,114 @@ func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	}
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
+}
+
+// maxStatusText bounds each text of an error Status the server writes:
+// its message, its details' name, and each cause's field and message.
+// Their texts quote what the request sent (field names, values, a patched
+// object), and kube-apiserver quotes it whole: a body with a field name of
+// 1 MB is answered with 4 MB (the name in the message twice, and in the
+// cause's field and message). Past the bound the middle of a text is
+// replaced by a note of what was left out, keeping its start (what failed,
+// and the start of what was quoted) and its end (why). No message of
+// kube-apiserver about a valid-sized object comes near it.
+const maxStatusText = 16 << 10
+
+// boundStatus bounds the texts of st (see maxStatusText).
+func boundStatus(st *metav1.Status) {
+	st.Message = boundText(st.Message)
+	if d := st.Details; d != nil {
+		d.Name = boundText(d.Name)
+		for i := range d.Causes {
+			d.Causes[i].Field = boundText(d.Causes[i].Field)
+			d.Causes[i].Message = boundText(d.Causes[i].Message)
+		}
+	}
+}
+
+// boundText is s if it is at most maxStatusText bytes, else its first
+// three quarters and its last quarter of them (cut at rune boundaries)
+// around a note of what was left out.
+func boundText(s string) string {
+	if len(s) <= maxStatusText {
+		return s
+	}
+	head, tail := maxStatusText*3/4, len(s)-maxStatusText/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + fmt.Sprintf(" ... (%d bytes left out) ... ", tail-head) + s[tail:]
+}
+
+// The bounds of kube-apiserver's warning headers (its warning recorder's):
+// warnings of up to warningTotalRunes runes in all are sent whole; past
+// that, each is cut to warningItemRunes runes, and those after the total
+// is reached again are dropped.
+const (
+	warningTotalRunes = 4 << 10
+	warningItemRunes  = 256
+)
+
+// warningHeaders are the Warning header values kube-apiserver sends for the
+// warnings texts, in order: each as apimachinery's NewWarningHeader makes it
+// (a text it refuses, with control characters or invalid UTF-8, is
+// dropped), within kube-apiserver's bounds.
+func warningHeaders(texts []string) []string {
+	var headers, recorded []string
+	written, truncating := 0, false
+	for _, text := range texts {
+		if text == "" {
+			continue
+		}
+		if truncating && written >= warningTotalRunes {
+			break
+		}
+		recorded = append(recorded, text)
+		n := utf8.RuneCountInString(text)
+		if truncating && n > warningItemRunes {
+			text, n = runePrefix(text, warningItemRunes), warningItemRunes
+		}
+		h, err := utilnet.NewWarningHeader(299, "", text)
+		if err != nil {
+			continue
+		}
+		if written+n <= warningTotalRunes || truncating {
+			written += n
+			headers = append(headers, h)
+			continue
+		}
+		// Past the total: from here on every warning is cut, those
+		// already sent too.
+		truncating, written, headers = true, 0, nil
+		for _, t := range recorded {
+			m := utf8.RuneCountInString(t)
+			if m > warningItemRunes {
+				t, m = runePrefix(t, warningItemRunes), warningItemRunes
+			}
+			if h, err := utilnet.NewWarningHeader(299, "", t); err == nil {
+				written += m
+				headers = append(headers, h)
+			}
+		}
+	}
+	return headers
+}
+
+// runePrefix is string([]rune(s)[:n]) (invalid bytes become U+FFFD), for
+// s of more than n runes.
+func runePrefix(s string, n int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if n == 0 {
+			break
+		}
+		b.WriteRune(r)
+		n--
+	}
+	return b.String()
 }
 
 // writeError writes err as a Status.

@@ -49,11 +49,13 @@ func (k *kind) typedTree(s *typed.Schema, obj map[string]any) bool {
 }
 
 // fastMergePatch applies a JSON merge patch to cur, an object of k, as
-// servePatch's long way does (gopkg.in/evanphx/json-patch.v4's MergePatch
-// of cur's served bytes, then decodeBody), when it can tell the result from
-// the JSON trees alone: k served as stored, the patch a JSON object
-// jsontree.Decode decodes, and the result of the form fastTyped takes. ok is
-// false otherwise.
+// servePatch's long way does (internal/jsonpatch's MergePatch, which is
+// json-patch.v4's, of cur's served bytes, then decodeBody), when it can
+// tell the result from the JSON trees alone: k served as stored, the patch
+// a JSON object jsontree.Decode decodes, and the result of the form
+// fastTyped takes. ok is false otherwise. (Both ways take time linear in
+// the sizes: a patch nested deeper than jsontree.Decode goes, which may be
+// 10,000 levels, goes the long way.)
 func (s *Server) fastMergePatch(k *kind, cur *storage.Object, patch []byte) (obj map[string]any, ok bool) {
 	sch := k.typedSchema()
 	if sch == nil || !k.servesAsIs(cur) {

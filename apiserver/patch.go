@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	evanphx "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"kloop.dev/kloop/apiserver/internal/jsonpatch"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -76,8 +77,11 @@ type jsonPatchOp struct {
 }
 
 // applyPatch applies a patch of type pt to the JSON document doc, with
-// kube-apiserver's errors. typed returns a new Go value of the kind, for
-// strategic merge patch, whose result it also checks against the type.
+// kube-apiserver's results and errors (JSON and merge patches by
+// internal/jsonpatch, which gives json-patch.v4's results, kube-apiserver's
+// library) and its bounds (patchlimits.go). typed returns a new Go value of
+// the kind, for strategic merge patch, whose result it also checks against
+// the type.
 func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte, error) {
 	if !json.Valid(patch) {
 		return nil, badRequest("invalid JSON patch")
@@ -88,11 +92,18 @@ func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte
 		if err := json.Unmarshal(patch, &ops); err != nil {
 			return nil, badRequest("error decoding patch: %s", strings.ReplaceAll(err.Error(), "[]apiserver.jsonPatchOp", "[]handlers.jsonPatchOp"))
 		}
-		p, err := jsonpatch.DecodePatch(patch)
+		p, err := evanphx.DecodePatch(patch) // for its errors' texts
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
-		out, err := p.Apply(doc)
+		if len(p) > maxJSONPatchOperations {
+			return nil, tooManyJSONPatchOperations(len(p))
+		}
+		decoded := make([]jsonpatch.Operation, len(p))
+		for i, op := range p {
+			decoded[i] = op
+		}
+		out, err := jsonpatch.Apply(doc, decoded, maxJSONPatchCopyBytes)
 		if err != nil {
 			return nil, patchFailed(err)
 		}
@@ -118,6 +129,9 @@ func applyPatch(pt types.PatchType, doc, patch []byte, typed func() any) ([]byte
 		}
 		schema, err := strategicpatch.NewPatchMetaFromStruct(typed())
 		if err != nil {
+			return nil, err
+		}
+		if err := checkStrategicMergeWork(pm, cur, schema); err != nil {
 			return nil, err
 		}
 		out, err := strategicpatch.StrategicMergeMapPatchUsingLookupPatchMeta(cur, pm, schema)

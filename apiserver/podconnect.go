@@ -39,6 +39,9 @@ func (s *Server) servePodConnect(w http.ResponseWriter, r *http.Request, k *kind
 			}
 		}
 	}
+	if err := k.checkKey(ri.namespace, ri.name); err != nil {
+		return err
+	}
 	o, err := s.store.Get(k.storageResource, ri.namespace, ri.name)
 	if err != nil {
 		return err

@@ -139,6 +139,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 
 // get serves GET of one object.
 func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name string) error {
+	if err := k.checkKey(ns, name); err != nil {
+		return err
+	}
 	o, err := s.store.Get(k.storageResource, ns, name)
 	if err != nil {
 		return err
@@ -259,6 +262,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		}
 		opts.Revision = rv // not older than, unless Exact
 		opts.Exact = match == string(metav1.ResourceVersionMatchExact)
+	}
+	if err := k.checkKey(ns, ""); err != nil {
+		return err
 	}
 	res, err := s.store.List(k.storageResource, opts)
 	if err != nil {

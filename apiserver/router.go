@@ -1,12 +1,17 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
 // requestInfo is what a resource path names, after kube-apiserver's
@@ -83,6 +88,10 @@ func splitPath(path string) []string {
 
 // routes serves everything behind authentication.
 func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		writeError(w, err, schema.GroupResource{}, "")
+		return
+	}
 	path := r.URL.Path
 	switch {
 	case path == "/version" || path == "/version/":
@@ -118,6 +127,18 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// checkQuery refuses (400) a query that does not parse: a malformed %
+// escape or a semicolon. kube-apiserver (Go's url.Values) drops such a
+// parameter silently, which turns a collection delete with a mistyped
+// labelSelector into the deletion of everything; the embedded server
+// refuses it instead.
+func checkQuery(raw string) error {
+	if _, err := url.ParseQuery(raw); err != nil {
+		return badRequest("the query of the request is malformed: %v", err)
+	}
+	return nil
+}
+
 // notFound answers a path the server does not serve as kube-apiserver
 // does: under a served group version, a NotFound Status with empty
 // details; elsewhere, the plain-text 404 of its HTTP mux.
@@ -142,6 +163,73 @@ func groupVersionOf(path string) (schema.GroupVersion, bool) {
 		return schema.GroupVersion{Group: parts[1], Version: parts[2]}, true
 	}
 	return schema.GroupVersion{}, false
+}
+
+// checkKey is what kube-apiserver's storage answers for a request on
+// object name (or, name "", the collection) in namespace ns of k: a 400
+// for a name that cannot be a path segment ("." or "..", or one with "/"
+// or "%"; its registry's key function), a 500 for a namespace "." or ".."
+// (its storage refuses the key, and quotes it). The server calls it where
+// it reaches the store, after a request's own errors, as kube-apiserver.
+func (k *kind) checkKey(ns, name string) error {
+	if name != "" {
+		if msgs := content.IsPathSegmentName(name); len(msgs) > 0 {
+			return badRequest("Name parameter invalid: %q: %s", name, strings.Join(msgs, ";"))
+		}
+	}
+	if ns == "." || ns == ".." {
+		key := k.etcdPrefix() + "/" + ns
+		if name != "" {
+			key += "/" + name
+		}
+		return serverError(fmt.Errorf("invalid key: %q", key))
+	}
+	return nil
+}
+
+// checkURLName is kube-apiserver's check of an update's body against its
+// URL, before the object is read: the same name, and the same namespace
+// if the body has one.
+func checkURLName(k *kind, ri requestInfo, obj map[string]any) error {
+	if name := jsontree.Str(obj, "metadata", "name"); name != ri.name {
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, ri.name)
+	}
+	if ns := jsontree.Str(obj, "metadata", "namespace"); k.namespaced && ns != "" && ns != ri.namespace {
+		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// checkCreateNamespace is kube-apiserver's answer to a create in a
+// namespace that cannot be a path segment: its admission looks the
+// namespace up with client-go, which refuses the name (a 500).
+func checkCreateNamespace(ns string) error {
+	if msgs := content.IsPathSegmentName(ns); len(msgs) > 0 {
+		return apierrors.NewInternalError(fmt.Errorf("invalid resource name %q: %v", ns, msgs))
+	}
+	return nil
+}
+
+// etcdPrefix is where kube-apiserver keeps the objects of k in etcd, which
+// its "invalid key" errors quote: the resource (a few core ones elsewhere),
+// or group/resource for custom resources.
+func (k *kind) etcdPrefix() string {
+	if k.crd != nil {
+		return "/" + k.gvr.Group + "/" + k.gvr.Resource
+	}
+	if k.gvr.Group == "" {
+		switch k.gvr.Resource {
+		case "services":
+			return "/services/specs"
+		case "endpoints":
+			return "/services/endpoints"
+		case "nodes":
+			return "/minions"
+		case "replicationcontrollers":
+			return "/controllers"
+		}
+	}
+	return "/" + k.gvr.Resource
 }
 
 // methodNotAllowed is kube-apiserver's answer to a method a path does not

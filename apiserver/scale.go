@@ -53,6 +53,9 @@ func parseTime(s string) (metav1.Time, error) {
 }
 
 func (s *Server) getScale(w http.ResponseWriter, k *kind, ns, name string) error {
+	if err := k.checkKey(ns, name); err != nil {
+		return err
+	}
 	o, err := s.store.Get(k.storageResource, ns, name)
 	if err != nil {
 		return err

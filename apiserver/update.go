@@ -31,6 +31,9 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 	if err != nil {
 		return err
 	}
+	if err := checkURLName(k, ri, obj); err != nil {
+		return err
+	}
 	o, err := s.update(k, ri, wo, func(*storage.Object) (map[string]any, error) {
 		if obj != nil { // the first attempt takes the decoded body as it is
 			next := obj
@@ -51,6 +54,9 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 // stored object, with kube-apiserver's update rules for the main resource or
 // the status subresource. next may run more than once.
 func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *storage.Object) (map[string]any, error)) (*storage.Object, error) {
+	if err := k.checkKey(ri.namespace, ri.name); err != nil {
+		return nil, err
+	}
 	var dryResult *storage.Object
 	var oldObj *storage.Object
 	var written map[string]any // the state encoded by the last attempt

@@ -33,6 +33,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 		return serverError(err) // kube-apiserver answers this one with a 500
 
 	}
+	if err := k.checkKey(ns, ""); err != nil {
+		return err
+	}
 	bookmarks := boolParam(q, "allowWatchBookmarks")
 	opts := storage.WatchOptions{Namespace: ns, Predicate: pred}
 	if bookmarks {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,8 +105,8 @@ func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
 		msgs = append(msgs, m)
 	}
 	sort.Strings(msgs)
-	for _, m := range msgs {
-		w.Header().Add("Warning", `299 - `+strconv.Quote(m))
+	for _, h := range warningHeaders(msgs) {
+		w.Header().Add("Warning", h)
 	}
 }
 
