@@ -5,7 +5,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -17,7 +16,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +56,11 @@ type Server struct {
 	mu      sync.Mutex // guards url and serving
 	url     string     // set before ready is closed
 	serving bool       // Serve was called
+
+	// Who may do what (authn.go, authz.go, impersonate.go, rbac.go).
+	users users     // bearer tokens
+	rbac  rbacState // the RBAC objects' policy
+	imp   impersonation
 }
 
 // New returns a server holding the built-in kinds and the namespaces every
@@ -80,6 +83,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator(), decoded: newDecodedCache(opts.decodedMutation)}
+	if err := s.initAuth(); err != nil {
+		return nil, err
+	}
 	s.reg.add(builtinKinds()...)
 	s.reg.add(reviewKinds()...)
 	if s.openapi, err = newOpenAPI(); err != nil {
@@ -95,6 +101,9 @@ func New(opts Options) (*Server, error) {
 		if _, err := s.create(s.reg.get(namespaceGVR), obj, "", &writeOpts{}); err != nil {
 			return nil, fmt.Errorf("apiserver: namespace %s: %w", name, err)
 		}
+	}
+	if err := s.bootstrapRBAC(); err != nil {
+		return nil, err
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s, nil
@@ -273,8 +282,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, fmt.Errorf("internal error: %v", v), schema.GroupResource{}, "")
 		}
 	}()
-	if !s.authenticated(r) {
-		writeStatus(w, &apierrors.NewUnauthorized("Unauthorized").ErrStatus)
+	r, err := s.authorize(r, s.authenticate(r))
+	if err != nil {
+		writeError(w, err, schema.GroupResource{}, "")
 		return
 	}
 	if r.ContentLength > s.opts.MaxRequestBytes {
@@ -283,15 +293,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
 	s.routes(w, r)
-}
-
-func (s *Server) authenticated(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.opts.Token)) == 1
 }
 
 // selfSignedCert makes an ECDSA certificate for the loopback names, valid for a year.
