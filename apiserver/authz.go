@@ -65,21 +65,16 @@ func (s *Server) authorize(r *http.Request, u *identity) (*http.Request, error) 
 			return nil, err
 		}
 	}
-	if !u.masters {
-		if ok, reason := s.policy().Authorize(rbac.User{Name: u.Name, Groups: u.Groups}, &a); !ok {
-			return nil, forbidden(u.Name, &a, rbacDenial(reason))
-		}
+	if !s.allows(u, &a) {
+		_, reason := s.decide(u, &a)
+		return nil, forbidden(u.Name, &a, reason)
 	}
 	return withUser(r, u), nil
 }
 
 // allows reports whether u may do a, as the authorizer decides it.
 func (s *Server) allows(u *identity, a *rbac.Attributes) bool {
-	if u.masters {
-		return true
-	}
-	ok, _ := s.policy().Authorize(rbac.User{Name: u.Name, Groups: u.Groups}, a)
-	return ok
+	return u.masters || s.policy().Allows(rbac.User{Name: u.Name, Groups: u.Groups}, a)
 }
 
 // decide is the authorizer's answer for the access reviews: allowed, and
@@ -143,7 +138,8 @@ func forbidden(user string, a *rbac.Attributes, reason string) error {
 func requestAttributes(r *http.Request) rbac.Attributes {
 	path := r.URL.Path
 	a := rbac.Attributes{Path: path, Verb: strings.ToLower(r.Method)}
-	parts := splitPath(path)
+	var buf [maxAttributeSegments]string
+	parts := leadingSegments(path, &buf)
 	if len(parts) < 3 || parts[0] != "api" && parts[0] != "apis" {
 		return a
 	}
@@ -210,6 +206,23 @@ func requestAttributes(r *http.Request) rbac.Attributes {
 		a.Verb = "deletecollection"
 	}
 	return a
+}
+
+// maxAttributeSegments is how many segments of a path can make its
+// attributes: /apis/<group>/<version>/watch/namespaces/<ns>/<resource>/<name>/<subresource>.
+const maxAttributeSegments = 9
+
+// leadingSegments is splitPath of the first segments of path (those that
+// fit in buf), without allocating.
+func leadingSegments(path string, buf *[maxAttributeSegments]string) []string {
+	path = strings.Trim(path, "/")
+	n := 0
+	for path != "" && n < len(buf) {
+		seg, rest, _ := strings.Cut(path, "/")
+		buf[n], path = seg, rest
+		n++
+	}
+	return buf[:n]
 }
 
 // listParamsDecode reports whether kube-apiserver's decoding of the list

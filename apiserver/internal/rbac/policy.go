@@ -151,6 +151,22 @@ func (p *Policy) RoleRefRules(ref rbacv1.RoleRef, ns string, style ErrorStyle) (
 // ClusterRole returns the ClusterRole named name, or nil.
 func (p *Policy) ClusterRole(name string) *rbacv1.ClusterRole { return p.clusterRoles[name] }
 
+// Allows reports whether RBAC allows a request of u: Authorize's decision,
+// without its reason (and without allocating).
+func (p *Policy) Allows(u User, a *Attributes) bool {
+	return allowedBy(u, a, p.clusterBindings) || a.Namespace != "" && allowedBy(u, a, p.bindings[a.Namespace])
+}
+
+func allowedBy(u User, a *Attributes, bs []binding) bool {
+	for i := range bs {
+		b := &bs[i]
+		if _, ok := appliesTo(u, b.subjects, b.namespace); ok && !b.missing && RulesAllow(a, b.rules) {
+			return true
+		}
+	}
+	return false
+}
+
 // Authorize decides a request of u, as kube's RBAC authorizer: allowed with
 // the reason "RBAC: allowed by <binding>", or not, with the resolution
 // errors of the bindings of u whose role is missing ("RBAC: ...") or no
