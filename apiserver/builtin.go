@@ -259,6 +259,7 @@ func builtinKinds() []*kind {
 	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
 
 	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}
+	out = append(out, rbacKinds()...)
 	for _, k := range out {
 		k.singular = strings.ToLower(k.kind)
 		k.listKind = k.kind + "List"

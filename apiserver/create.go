@@ -28,7 +28,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 		return err
 	}
 	if k.review != nil {
-		out, err := k.review(obj, s.opts.Now())
+		out, err := k.review(&reviewCall{s: s, user: wo.user, ns: ns, obj: obj})
 		if err != nil {
 			return err
 		}
@@ -37,6 +37,9 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 		return nil
 	}
 	if obj, err = s.toStorage(k, obj); err != nil {
+		return err
+	}
+	if err := s.checkWrite(k, wo, ns, obj, nil); err != nil {
 		return err
 	}
 	o, err := s.create(k, obj, ns, wo)

@@ -15,8 +15,9 @@ import (
 type Options struct {
 	// Addr is the address to listen on. Default "127.0.0.1:0" (a free port).
 	Addr string
-	// Token is the bearer token every request must carry. Default: 32
-	// random bytes, hex-encoded.
+	// Token is the bearer token of the administrator, kloop-admin, in
+	// system:masters: allowed everything (Users adds other users). Default:
+	// 32 random bytes, hex-encoded.
 	Token string
 	// TLS serves HTTPS with a self-signed certificate made by New for
 	// 127.0.0.1, ::1 and localhost. Default false (plain HTTP, which
@@ -103,6 +104,16 @@ type Options struct {
 	// decodedMutation. The package's tests set it (export_test.go: every
 	// test server checks). Default nil: nothing is checked or copied.
 	decodedMutation func(error)
+
+	// Users maps bearer tokens to the users they authenticate, besides
+	// Token's (kloop-admin, in system:masters, which may do anything).
+	// Each is also in system:authenticated; what it may do is what RBAC
+	// gives it: the Roles, ClusterRoles and bindings stored in the server,
+	// kube-apiserver's default ones included (cluster-admin, admin, edit,
+	// view, system:discovery, ...). ReadTokenFile reads them from a file in
+	// kube-apiserver's --token-auth-file format; Server.AddUser adds more
+	// later. Default none.
+	Users map[string]UserInfo
 }
 
 func (o *Options) setDefaults() {
@@ -186,6 +197,14 @@ func (o *Options) validate() error {
 	}{{"RequestTimeout", o.RequestTimeout}, {"ReadHeaderTimeout", o.ReadHeaderTimeout}, {"IdleTimeout", o.IdleTimeout}} {
 		if d.d < 0 {
 			return fmt.Errorf("apiserver: %s must not be negative, got %s", d.name, d.d)
+		}
+	}
+	for token, u := range o.Users {
+		if err := checkUser(token, u); err != nil {
+			return err
+		}
+		if token == o.Token {
+			return fmt.Errorf("apiserver: user %q has the token of Options.Token", u.Name)
 		}
 	}
 	return nil

@@ -166,6 +166,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 	if err != nil {
 		return err
 	}
+	wo.user = userFrom(r)
 	defer warnOnError(w, wo, &err)
 	pt, err := patchType(r, k)
 	if err != nil {

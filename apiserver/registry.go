@@ -65,8 +65,13 @@ type kind struct {
 	annotationsMoveGeneration bool
 	// review, when set, makes the kind a create-only one that stores
 	// nothing (access and identity reviews): a create answers 201 with what
-	// review returns for the decoded body, at time now.
-	review func(obj map[string]any, now time.Time) (map[string]any, error)
+	// review returns for the call (reviews.go).
+	review func(rc *reviewCall) (map[string]any, error)
+	// checkWrite, when set, checks a create (old nil) or an update of an
+	// object (stored form) by user u in namespace ns before it is
+	// validated: the RBAC kinds' escalation checks (rbac.go). Writes of
+	// the server's own (u nil) and of system:masters are not checked.
+	checkWrite func(s *Server, u *identity, k *kind, ns string, obj, old map[string]any) error
 
 	// Hooks: what a kind does around the generic write path (create.go,
 	// update.go, delete.go, lifecycle.go), which has no kind of its own;

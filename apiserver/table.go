@@ -106,7 +106,7 @@ func (k *kind) tableColumns() []column {
 		return out
 	}
 	for _, c := range k.columns {
-		if c.def.Name == "Age" {
+		if c.def.Name == "Age" || c.def.Name == "Created At" {
 			return k.columns
 		}
 	}

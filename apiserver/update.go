@@ -72,6 +72,9 @@ func (s *Server) update(k *kind, ri requestInfo, wo *writeOpts, next func(cur *s
 				return nil, false, fmt.Errorf("decoding stored object: %w", err)
 			}
 		}
+		if err := s.checkWrite(k, wo, ri.namespace, obj, old); err != nil {
+			return nil, false, err
+		}
 		obj, changed, del, err := s.prepareUpdate(k, ri, obj, old, cur, wo)
 		if err != nil || !changed {
 			return nil, false, err

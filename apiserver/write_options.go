@@ -28,6 +28,10 @@ type writeOpts struct {
 	// original is the request body as sent when it was not JSON (YAML),
 	// nil otherwise: decoding errors summarize it, as kube-apiserver's do.
 	original []byte
+	// user makes the request, for the kinds that check it (reviews,
+	// RBAC); nil for the server's own writes and for requests whose user
+	// is not kept (see withUser).
+	user *identity
 }
 
 // summary is kube-apiserver's summary of a request body that did not
@@ -117,6 +121,7 @@ func (s *Server) writeRequest(r *http.Request, k *kind, q url.Values, verb strin
 	if wo, err = writeOptions(q, verb); err != nil {
 		return nil, nil, err
 	}
+	wo.user = userFrom(r)
 	body, wo.original, err = s.readObjectBody(r, k.kind)
 	return wo, body, err
 }

@@ -54,7 +54,9 @@ type realServer struct {
 	token   string // bearer token of a system:masters user
 	caPEM   []byte // the serving certificate (self-signed)
 	etcdURL string // http://127.0.0.1:port, for compaction
-	dir     string // the pair's files: certificates, logs, etcd data
+	// clientCA signs the client certificates of Env.ConfigFor's users.
+	clientCA *clientCA
+	dir      string // the pair's files: certificates, logs, etcd data
 	// keepAlive is the write end of the supervisors' pipe; it is never
 	// closed, so the pair lives exactly as long as this process.
 	keepAlive *os.File
@@ -199,6 +201,7 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 		"--tls-cert-file="+files.cert,
 		"--tls-private-key-file="+files.key,
 		"--token-auth-file="+files.tokens,
+		"--client-ca-file="+files.clientCA,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+files.saPub,
@@ -223,6 +226,11 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 		return resp.StatusCode == http.StatusOK
 	}); err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.aggregateClusterRoles(ctx); err != nil {
+		return fmt.Errorf("kube-apiserver: aggregating the bootstrap ClusterRoles: %w", err)
 	}
 	return nil
 }
@@ -271,17 +279,18 @@ func tail(path string, n int) string {
 	return string(b)
 }
 
-type realFiles struct{ cert, key, tokens, saKey, saPub string }
+type realFiles struct{ cert, key, tokens, clientCA, saKey, saPub string }
 
 // writeFiles writes the serving certificate, the token file and the
 // service-account key pair into s.dir.
 func (s *realServer) writeFiles() (realFiles, error) {
 	f := realFiles{
-		cert:   filepath.Join(s.dir, "serving.crt"),
-		key:    filepath.Join(s.dir, "serving.key"),
-		tokens: filepath.Join(s.dir, "tokens.csv"),
-		saKey:  filepath.Join(s.dir, "sa.key"),
-		saPub:  filepath.Join(s.dir, "sa.pub"),
+		cert:     filepath.Join(s.dir, "serving.crt"),
+		key:      filepath.Join(s.dir, "serving.key"),
+		tokens:   filepath.Join(s.dir, "tokens.csv"),
+		clientCA: filepath.Join(s.dir, "client-ca.crt"),
+		saKey:    filepath.Join(s.dir, "sa.key"),
+		saPub:    filepath.Join(s.dir, "sa.pub"),
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -316,6 +325,9 @@ func (s *realServer) writeFiles() (realFiles, error) {
 	if err != nil {
 		return f, err
 	}
+	if s.clientCA, err = newClientCA(); err != nil {
+		return f, err
+	}
 	saKeyDER, err := x509.MarshalPKCS8PrivateKey(saKey)
 	if err != nil {
 		return f, err
@@ -325,11 +337,12 @@ func (s *realServer) writeFiles() (realFiles, error) {
 		return f, err
 	}
 	for path, content := range map[string][]byte{
-		f.cert:   s.caPEM,
-		f.key:    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		f.tokens: fmt.Appendf(nil, "%s,kloop-admin,kloop-admin,\"system:masters\"\n", s.token),
-		f.saKey:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
-		f.saPub:  pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		f.cert:     s.caPEM,
+		f.key:      pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		f.tokens:   fmt.Appendf(nil, "%s,kloop-admin,kloop-admin,\"system:masters\"\n", s.token),
+		f.clientCA: s.clientCA.pem,
+		f.saKey:    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
+		f.saPub:    pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 	} {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
 			return f, err

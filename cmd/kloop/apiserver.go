@@ -22,6 +22,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	kubeconfig := fs.String("kubeconfig-out", "", "write a kubeconfig for the server to this path")
 	token := fs.String("token", "", "bearer token clients must send (default: random)")
 	useTLS := fs.Bool("tls", true, "serve HTTPS with a self-signed certificate; kubectl sends the token only over TLS, so a kubeconfig needs it")
+	tokenFile := fs.String("token-auth-file", "", "authenticate the users of this file, in kube-apiserver's --token-auth-file format (token,user,uid,\"group1,group2\"); RBAC says what they may do")
 	verbose := fs.Bool("v", false, "log requests errors and lifecycle to stderr")
 	var opts apiserver.Options
 	limitFlags(fs, &opts)
@@ -41,6 +42,13 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return errUsage
 	}
 	opts.Addr, opts.Token, opts.TLS = *addr, *token, *useTLS
+	if *tokenFile != "" {
+		users, err := apiserver.ReadTokenFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		opts.Users = users
+	}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}

@@ -11,8 +11,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"kloop.dev/kloop/internal/testutil"
@@ -45,6 +48,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "--history-bytes", "-1Mi"}, 1, "HistoryBytes must be positive"},
 		{[]string{"apiserver", "--history-bytes", "1.5"}, 2, "not a whole number of bytes"},
 		{[]string{"apiserver", "--history-bytes", "lots"}, 2, "invalid value"},
+		{[]string{"apiserver", "--token-auth-file", "/nonexistent/tokens.csv"}, 1, "token file"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut testutil.SyncBuffer
@@ -58,12 +62,16 @@ func TestDispatch(t *testing.T) {
 
 func TestAPIServerCommand(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("dev-token,dev,dev-uid,\"devs,qa\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut testutil.SyncBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"apiserver", "--kubeconfig-out", path, "--token", "t0ken"}, &out, &errOut)
+		done <- run(ctx, []string{"apiserver", "--kubeconfig-out", path, "--token", "t0ken", "--token-auth-file", tokens}, &out, &errOut)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "kubeconfig written") {
@@ -91,6 +99,20 @@ func TestAPIServerCommand(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// The token file's user is authenticated, and may do what RBAC allows.
+	devCfg := rest.CopyConfig(cfg)
+	devCfg.BearerToken = "dev-token"
+	dev, err := kubernetes.NewForConfig(devCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := dev.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || who.Status.UserInfo.Username != "dev" || strings.Join(who.Status.UserInfo.Groups, ",") != "devs,qa,system:authenticated" {
+		t.Fatalf("whoami as dev: %+v, %v", who, err)
+	}
+	if _, err := dev.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("dev reads a namespace: %v, want Forbidden", err)
 	}
 	cancel() // as SIGINT does through signal.NotifyContext
 	if code := <-done; code != 0 {
