@@ -312,7 +312,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setDeadlines(rc, class, start.Add(timeout))
-	r, err := s.authorize(r, s.authenticate(r))
+	ar, err := s.authorize(r, s.authenticate(r))
 	if err != nil {
 		// A refused request's body is never read: a 401 keeps no
 		// connection (who sent it may hold many), a 403 with a body to
@@ -323,6 +323,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err, schema.GroupResource{}, "")
 		return
 	}
+	r = ar
 	if !s.limits.acquire(class) {
 		if r.ContentLength != 0 {
 			closeConnection(w, r, rc)
