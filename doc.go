@@ -4,10 +4,10 @@
 //
 // The pipeline, one package per stage:
 //
-//	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs (storage/, apiservertest/,
+//	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs, RBAC (storage/, apiservertest/,
 //	                conformance/: the same transcripts against it and a real kube-apiserver, compared;
-//	                internal/jsontree, typed, jsonpatch, apiext, openapi: JSON trees, type checks, patches,
-//	                CRD schemas)
+//	                internal/jsontree, typed, jsonpatch, apiext, openapi, rbac: JSON trees, type checks,
+//	                patches, CRD schemas, the authorizer)
 //	reflector       lists, then watches from the list's resourceVersion; relists on 410 Gone
 //	fifo            delivers every delta in order; a relist as one atomic batch
 //	cache           thread-safe indexer keyed namespace/name, with indexes; lock-free Get

@@ -7,14 +7,19 @@
 //
 // It serves namespaces, configmaps, secrets, events (core/v1 and
 // events.k8s.io/v1, one storage), serviceaccounts, pods, services,
-// deployments, replicasets, leases and customresourcedefinitions, and the
-// custom resources of every CRD as soon as the CRD's create returns.
+// deployments, replicasets, leases, customresourcedefinitions, roles,
+// clusterroles, rolebindings and clusterrolebindings, and the custom
+// resources of every CRD as soon as the CRD's create returns.
 //
 // Layout, one file per concern:
 //
-//	server.go     Server, New, Start/Serve, authentication, kubeconfig, TLS
+//	server.go     Server, New, Start/Serve, kubeconfig, TLS
 //	limits.go     what one request may hold: its timeouts, its connection when refused
 //	conns.go      the bound on open connections; inflight.go on requests served at once
+//	authn.go      users: bearer tokens (Options.Token, Options.Users, AddUser), the token file format
+//	authz.go      authorization of every request (kube-apiserver's request attributes, 403s)
+//	impersonate.go the Impersonate-* headers, checked as kube-apiserver's constrained impersonation
+//	rbac.go       the RBAC kinds, the bootstrap roles, ClusterRole aggregation, escalation checks
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
 //	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
 //	resource.go   get and list (selectors.go: label and field selectors)
@@ -31,7 +36,7 @@
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
-//	reviews.go    access and identity reviews (kubectl auth can-i, kubectl auth whoami)
+//	reviews.go    access, identity and token reviews (kubectl auth can-i, kubectl auth whoami)
 //	podconnect.go pods' log, exec, attach and portforward (no kubelet to reach)
 //	ipalloc.go    Service cluster IPs
 //	defaults.go   defaulting of built-ins (pods and templates, services, ...) and pod admission
@@ -48,7 +53,9 @@
 // applies JSON and merge patches as json-patch.v4 (kube-apiserver's
 // library) does, with a bound on copies and in linear time; internal/apiext
 // implements CustomResourceDefinitions (types, validation, structural
-// schemas, printer columns); internal/openapi builds the OpenAPI documents.
+// schemas, printer columns); internal/openapi builds the OpenAPI documents;
+// internal/rbac evaluates RBAC (the authorizer's policy, escalation checks,
+// aggregation, kube's bootstrap roles).
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and
@@ -62,10 +69,24 @@
 // response. Not yet: server-side apply, garbage collection of owned objects,
 // admission webhooks, conversion webhooks.
 //
-// Every request needs the bearer token (401 otherwise), which authenticates
-// kloop-admin, in system:masters, allowed everything; bodies over 3 MiB get
-// 413. With Options.TLS the server uses a self-signed certificate and can
-// write a kubeconfig that kubectl uses as is.
+// Every request needs a bearer token (401 otherwise; the scheme in any
+// case). Options.Token authenticates kloop-admin, in system:masters,
+// allowed everything unchecked; Options.Users (ReadTokenFile reads
+// kube-apiserver's --token-auth-file format) and Server.AddUser add users,
+// each in system:authenticated, who may do what RBAC gives them: the
+// Roles, ClusterRoles and bindings stored in the server, kube-apiserver's
+// default ones included (cluster-admin, admin, edit and view aggregated,
+// system:discovery, system:basic-user, system:public-info-viewer, ...).
+// Every request is authorized before anything else but its timeout parameter, with kube-apiserver's
+// attributes (verb, resource and subresource, namespace, name; a path for
+// the others) and its 403 Forbidden; writes of roles and bindings are
+// checked for escalation; the Impersonate-User, -Group, -Uid and -Extra-*
+// headers act as another user when the requester may impersonate it; the
+// access reviews (SelfSubjectAccessReview, SelfSubjectRulesReview,
+// SubjectAccessReview, LocalSubjectAccessReview), SelfSubjectReview and
+// TokenReview answer from the same data. With Options.TLS the server uses a
+// self-signed certificate and can write a kubeconfig that kubectl uses as
+// is.
 //
 // The server is meant to be left running for many clients, so what a client
 // can hold is bounded (Options; the defaults are kube-apiserver's where it

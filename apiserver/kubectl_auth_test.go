@@ -23,6 +23,15 @@ func TestKubectlAuth(t *testing.T) {
 		if out := k.run("", "create", "rolebinding", "pod-reader", "--role=pod-reader", "--user=alice", "--serviceaccount="+ns+":operator", "-n", ns); !strings.Contains(out, "rolebinding.rbac.authorization.k8s.io/pod-reader created") {
 			t.Fatalf("create rolebinding: %s", out)
 		}
+		// An operator's RBAC manifests, applied and applied again.
+		manifests := strings.NewReplacer("{ns}", ns).Replace(operatorRBAC)
+		if out := k.run(manifests, "apply", "-f", "-"); !strings.Contains(out, "clusterrole.rbac.authorization.k8s.io/"+ns+"-operator created") || !strings.Contains(out, "clusterrolebinding.rbac.authorization.k8s.io/"+ns+"-operator created") {
+			t.Fatalf("apply RBAC manifests: %s", out)
+		}
+		t.Cleanup(func() { _, _ = k.try("", "delete", "clusterrole,clusterrolebinding", ns+"-operator") })
+		if out := k.run(strings.Replace(manifests, "verbs: [get, list, watch]", "verbs: [get, list, watch, update]", 1), "apply", "-f", "-"); !strings.Contains(out, "clusterrole.rbac.authorization.k8s.io/"+ns+"-operator configured") || !strings.Contains(out, "clusterrolebinding.rbac.authorization.k8s.io/"+ns+"-operator unchanged") {
+			t.Fatalf("apply RBAC manifests again: %s", out)
+		}
 		if out := k.run("", "get", "rolebinding", "pod-reader", "-n", ns, "-o", "wide"); !regexp.MustCompile(`(?m)^pod-reader\s+Role/pod-reader\s+\S+\s+alice\s+` + regexp.QuoteMeta(ns) + `/operator$`).MatchString(out) {
 			t.Fatalf("get rolebinding -o wide:\n%s", out)
 		}
@@ -49,6 +58,8 @@ func TestKubectlAuth(t *testing.T) {
 		canI("yes", "watch", "pods", "-n", ns, "--as=system:serviceaccount:"+ns+":operator")
 		canI("no", "list", "secrets", "-n", ns, "--as=system:serviceaccount:"+ns+":operator")
 		canI("yes", "create", "pods", "-n", ns)
+		canI("yes", "update", "configmaps", "-n", "default", "--as=system:serviceaccount:"+ns+":operator")
+		canI("no", "delete", "configmaps", "-n", "default", "--as=system:serviceaccount:"+ns+":operator")
 
 		out := k.run("", "auth", "can-i", "--list", "-n", ns, "--as=alice")
 		for _, want := range []string{`(?m)^pods\s+\[\]\s+\[\]\s+\[get list watch\]$`, `(?m)^pods/log\s+\[\]\s+\[\]\s+\[get list watch\]$`, `(?m)^selfsubjectaccessreviews.authorization.k8s.io\s+\[\]\s+\[\]\s+\[create\]$`, `(?m)^\s+\[/api/\*\]\s+\[\]\s+\[get\]$`} {
@@ -83,3 +94,32 @@ func TestKubectlAuth(t *testing.T) {
 		}
 	})
 }
+
+// operatorRBAC is an operator's ClusterRole and its binding to the
+// operator's ServiceAccount, as a manifest would have them.
+const operatorRBAC = `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {ns}-operator
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list, watch]
+- apiGroups: [example.com]
+  resources: [widgets/status]
+  verbs: [update, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {ns}-operator
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {ns}-operator
+subjects:
+- kind: ServiceAccount
+  name: operator
+  namespace: {ns}
+`

@@ -117,7 +117,8 @@ func New(opts Options) (*Server, error) {
 // Gone (Expired) from then on. Tests use it to force a relist.
 func (s *Server) Compact() { s.store.Compact(s.store.Revision()) }
 
-// Token returns the bearer token the server requires.
+// Token returns the administrator's bearer token (kloop-admin, in
+// system:masters).
 func (s *Server) Token() string { return s.opts.Token }
 
 // CAData returns the PEM certificate clients must trust with TLS, or nil.

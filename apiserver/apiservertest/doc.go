@@ -40,8 +40,32 @@
 // history (etcd's, or the embedded store's) so that old resourceVersions
 // get 410 Gone.
 //
+// # Identities
+//
+// Config is the administrator's (kloop-admin, in system:masters). To test
+// code under the permissions its RBAC manifests give it, [Env.ConfigFor]
+// returns a configuration authenticating as any user (name, UID, groups)
+// and [Env.ServiceAccountConfig] as a ServiceAccount (created if missing),
+// on either server; [Env.KubeconfigFor] writes a kubeconfig for one of them
+// (kubectl as that user; kubectl --as works with Kubeconfig too). They
+// authenticate for real, not by impersonation: on the embedded server with
+// a token of their own (apiserver.Server.AddUser), on the real one with a
+// client certificate signed by the CA it trusts (users: its token file is
+// fixed once it runs) or a TokenRequest token (ServiceAccounts). The one
+// visible difference: kube-apiserver gives a certificate's user the extra
+// attribute authentication.kubernetes.io/credential-id (its fingerprint),
+// which kubectl auth whoami shows, and certificates carry no other extra
+// attributes (ConfigFor refuses them on the real server). kube-apiserver's
+// RBAC follows its objects through informers, a moment after their writes:
+// a test polls (a SelfSubjectAccessReview, kubectl auth can-i) before
+// relying on a new binding; the embedded server applies it before the write
+// returns.
+//
 // The real server is a bare control plane: no controller-manager (no
-// garbage collection, namespace deletion, ServiceAccount tokens), the
+// garbage collection, namespace deletion, ServiceAccount token Secrets,
+// ClusterRole aggregation: the aggregated bootstrap roles admin, edit and
+// view get their rules once at start, as the aggregation controller would
+// have given them, and later aggregation does not happen), the
 // ServiceAccount admission plugin off, RBAC on with the test user in
 // system:masters, etcd compaction only through Env.Compact.
 package apiservertest

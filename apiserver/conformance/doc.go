@@ -26,7 +26,7 @@
 // # Adding a transcript
 //
 // Append to one of the parts of transcripts (transcripts_test.go,
-// transcripts_edges_test.go) a name and a function that
+// transcripts_edges_test.go, transcripts_rbac_test.go) a name and a function that
 // issues requests through *T: Get, GetTable (a meta.k8s.io Table, as
 // kubectl get asks; the Content-Type is recorded too), Post, Put, Patch (merge, json,
 // strategic, or any content type), Delete (with DeleteOptions as body),
@@ -39,6 +39,15 @@
 // expected status code with Want, which fails the test on either target on
 // its own. A transcript must not branch on responses: both targets must
 // issue the same requests.
+//
+// Requests are the administrator's unless made within tr.as(cfg, ...),
+// with the credentials of a user of apiservertest's ConfigFor (tr.user) or
+// a configuration impersonating one; tr.await polls, unrecorded, until the
+// server applies new RBAC objects (kube-apiserver's informers follow them
+// a moment after their writes). Two answers are recorded with what is
+// random per run put aside: SelfSubjectRulesReviews with their rules
+// sorted (kube-apiserver lists them in its informers' map order), and
+// TokenReviews with the token replaced by "<token>".
 //
 // # Normalization
 //
