@@ -77,9 +77,9 @@
 // Roles, ClusterRoles and bindings stored in the server, kube-apiserver's
 // default ones included (cluster-admin, admin, edit and view aggregated,
 // system:discovery, system:basic-user, system:public-info-viewer, ...).
-// Every request is authorized before anything else but its timeout parameter, with kube-apiserver's
-// attributes (verb, resource and subresource, namespace, name; a path for
-// the others) and its 403 Forbidden; writes of roles and bindings are
+// Every request is authorized before anything but its timeout parameter is
+// read, with kube-apiserver's attributes (verb, resource and subresource,
+// namespace, name; a path for the others) and its 403 Forbidden; writes of roles and bindings are
 // checked for escalation; the Impersonate-User, -Group, -Uid and -Extra-*
 // headers act as another user when the requester may impersonate it; the
 // access reviews (SelfSubjectAccessReview, SelfSubjectRulesReview,
@@ -99,5 +99,7 @@
 // the longest idle one makes room, or the new one is refused. At most
 // MaxRequestsInFlight read-only and MaxMutatingRequestsInFlight mutating
 // requests are served at once, and MaxWatches long-running ones; past them
-// a request gets kube-apiserver's 429 with Retry-After: 1.
+// a request gets kube-apiserver's 429 with Retry-After: 1. A body over
+// MaxRequestBytes (3 MiB) gets 413. apiserver/README.md tables every limit
+// beside kube-apiserver's.
 package apiserver
