@@ -213,11 +213,9 @@ func TestAttacks(t *testing.T) {
 		defer srv.logRSS(t)
 		legit.put(t, "doubling", 10)
 		// 220 kB doubled 4 times: 3.3 MB copied, over kube-apiserver's
-		// 3 MiB bound on a JSON patch's copies, and harmless to a server
-		// without one (a 3.5 MB document).
-		if code, body := srv.doublingPatch(t, 220_000, 4, time.Minute); code < 400 || code >= 500 {
-			t.Skipf("needs the bound on JSON patch copies (issue 17's patch.go work, merged separately): "+
-				"a patch copying 3.3 MB got %d %.100s", code, body)
+		// 3 MiB bound on a JSON patch's copies (422).
+		if code, body := srv.doublingPatch(t, 220_000, 4, time.Minute); code != 422 {
+			t.Fatalf("a patch copying 3.3 MB got %d %.100s, want 422", code, body)
 		}
 		legit.during(t, func() {
 			// 512 kB doubled 24 times: 8 TB without a bound.
