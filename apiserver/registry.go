@@ -219,6 +219,20 @@ func (r *registry) servesGroupVersion(gv schema.GroupVersion) bool {
 	return false
 }
 
+// servesBuiltin reports whether a kind that is not a CRD's is served in
+// group (at version, unless version is empty): kube-apiserver serves those
+// with go-restful routes, a CRD's with apiextensions' handlers.
+func (r *registry) servesBuiltin(group, version string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for gvr, k := range r.kinds {
+		if k.crd == nil && gvr.Group == group && (version == "" || gvr.Version == version) {
+			return true
+		}
+	}
+	return false
+}
+
 // crdKinds returns the kinds served for a CRD.
 func (r *registry) crdKinds(crdName string) []*kind {
 	r.mu.RLock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,11 +94,15 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := r.URL.Path
+	parts := splitPath(path)
+	if s.getOnly(path, parts) && r.Method != http.MethodGet {
+		writeError(w, methodNotAllowed(), schema.GroupResource{}, "")
+		return
+	}
 	switch {
 	case path == "/version" || path == "/version/":
 		s.serveVersion(w, r)
-	case path == "/healthz" || path == "/livez" || path == "/readyz" ||
-		strings.HasPrefix(path, "/healthz/") || strings.HasPrefix(path, "/livez/") || strings.HasPrefix(path, "/readyz/"):
+	case isHealthPath(path):
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		_, _ = w.Write([]byte("ok"))
@@ -108,7 +113,6 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/openapi/"):
 		s.serveOpenAPI(w, r)
 	default:
-		parts := splitPath(path)
 		switch {
 		case len(parts) == 2 && parts[0] == "api":
 			s.serveResourceList(w, r, schema.GroupVersion{Version: parts[1]})
@@ -127,6 +131,39 @@ func (s *Server) routes(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// getOnly reports whether path is one that kube-apiserver serves with a
+// route for GET alone (its go-restful routes: /version, /api and the
+// resource lists of the built-in group versions), which answers any other
+// method, HEAD too, with a 405. The others it serves for every method, as
+// the server does: /apis and a group (its own handlers), the resource list
+// of a CRD's group version (apiextensions' handler), /healthz, /livez and
+// /readyz (and their checks).
+func (s *Server) getOnly(path string, parts []string) bool {
+	switch {
+	case path == "/version" || path == "/version/" || path == "/api" || path == "/api/":
+		return true
+	case len(parts) == 2 && parts[0] == "api":
+		return s.reg.servesBuiltin("", parts[1])
+	case len(parts) == 3 && parts[0] == "apis":
+		return s.reg.servesBuiltin(parts[1], parts[2])
+	}
+	return false
+}
+
+// isHealthPath reports whether path is one of the health endpoints
+// (/healthz, /livez, /readyz) or one of their checks (/healthz/ping,
+// /readyz/poststarthook/x: the server answers "ok" for every check name);
+// as kube-apiserver's, a path with an empty segment (a trailing slash) is
+// none of theirs.
+func isHealthPath(path string) bool {
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		if rest, ok := strings.CutPrefix(path, p); ok && (rest == "" || rest[0] == '/' && !slices.Contains(strings.Split(rest[1:], "/"), "")) {
+			return true
+		}
+	}
+	return false
+}
+
 // checkQuery refuses (400) a query that does not parse: a malformed %
 // escape or a semicolon. kube-apiserver (Go's url.Values) drops such a
 // parameter silently, which turns a collection delete with a mistyped
@@ -140,10 +177,11 @@ func checkQuery(raw string) error {
 }
 
 // notFound answers a path the server does not serve as kube-apiserver
-// does: under a served group version, a NotFound Status with empty
-// details; elsewhere, the plain-text 404 of its HTTP mux.
+// does: under a served group version or a go-restful web service's root,
+// a NotFound Status with empty details; elsewhere, the plain-text 404 of
+// its HTTP mux.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	if gv, ok := groupVersionOf(r.URL.Path); ok && s.reg.servesGroupVersion(gv) {
+	if gv, ok := groupVersionOf(r.URL.Path); ok && s.reg.servesGroupVersion(gv) || s.underGoRestful(r.URL.Path) {
 		writeStatus(w, &metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
 			Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
@@ -151,6 +189,17 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.NotFound(w, r)
+}
+
+// underGoRestful reports whether path is under the root of one of
+// kube-apiserver's go-restful web services (/api, /version, a built-in
+// group's /apis/<group>), whose 404 is a Status as well.
+func (s *Server) underGoRestful(path string) bool {
+	if strings.HasPrefix(path, "/api/") || strings.HasPrefix(path, "/version/") {
+		return true
+	}
+	parts := splitPath(path)
+	return len(parts) >= 2 && parts[0] == "apis" && s.reg.servesBuiltin(parts[1], "")
 }
 
 // groupVersionOf returns the group version a path is under, if any.

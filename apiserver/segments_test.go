@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,6 +42,53 @@ func TestPathSegments(t *testing.T) {
 		var st metav1.Status
 		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || rec.Code != tc.code || st.Message != tc.message {
 			t.Errorf("%s %s: %d %s, want %d %q", tc.method, tc.path, rec.Code, rec.Body, tc.code, tc.message)
+		}
+	}
+}
+
+// TestEndpointMethods checks the methods the endpoints that are not
+// resources take, as kube-apiserver (transcript read-only-endpoints
+// compares them).
+func TestEndpointMethods(t *testing.T) {
+	s := newTestServer(t, Options{Token: "t"})
+	for _, tc := range []struct {
+		path string
+		get  int // for GET
+		rest int // for POST, PUT, DELETE, PATCH and HEAD
+	}{
+		{"/version", http.StatusOK, http.StatusMethodNotAllowed},
+		{"/api", http.StatusOK, http.StatusMethodNotAllowed},
+		{"/api/v1/", http.StatusOK, http.StatusMethodNotAllowed},
+		{"/apis/apps/v1", http.StatusOK, http.StatusMethodNotAllowed},
+		{"/apis/apps/v9", http.StatusNotFound, http.StatusNotFound},
+		{"/apis", http.StatusOK, http.StatusOK},
+		{"/apis/apps", http.StatusOK, http.StatusOK},
+		{"/healthz", http.StatusOK, http.StatusOK},
+		{"/readyz/poststarthook/x", http.StatusOK, http.StatusOK},
+		{"/livez/", http.StatusNotFound, http.StatusNotFound},
+		{"/healthz//ping", http.StatusNotFound, http.StatusNotFound},
+		{"/api/v2", http.StatusNotFound, http.StatusNotFound},
+		{"/version/x", http.StatusNotFound, http.StatusNotFound},
+		{"/apis/none.example.com/v1", http.StatusNotFound, http.StatusNotFound},
+	} {
+		for _, m := range []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"} {
+			want := tc.rest
+			if m == "GET" {
+				want = tc.get
+			}
+			rec := serveOnce(t, s, m, tc.path, "", "")
+			if rec.Code != want {
+				t.Errorf("%s %s: %d %s, want %d", m, tc.path, rec.Code, rec.Body, want)
+			}
+			if want == http.StatusMethodNotAllowed && m != "HEAD" && !strings.Contains(rec.Body.String(), `"reason":"MethodNotAllowed"`) {
+				t.Errorf("%s %s: %s, want kube-apiserver's Status", m, tc.path, rec.Body)
+			}
+			// A 404 under a root of kube-apiserver's go-restful web
+			// services is a Status; elsewhere its mux's text.
+			goRestful := strings.HasPrefix(tc.path, "/api/") || strings.HasPrefix(tc.path, "/version/") || strings.HasPrefix(tc.path, "/apis/apps/")
+			if want == http.StatusNotFound && m != "HEAD" && strings.Contains(rec.Body.String(), `"reason":"NotFound"`) != goRestful {
+				t.Errorf("%s %s: %s, want a Status: %t", m, tc.path, rec.Body, goRestful)
+			}
 		}
 	}
 }

@@ -125,6 +125,39 @@ var boundedTextTranscripts = []transcript{
 	}},
 }
 
+// endpointTranscripts: the methods the endpoints that are not resources
+// take. /version, /api and the resource lists of the built-in group
+// versions take GET alone (kube-apiserver's go-restful routes: a 405, for
+// HEAD too); the resource list of a CRD's group version (apiextensions'
+// handler), a group, and the health endpoints take every method;
+// a path with an empty segment is none of theirs. A 404 under a go-restful
+// root (/api/, /version/, a built-in group) is a Status, elsewhere the
+// mux's text.
+var endpointTranscripts = []transcript{
+	{"read-only-endpoints", func(tr *T) {
+		methods := []string{http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions}
+		for _, p := range []string{"/version", "/version/", "/api", "/api/", "/api/v1", "/api/v1/", "/apis/apps/v1", "/apis/apps/v1/"} {
+			for _, m := range methods {
+				tr.Do(m, p, "", "").Want(http.StatusMethodNotAllowed)
+			}
+		}
+		for _, p := range []string{"/apis/apps", "/apis/{group}", "/apis/{group}/v1"} {
+			for _, m := range methods {
+				tr.Do(m, p, "", "").Want(http.StatusOK)
+			}
+		}
+		for _, p := range []string{"/healthz", "/livez", "/readyz", "/healthz/ping", "/livez/ping", "/readyz/ping"} {
+			for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+				tr.Do(m, p, "", "").Want(http.StatusOK)
+			}
+		}
+		for _, p := range []string{"/healthz/", "/livez/", "/readyz/", "/healthz//ping", "/healthzx", "/api/v2", "/api/v2/pods", "/version/x", "/apis/apps/v9", "/apis/apps/v9/x", "/apis/{group}/v2", "/apis/none.example.com", "/apis/none.example.com/v1"} {
+			tr.Get(p).Want(http.StatusNotFound)
+			tr.Post(p, "").Want(http.StatusNotFound)
+		}
+	}},
+}
+
 // nested is a JSON value nested depth levels deep.
 func nested(depth int) string {
 	return strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
