@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"net/http"
@@ -121,7 +122,7 @@ func kloopE2E(noIntern bool) func(tb testing.TB, cfg *rest.Config, ns string, wo
 }
 
 func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker, noIntern bool) func() {
-	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{DisableInterning: noIntern}})
+	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{DisableInterning: noIntern}, Logger: quiet()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -610,7 +611,7 @@ func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t
 		}
 		return reconcile.Result{}, nil
 	})
-	c, err := controller.New("bench", r, controller.Options{MaxConcurrentReconciles: workers})
+	c, err := controller.New("bench", r, controller.Options{MaxConcurrentReconciles: workers, Logger: quiet()})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -996,3 +997,8 @@ func BenchmarkEventToReconcileInProcess(b *testing.B) {
 		}
 	}
 }
+
+// quiet is the kloop side's logger in the controller benchmarks: it
+// discards, as controller-runtime's side does (logr.Discard), so that both
+// measure the same work (kloop's default is slog.Default()).
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -73,13 +73,13 @@ type Options[T Object] struct {
 	// (mutations are only reported by Check).
 	OnMutation func(err error)
 
-	// Logger receives diagnostics. Default: a logger that discards.
+	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
 }
 
 func (o *Options[T]) defaults() {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 }
 

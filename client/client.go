@@ -89,7 +89,7 @@ type Options struct {
 	// FieldOwner is the field manager of writes that do not name one.
 	// Default "": the server derives one from the user agent.
 	FieldOwner string
-	// Logger receives diagnostics. Default: a logger that discards.
+	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
 }
 
@@ -121,7 +121,7 @@ type Client struct {
 
 func (o *Options) defaults(cfg *rest.Config) error {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if f := o.Factory; f != nil {
 		if o.Scheme == nil {

@@ -36,7 +36,7 @@ type RecorderOptions struct {
 	// dropped. Default 25 and 5 minutes, as client-go's.
 	Burst  int
 	Refill time.Duration
-	// Logger receives what is dropped and why. Default: discards.
+	// Logger receives what is dropped and why. Default: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -51,7 +51,7 @@ func (o *RecorderOptions) setDefaults() {
 		o.Refill = 5 * time.Minute
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 }
 

@@ -70,7 +70,7 @@ type Options struct {
 
 	// Logger receives the controller's logs; each reconcile gets it with
 	// the attributes controller, namespace, name and reconcileID, in its
-	// context (reconcile.LoggerFrom). Default: discard.
+	// context (reconcile.LoggerFrom). Default: slog.Default().
 	Logger *slog.Logger
 
 	// Metrics reads the controller's statistics (reconcile totals, errors,
@@ -110,7 +110,7 @@ func (o *Options) setDefaults() {
 		o.RecoverPanic = &t
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.Clock == nil {
 		o.Clock = workqueue.RealClock{}

@@ -130,7 +130,7 @@ type Options[T Object] struct {
 	// per Pop. A negative value is an error.
 	MaxRun int
 
-	// Logger receives diagnostics. Default: a logger that discards.
+	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
 }
 
@@ -142,7 +142,7 @@ func (o *Options[T]) defaults() {
 		o.MaxRun = 1
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 }
 

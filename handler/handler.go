@@ -176,7 +176,7 @@ type OwnerOptions struct {
 	// the object's namespace (owner references do not cross namespaces).
 	ClusterScoped bool
 	// Logger reports owner references whose apiVersion does not parse.
-	// Default: discard.
+	// Default: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -191,7 +191,7 @@ func EnqueueRequestForOwner(owner schema.GroupKind, opts OwnerOptions) (EventHan
 		return nil, errors.New("handler: EnqueueRequestForOwner needs the owner's kind")
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
+		opts.Logger = slog.Default()
 	}
 	return &enqueueForOwner{owner: owner, opts: opts}, nil
 }

@@ -53,7 +53,7 @@ type FactoryOptions struct {
 	// HTTPClient carries every list and watch of the factory's informers
 	// (one connection pool). Default: rest.HTTPClientFor(cfg).
 	HTTPClient *http.Client
-	// Logger receives diagnostics. Default: a logger that discards.
+	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
 
 	// ResyncPeriod, KeepManagedFields, DisableInterning, InternUpdates and
@@ -135,7 +135,7 @@ type Factory struct {
 
 func (o *FactoryOptions) defaults(cfg *rest.Config) error {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.Scheme == nil {
 		o.Scheme = runtime.NewScheme()

@@ -34,7 +34,7 @@ var (
 type Options[T Object] struct {
 	// Name identifies the informer in logs. Default: the Go type of T.
 	Name string
-	// Logger receives diagnostics. Default: a logger that discards.
+	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
 
 	// KeepManagedFields keeps metadata.managedFields in cached objects.
@@ -100,7 +100,7 @@ type Options[T Object] struct {
 
 func (o *Options[T]) defaults() {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.Name == "" {
 		o.Name = reflect.TypeFor[T]().String()

@@ -66,7 +66,7 @@ type Options struct {
 	// Clock is the source of time. Default: RealClock (testing/synctest
 	// makes it deterministic in tests).
 	Clock Clock
-	// Logger receives the elector's log. Default: discard.
+	// Logger receives the elector's log. Default: slog.Default().
 	Logger *slog.Logger
 	// Metrics, when set, is given a reader of the elector's Status once, by
 	// New (for leader_election_master_status). Default: none.
@@ -121,7 +121,7 @@ func (o *Options) setDefaults() error {
 		o.Clock = RealClock{}
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ const (
 type Options struct {
 	// Logger receives the manager's logs, and is the default logger of the
 	// shared informers, the client and the builder's controllers.
-	// Default: a logger that discards.
+	// Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
 
 	// Cache configures the shared informer factory (Scheme, Mapper,
@@ -106,7 +106,7 @@ type Options struct {
 
 func (o *Options) setDefaults() {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.Cache.Logger == nil {
 		o.Cache.Logger = o.Logger

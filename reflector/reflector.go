@@ -40,7 +40,7 @@ type Options struct {
 	// Name identifies the reflector in logs and metrics. Default: the Go
 	// type of the objects, such as "*v1.Pod".
 	Name string
-	// Logger receives the reflector's logs. Default: discard.
+	// Logger receives the reflector's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Clock is the source of time. Default: the real clock.
 	Clock Clock
@@ -89,7 +89,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = slog.Default()
 	}
 	if o.Clock == nil {
 		o.Clock = realClock{}
