@@ -32,6 +32,15 @@
 // of every reconcile and source handler (the builder adds the
 // client.ReadScopes of the watches with a scope).
 //
+// Logs go to Options.Logger, slog.Default() unless set (as every stage's
+// Logger: Go's convention, so that a failing reconcile is never silent;
+// slog.New(slog.DiscardHandler) silences it). logr users (zapr, funcr,
+// klog) bridge both ways with logr's own functions:
+// slog.New(logr.ToSlogHandler(l)) as a Logger, and
+// logr.FromSlogHandler(logger.Handler()) for code that takes a logr.Logger.
+// Through that bridge an error record arrives as logr's Error(nil, msg)
+// with the error in its "err" value, and logr's V(n) is slog's level -n.
+//
 // # Sources, sync and priorities
 //
 // A Source delivers events through two handler.Enqueuers onto the same
