@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 )
 
-// Version is what /version reports: the Kubernetes API this server follows
-// (the k8s.io/api release it is built on).
+// Version is what the server's /version reports: the Kubernetes API it
+// follows (the k8s.io/api release it is built on), marked -kloop.
+func Version() version.Info { return serverVersion }
+
+// serverVersion is Version's answer; never written.
 var serverVersion = version.Info{
 	Major: "1", Minor: "37", GitVersion: "v1.37.2-kloop", GitCommit: "", GitTreeState: "clean",
 	BuildDate: "2026-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,

@@ -184,7 +184,7 @@ func (s *Server) WriteKubeconfig(path string) error {
 		return err
 	}
 	if err := writeFileAtomic(path, b, 0o600); err != nil {
-		return fmt.Errorf("apiserver: write kubeconfig: %w", err)
+		return fmt.Errorf("apiserver: write kubeconfig %w", err)
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,6 +64,9 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	go func() { done <- srv.Start(ctx) }()
 	select {
 	case err := <-done:
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w: another server listens on %s (give another --addr, or 127.0.0.1:0 for any free port)", err, *addr)
+		}
 		return err
 	case <-srv.Ready():
 	}

@@ -24,6 +24,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "apiserver", summary: "run the embedded Kubernetes API server", run: runAPIServer},
+		{name: "version", summary: "print kloop's version and the Kubernetes versions it follows", run: runVersion},
 	}
 }
 

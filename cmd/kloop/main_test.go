@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +50,9 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "--history-bytes", "1.5"}, 2, "not a whole number of bytes"},
 		{[]string{"apiserver", "--history-bytes", "lots"}, 2, "invalid value"},
 		{[]string{"apiserver", "--token-auth-file", "/nonexistent/tokens.csv"}, 1, "token file"},
+		{[]string{"version"}, 0, "embedded kube-apiserver: v1.37.2-kloop"},
+		{[]string{"version"}, 0, "k8s.io/client-go:        v0."},
+		{[]string{"version", "extra"}, 2, "unexpected arguments"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out, errOut testutil.SyncBuffer
@@ -180,5 +184,21 @@ func TestBytesFlag(t *testing.T) {
 	n := int64(128 << 20)
 	if s := (bytesFlag{&n}).String(); s != "128Mi" {
 		t.Errorf("String: %q", s)
+	}
+}
+
+// TestAPIServerAddressInUse checks that a taken address is named, with what
+// to do.
+func TestAPIServerAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var out, errOut testutil.SyncBuffer
+	code := run(context.Background(), []string{"apiserver", "--addr", ln.Addr().String()}, &out, &errOut)
+	want := "another server listens on " + ln.Addr().String() + " (give another --addr, or 127.0.0.1:0 for any free port)"
+	if code != 1 || !strings.Contains(errOut.String(), want) {
+		t.Fatalf("code %d, stderr %q, want 1 and %q", code, errOut.String(), want)
 	}
 }
