@@ -7,5 +7,12 @@
 // listens and writing a kubeconfig kubectl uses as is. Its token (kubeconfig
 // user kloop-admin) may do anything; --token-auth-file adds the users of a
 // file in kube-apiserver's --token-auth-file format, who may do what the
-// server's RBAC objects allow.
+// server's RBAC objects allow; the server's limits have flags of their own
+// (kloop apiserver -h).
+//
+//	kloop version
+//
+// prints kloop's version (its module version, or the commit it was built
+// from), the Go toolchain, the Kubernetes API the embedded server follows
+// and the versions of the Kubernetes libraries kloop is built on.
 package main
