@@ -14,6 +14,9 @@
 // the manager's client on every replica, as controller-runtime's
 // GetEventRecorderFor.
 //
+//	cfg, err := config.Load(config.Options{}) // kloop.dev/kloop/client/config
+//	ctx, stop := manager.SignalContext(context.Background())
+//	defer stop()
 //	mgr, err := manager.New(cfg, manager.Options{
 //		HealthProbeBindAddress: ":8081",
 //		MetricsBindAddress:     ":8080",
@@ -21,9 +24,14 @@
 //		LeaderElectionID:       "widget-controller",
 //	})
 //	err = builder.ControllerManagedBy(mgr).For(&v1.Widget{}).Complete(r)
-//	if err := mgr.Start(ctx); err != nil { // ctx: cancelled on SIGTERM
+//	if err := mgr.Start(ctx); err != nil { // ctx: cancelled on SIGINT or SIGTERM
 //		log.Fatal(err) // ErrLeadershipLost: exit at once, another replica leads
 //	}
+//
+// SignalContext cancels its context on the first SIGINT or SIGTERM and exits
+// the process with code 1 on a second one, as controller-runtime's
+// SetupSignalHandler, but with no global state: it may be called more than
+// once, and its stop function releases the signal handlers.
 //
 // # Leader election
 //
