@@ -63,7 +63,19 @@
 //     metrics.NewWorkqueue and metrics.NewController on Options.Registerer
 //     (and leader_election_master_status with leader election) and the
 //     builder hands them to every controller, so workqueue_* and
-//     controller_runtime_* series carry controller-runtime's names and labels.
+//     controller_runtime_* series carry controller-runtime's names and labels;
+//     go_* and process_* are there too (metrics.RegisterRuntime), unless
+//     DisableRuntimeMetrics. With MetricsSecureServing it is served over
+//     HTTPS: the certificate and key of MetricsCertDir (tls.crt, tls.key),
+//     reloaded at the first handshake after they change, or a self-signed
+//     certificate for development. MetricsAuth adds kubebuilder's default
+//     protection (controller-runtime's
+//     filters.WithAuthenticationAndAuthorization): a scraper's bearer token
+//     is checked with a TokenReview (else 401), then a SubjectAccessReview
+//     for "get" on the non-resource URL "/metrics" (else 403), both made
+//     with the manager's rest.Config; the scraper needs a ClusterRole with
+//     nonResourceURLs ["/metrics"], verbs ["get"], the manager "create" on
+//     tokenreviews and subjectaccessreviews.
 //   - /healthz and /readyz (and /healthz/<check>, /readyz/<check>) answer 200
 //     "ok" when every check passes, else 500 with one line per check
 //     (?verbose lists them on success too). /healthz has "ping"; /readyz has

@@ -133,6 +133,13 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		return failed(fmt.Errorf("manager: controller metrics: %w", err))
 	}
 	registered = append(registered, ctrlM)
+	if !opts.DisableRuntimeMetrics {
+		rt, err := metrics.RegisterRuntime(opts.Registerer)
+		if err != nil {
+			return failed(fmt.Errorf("manager: %w", err))
+		}
+		registered = append(registered, rt...)
+	}
 	m := &Manager{
 		cfg:       cfg, // a copy, with the counting transport
 		opts:      opts,
@@ -477,6 +484,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 	serving.Wait()
+	for _, s := range servers {
+		s.done()
+	}
 
 	m.errMu.Lock()
 	errs := append([]error(nil), m.errs...)

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,53 @@ type Options struct {
 	// (/debug/pprof/). Opt-in: it exposes profiles of the process.
 	// Default "" or "0": no pprof server.
 	PprofBindAddress string
+
+	// DisableRuntimeMetrics keeps the Go runtime and process collectors
+	// off Registerer. Default false: go_* (go_goroutines, go_memstats_*,
+	// and every runtime/metrics metric, as controller-runtime) and process_*
+	// (process_cpu_seconds_total, process_resident_memory_bytes, … where
+	// the platform reports them) are registered (metrics.RegisterRuntime).
+	DisableRuntimeMetrics bool
+	// MetricsSecureServing serves /metrics over HTTPS, with the certificate
+	// and key in MetricsCertDir, or a self-signed certificate (localhost,
+	// 127.0.0.1, ::1) made at Start when MetricsCertDir is "". Default
+	// false: plain HTTP.
+	MetricsSecureServing bool
+	// MetricsCertDir is the directory of the metrics server's certificate
+	// (MetricsCertName) and key (MetricsKeyName), both PEM, such as a
+	// mounted Secret of cert-manager. They are read at Start (missing or
+	// invalid files fail Start) and again at the first TLS handshake after
+	// either file changes, so that a rotated certificate is served without
+	// a restart (a pair that does not load keeps the previous one
+	// serving). Requires MetricsSecureServing. Default "": a self-signed
+	// certificate, for development.
+	MetricsCertDir string
+	// MetricsCertName is the certificate's file name in MetricsCertDir.
+	// Default "tls.crt".
+	MetricsCertName string
+	// MetricsKeyName is the key's file name in MetricsCertDir. Default
+	// "tls.key".
+	MetricsKeyName string
+	// MetricsTLSOptions change the metrics server's tls.Config (minimum TLS
+	// 1.2, HTTP/2 and HTTP/1.1 offered) in order, such as kubebuilder's
+	// option that turns HTTP/2 off (c.NextProtos = []string{"http/1.1"});
+	// one that sets GetCertificate or Certificates replaces MetricsCertDir
+	// and the self-signed certificate. Requires MetricsSecureServing.
+	// Default none.
+	MetricsTLSOptions []func(*tls.Config)
+	// MetricsAuth authenticates and authorizes every request to the
+	// metrics server, as controller-runtime's
+	// filters.WithAuthenticationAndAuthorization (kubebuilder's default):
+	// the bearer token is checked with a TokenReview (no or a rejected
+	// token: 401), then the user with a SubjectAccessReview of the request's
+	// non-resource URL (path "/metrics", verb "get": 403 unless allowed),
+	// both through the manager's rest.Config, which needs "create" on
+	// authentication.k8s.io tokenreviews and authorization.k8s.io
+	// subjectaccessreviews. Results are cached as controller-runtime's:
+	// tokens 1 min, allowed 5 min, denied 30 s. Requires
+	// MetricsSecureServing (tokens must not travel in clear). Default
+	// false: every scrape is served.
+	MetricsAuth bool
 
 	// LeaderElection makes the runnables that need leadership (controllers
 	// and every runnable that does not say otherwise: see
@@ -131,6 +179,7 @@ func (o *Options) setDefaults() {
 	if o.GracefulShutdownTimeout == 0 {
 		o.GracefulShutdownTimeout = DefaultGracefulShutdownTimeout
 	}
+	o.setMetricsDefaults()
 }
 
 func (o *Options) validate() error {
@@ -156,6 +205,7 @@ func (o *Options) validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", a.name, a.addr, err))
 		}
 	}
+	errs = append(errs, o.validateMetrics()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("manager: invalid options: %w", err)
 	}

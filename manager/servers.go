@@ -16,6 +16,7 @@ type server struct {
 	name string
 	l    net.Listener
 	srv  *http.Server
+	done func() // called once the server stopped; nil: nothing to release
 }
 
 // listen binds every enabled server; on error it closes those already bound.
@@ -31,6 +32,10 @@ func (m *Manager) listen() ([]server, error) {
 		{"pprof", m.opts.PprofBindAddress, pprofHandler, &m.pprofAddr},
 	}
 	var servers []server
+	sec, err := m.secureMetrics()
+	if err != nil {
+		return nil, fmt.Errorf("manager: metrics server: %w", err)
+	}
 	for _, s := range specs {
 		if disabled(s.addr) {
 			continue
@@ -40,17 +45,22 @@ func (m *Manager) listen() ([]server, error) {
 			for _, b := range servers {
 				_ = b.l.Close()
 			}
+			sec.release()
 			return nil, fmt.Errorf("manager: %s server: %w", s.name, err)
+		}
+		handler, done := s.handler(), func() {}
+		if s.bound == &m.metricsAddr {
+			l, handler, done = sec.listener(l), sec.handler(handler), sec.release
 		}
 		m.mu.Lock()
 		*s.bound = l.Addr()
 		m.mu.Unlock()
 		m.log.Info("serving", "server", s.name, "addr", l.Addr().String())
 		servers = append(servers, server{name: s.name, l: l, srv: &http.Server{
-			Handler:           s.handler(),
+			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
-		}})
+		}, done: done})
 	}
 	return servers, nil
 }

@@ -28,6 +28,9 @@
 //
 //	rest_client_requests_total{code,method,host}
 //
+// RegisterRuntime adds the Go runtime and process collectors (go_*,
+// process_*), as controller-runtime registers them on its registry.
+//
 // The queues keep their own statistics and the collector reads them when
 // Prometheus scrapes: no metric call sits on a queue's hot path, and the
 // unfinished-work and longest-running gauges are exact at scrape time rather
