@@ -259,7 +259,7 @@ func (c *Client) cached(gvk schema.GroupVersionKind) bool {
 // server's answer. With ReadScopes in ctx (a controller's reconcile with
 // builder.WithScope), a cached kind is read from the informer of its scope
 // and an object outside the scope is NotFound — or, in another namespace
-// than the one the scope (or FactoryOptions.DefaultNamespace) holds, an
+// than the ones the scope (or FactoryOptions.DefaultNamespaces) holds, an
 // error wrapping ErrOutOfScope: see WithReadScopes.
 func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	gvk, err := c.gvkFor(obj)
@@ -273,11 +273,20 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if err != nil {
 		return err
 	}
-	scope := c.cachedScope(ctx, gvk, m)
+	scope := readScope(ctx, gvk)
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		key.Namespace = "" // as the server (and url) ignore it
-	} else if ns := scopeNamespace(scope); ns != "" && key.Namespace != ns {
-		return outOfScopeGet(gvk, key, ns)
+	} else if ns := scopeNamespace(scope); ns != "" {
+		if key.Namespace != ns {
+			return outOfScopeGet(m, key, []string{ns})
+		}
+	} else if nss := c.factory.Namespaces(gvk.GroupKind()); nss != nil {
+		// The factory holds these namespaces, one informer each: read the
+		// key's.
+		if !slices.Contains(nss, key.Namespace) {
+			return outOfScopeGet(m, key, nss)
+		}
+		scope.Namespace = key.Namespace
 	}
 	inf, err := c.informerFor(ctx, gvk, obj, scope)
 	if err != nil {
@@ -301,18 +310,6 @@ func isNil(obj runtime.Object) bool {
 	}
 	v := reflect.ValueOf(obj)
 	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-// cachedScope returns the scope of the cached reads of gvk (mapped to m)
-// with ctx: its ReadScopes, with the factory's DefaultNamespace for a
-// namespaced kind whose scope names no namespace (the factory restricts the
-// kind's informers to it).
-func (c *Client) cachedScope(ctx context.Context, gvk schema.GroupVersionKind, m *meta.RESTMapping) informer.Scope {
-	scope := readScope(ctx, gvk)
-	if def := c.factory.DefaultNamespace(); def != "" && scope.Namespace == "" && m.Scope.Name() == meta.RESTScopeNameNamespace {
-		scope.Namespace = def
-	}
-	return scope
 }
 
 // informerKey names an informer the client reads: a kind, the Go type of
@@ -419,17 +416,48 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
 		o.Namespace = "" // as the server (and url) ignore it
 	}
-	scope := c.cachedScope(ctx, gvk, m)
-	if err := checkListScope(gvk, scope, o); err != nil {
-		return err
+	scope := readScope(ctx, gvk)
+	// namespaces are the informers to read, by namespace: nil for the one
+	// of scope.
+	var namespaces []string
+	if ns := scopeNamespace(scope); ns != "" {
+		if err := checkListScope(m, []string{ns}, o); err != nil {
+			return err
+		}
+	} else if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if nss := c.factory.Namespaces(gvk.GroupKind()); nss != nil {
+			if err := checkListScope(m, nss, o); err != nil {
+				return err
+			}
+			if ns := listNamespace(o); ns != "" {
+				scope.Namespace = ns
+			} else {
+				namespaces = nss // several, or one
+			}
+		}
 	}
-	inf, err := c.informerFor(ctx, gvk, item, scope)
-	if err != nil {
-		return err
+	var objs []informer.Object
+	if namespaces == nil {
+		inf, err := c.informerFor(ctx, gvk, item, scope)
+		if err != nil {
+			return err
+		}
+		if objs, err = selectCached(inf, o); err != nil {
+			return err
+		}
 	}
-	objs, err := selectCached(inf, o)
-	if err != nil {
-		return err
+	// A List of several namespaces merges the lists of their informers.
+	for _, ns := range namespaces {
+		scope.Namespace = ns
+		inf, err := c.informerFor(ctx, gvk, item, scope)
+		if err != nil {
+			return err
+		}
+		more, err := selectCached(inf, o)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, more...)
 	}
 	slices.SortFunc(objs, func(a, b informer.Object) int {
 		if n := strings.Compare(a.GetNamespace(), b.GetNamespace()); n != 0 {

@@ -14,7 +14,7 @@ import (
 	"kloop.dev/kloop/informer"
 )
 
-// With FactoryOptions.DefaultNamespace, cached reads of namespaced kinds see
+// With FactoryOptions.DefaultNamespaces of one namespace, cached reads of namespaced kinds see
 // that namespace only (the informers list and watch it alone): a List of all
 // namespaces returns its objects, a List of another namespace fails with
 // ErrOutOfScope, and so does a Get there; cluster-scoped kinds are read
@@ -29,7 +29,7 @@ func TestDefaultNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		f, err := informer.NewFactory(ae.Config(), informer.FactoryOptions{HTTPClient: plain.http, DefaultNamespace: ns})
+		f, err := informer.NewFactory(ae.Config(), informer.FactoryOptions{HTTPClient: plain.http, DefaultNamespaces: []string{ns}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,9 +98,9 @@ func TestDefaultNamespace(t *testing.T) {
 		if _, err := f.ForObject(&corev1.ConfigMap{}, informer.Scope{FieldSelector: "metadata.namespace=" + ns}); err != nil {
 			t.Errorf("an informer of the namespace by field selector: %v", err)
 		}
-		_, err = informer.NewFactory(ae.Config(), informer.FactoryOptions{DefaultNamespace: "Not_A_Namespace"})
+		_, err = informer.NewFactory(ae.Config(), informer.FactoryOptions{DefaultNamespaces: []string{"Not_A_Namespace"}})
 		if err == nil {
-			t.Error("an invalid DefaultNamespace was accepted")
+			t.Error("an invalid DefaultNamespaces was accepted")
 		}
 	})
 }

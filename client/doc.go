@@ -31,8 +31,10 @@
 // controller-runtime's namespace-restricted caches), not NotFound for an
 // object that may exist. Reads with a context without scopes (outside
 // reconciles, other controllers) use the whole-kind informer. A factory
-// with FactoryOptions.DefaultNamespace scopes the reads of namespaced kinds
-// to that namespace the same way.
+// with FactoryOptions.DefaultNamespaces (or ByObject namespaces) scopes the
+// reads of namespaced kinds to those namespaces the same way: a Get or a
+// List of one namespace reads that namespace's informer, a List of all
+// namespaces merges theirs, and a namespace outside them is ErrOutOfScope.
 //
 // Create, Update, Patch, Delete and Status().Update / Status().Patch go to
 // the API server over the *rest.Config's transport, and fill the object with

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -35,7 +39,8 @@ type ReadScopes map[schema.GroupVersionKind]informer.Scope
 type readScopesKey struct{}
 
 // ErrOutOfScope is wrapped by the error of a cached Get or List in a
-// namespace the context's ReadScopes or FactoryOptions.DefaultNamespace
+// namespace the context's ReadScopes or the factory's namespaces
+// (FactoryOptions.DefaultNamespaces, ObjectOptions.Namespaces)
 // exclude: the scoped cache cannot answer it, and NotFound (or an empty
 // list) would wrongly say that the object (or the namespace's objects) does
 // not exist.
@@ -92,23 +97,49 @@ func scopeNamespace(scope informer.Scope) string {
 }
 
 // outOfScopeGet is the error of a cached Get in a namespace other than the
-// one the cache holds, as controller-runtime's cache restricted to
+// ones the cache holds (nss), as controller-runtime's cache restricted to
 // namespaces fails it: NotFound would tell the caller that an object which
-// may well exist does not.
-func outOfScopeGet(gvk schema.GroupVersionKind, key ObjectKey, ns string) error {
-	msg := fmt.Sprintf("cannot get %s %s/%s: the cache holds namespace %q only (builder.WithScope or FactoryOptions.DefaultNamespace); use Uncached() to read other namespaces",
-		gvk.Kind, key.Namespace, key.Name, ns)
+// may well exist does not. The wording follows kube-apiserver's errors
+// (resource "name"), e.g. `configmaps "cm" in namespace "c" is not in the
+// cache: it holds namespaces "a", "b" only …`.
+func outOfScopeGet(m *meta.RESTMapping, key ObjectKey, nss []string) error {
+	msg := fmt.Sprintf("%s %q in namespace %q is not in the cache: it holds %s only (FactoryOptions.DefaultNamespaces, ByObject or builder.WithScope); use Uncached() to read other namespaces",
+		m.Resource.GroupResource(), key.Name, key.Namespace, quoteNamespaces(nss))
 	return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
 }
 
-// checkListScope returns an error wrapping ErrOutOfScope when o asks for a
-// namespace (InNamespace or a metadata.namespace field) outside scope's (its
-// Namespace, or a metadata.namespace=X in its FieldSelector).
-func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOptions) error {
-	scopeNS := scopeNamespace(scope)
-	if scopeNS == "" {
-		return nil
+// quoteNamespaces names nss in an error: `namespace "a"`, `namespaces "a", "b"`.
+func quoteNamespaces(nss []string) string {
+	q := make([]string, len(nss))
+	for i, ns := range nss {
+		q[i] = strconv.Quote(ns)
 	}
+	if len(q) == 1 {
+		return "namespace " + q[0]
+	}
+	return "namespaces " + strings.Join(q, ", ")
+}
+
+// listNamespace returns the namespace o asks for: InNamespace, else a
+// metadata.namespace=X field requirement; "" for all.
+func listNamespace(o ListOptions) string {
+	if o.Namespace != "" {
+		return o.Namespace
+	}
+	if o.FieldSelector != nil {
+		for _, r := range o.FieldSelector.Requirements() {
+			if r.Field == "metadata.namespace" && (r.Operator == "=" || r.Operator == "==") {
+				return r.Value
+			}
+		}
+	}
+	return ""
+}
+
+// checkListScope returns an error wrapping ErrOutOfScope when o asks for a
+// namespace (InNamespace or a metadata.namespace field) outside nss, the
+// namespaces the cache holds for the kind (of mapping m).
+func checkListScope(m *meta.RESTMapping, nss []string, o ListOptions) error {
 	asked := []string{o.Namespace}
 	if o.FieldSelector != nil {
 		for _, r := range o.FieldSelector.Requirements() {
@@ -118,9 +149,9 @@ func checkListScope(gvk schema.GroupVersionKind, scope informer.Scope, o ListOpt
 		}
 	}
 	for _, ns := range asked {
-		if ns != "" && ns != scopeNS {
-			msg := fmt.Sprintf("cannot list %s in namespace %q: the cache holds namespace %q only (builder.WithScope or FactoryOptions.DefaultNamespace); use Uncached() to read other namespaces",
-				gvk.Kind, ns, scopeNS)
+		if ns != "" && !slices.Contains(nss, ns) {
+			msg := fmt.Sprintf("cannot list %s in namespace %q: the cache holds %s only (FactoryOptions.DefaultNamespaces, ByObject or builder.WithScope); use Uncached() to read other namespaces",
+				m.Resource.GroupResource(), ns, quoteNamespaces(nss))
 			return fmt.Errorf("%w: %w", ErrOutOfScope, apierrors.NewBadRequest(msg))
 		}
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -88,7 +90,11 @@ func TestReadScopesContext(t *testing.T) {
 	}
 	for _, tt := range lists {
 		t.Run("list/"+tt.name, func(t *testing.T) {
-			err := checkListScope(configMapGVK, tt.scope, tt.opts)
+			// As Client.List checks a scope of one namespace.
+			var err error
+			if ns := scopeNamespace(tt.scope); ns != "" {
+				err = checkListScope(configMapMapping, []string{ns}, tt.opts)
+			}
 			if got := err != nil; got != tt.out {
 				t.Fatalf("checkListScope = %v, want refused %v", err, tt.out)
 			}
@@ -97,6 +103,36 @@ func TestReadScopesContext(t *testing.T) {
 			}
 		})
 	}
+
+	// The namespaces of a factory (DefaultNamespaces): several allowed.
+	for _, tt := range []struct {
+		name string
+		opts ListOptions
+		out  bool
+	}{
+		{"all namespaces", ListOptions{}, false},
+		{"one of them", ListOptions{Namespace: "b"}, false},
+		{"one of them by field", ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.namespace", "a")}, false},
+		{"another", ListOptions{Namespace: "c"}, true},
+		{"another by field", ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.namespace", "c")}, true},
+	} {
+		t.Run("namespaces/"+tt.name, func(t *testing.T) {
+			err := checkListScope(configMapMapping, []string{"a", "b"}, tt.opts)
+			if got := err != nil; got != tt.out {
+				t.Fatalf("checkListScope = %v, want refused %v", err, tt.out)
+			}
+			if tt.out && (!errors.Is(err, ErrOutOfScope) || !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `namespaces "a", "b"`)) {
+				t.Fatalf("checkListScope = %v, want ErrOutOfScope, a BadRequest naming the namespaces", err)
+			}
+		})
+	}
+}
+
+// configMapMapping is the mapping of ConfigMaps.
+var configMapMapping = &meta.RESTMapping{
+	Resource:         schema.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+	GroupVersionKind: configMapGVK,
+	Scope:            meta.RESTScopeNamespace,
 }
 
 // Cached reads with ReadScopes go to the informer of the scope: an object

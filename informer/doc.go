@@ -122,10 +122,17 @@
 // Metadata-only informers ask the server for PartialObjectMetadata: the
 // cheapest way to watch a kind whose content a controller never reads.
 //
-// FactoryOptions.DefaultNamespace restricts the informers of namespaced
-// kinds to one namespace when their Scope names none (controller-runtime's
-// Cache.DefaultNamespaces, with one namespace): an operator whose RBAC
-// grants it one namespace never lists the whole cluster.
+// FactoryOptions.DefaultNamespaces restricts the informers of namespaced
+// kinds to some namespaces (controller-runtime's cache.Options.DefaultNamespaces):
+// an operator whose RBAC grants it those namespaces never lists the whole
+// cluster. With several, an informer whose Scope names no namespace is a
+// view of one informer (one list and watch) per namespace: its reads of one
+// namespace go to that namespace's informer, List merges them, and its
+// handlers receive the events of all of them, one at a time.
+// FactoryOptions.ByObject overrides the namespaces per kind (GroupKind) and
+// adds label and field selectors and a transform to every informer of the
+// kind (controller-runtime's cache.Options.ByObject). Cluster-scoped kinds
+// ignore the namespaces.
 //
 // The lists and watches of all a factory's informers share one client-side
 // rate limit, as those of a client-go informer factory share their

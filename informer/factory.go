@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,13 +68,42 @@ type FactoryOptions struct {
 	// Reflector configures every informer's list and watch. Default: the
 	// zero reflector.Options.
 	Reflector reflector.Options
-	// DefaultNamespace restricts the informers of namespaced kinds to one
-	// namespace when their Scope names none, as controller-runtime's
-	// Cache.DefaultNamespaces with one namespace: for an operator whose
-	// RBAC grants it one namespace, which cannot list the whole cluster.
-	// A Scope naming another namespace is an error; cluster-scoped kinds
-	// are not affected. Default "": all namespaces.
-	DefaultNamespace string
+	// DefaultNamespaces restricts the informers of namespaced kinds to
+	// these namespaces, as controller-runtime's cache.Options.DefaultNamespaces:
+	// for an operator whose RBAC grants it a few namespaces, which cannot
+	// list the whole cluster. An informer whose Scope names no namespace
+	// is a view of one informer (one list and watch) per namespace, read
+	// and handled as one; a Scope naming a namespace outside them is an
+	// error. Cluster-scoped kinds are not affected. ByObject overrides it
+	// per kind. Default nil: all namespaces.
+	DefaultNamespaces []string
+	// ByObject configures the informers of some kinds, whatever their
+	// version and form (typed, unstructured, metadata-only), as
+	// controller-runtime's cache.Options.ByObject. Default: none.
+	ByObject map[schema.GroupKind]ObjectOptions
+}
+
+// ObjectOptions configures the informers of one kind (FactoryOptions.ByObject).
+// The zero value changes nothing.
+type ObjectOptions struct {
+	// Namespaces replaces FactoryOptions.DefaultNamespaces for the kind:
+	// its informers list and watch these namespaces only. []string{""}
+	// (metav1.NamespaceAll alone) is every namespace. A cluster-scoped
+	// kind with Namespaces is an error when its informer is made.
+	// Default nil: FactoryOptions.DefaultNamespaces.
+	Namespaces []string
+	// LabelSelector restricts every informer of the kind to matching
+	// objects ("app=web"): a Scope's LabelSelector is added to it (both
+	// must match). Objects it excludes are not cached: a cached Get of one
+	// is NotFound. Default "": all.
+	LabelSelector string
+	// FieldSelector restricts every informer of the kind by fields the
+	// server can select on ("spec.nodeName=n1"), added to a Scope's (both
+	// must match). Default "": all.
+	FieldSelector string
+	// Transform replaces FactoryOptions.Transform for the kind. Default
+	// nil: FactoryOptions.Transform.
+	Transform func(obj Object) (Object, error)
 }
 
 // Errors returned (wrapped) by the Factory.
@@ -173,9 +203,48 @@ func (o *FactoryOptions) validate() error {
 	if err := o.Reflector.Validate(); err != nil {
 		return fmt.Errorf("informer: FactoryOptions.Reflector: %w", err)
 	}
-	if ns := o.DefaultNamespace; ns != "" {
+	if err := checkNamespaces("FactoryOptions.DefaultNamespaces", o.DefaultNamespaces, false); err != nil {
+		return err
+	}
+	for gk, oo := range o.ByObject {
+		what := fmt.Sprintf("FactoryOptions.ByObject[%s]", gk)
+		if gk.Kind == "" {
+			return fmt.Errorf("informer: %s: the kind is empty", what)
+		}
+		if err := checkNamespaces(what+".Namespaces", oo.Namespaces, true); err != nil {
+			return err
+		}
+		if _, err := labels.Parse(oo.LabelSelector); err != nil {
+			return fmt.Errorf("informer: %s.LabelSelector %q: %w", what, oo.LabelSelector, err)
+		}
+		if _, err := fields.ParseSelector(oo.FieldSelector); err != nil {
+			return fmt.Errorf("informer: %s.FieldSelector %q: %w", what, oo.FieldSelector, err)
+		}
+	}
+	return nil
+}
+
+// checkNamespaces validates a list of namespaces: names, no duplicates, and
+// "" (all namespaces) only alone and only where all is allowed.
+func checkNamespaces(what string, nss []string, allowAll bool) error {
+	if nss != nil && len(nss) == 0 {
+		return fmt.Errorf("informer: %s is empty: nil means all namespaces, a list names at least one", what)
+	}
+	for i, ns := range nss {
+		if ns == "" {
+			if allowAll && len(nss) == 1 {
+				continue
+			}
+			if allowAll {
+				return fmt.Errorf("informer: %s: \"\" (all namespaces) must be alone", what)
+			}
+			return fmt.Errorf("informer: %s: \"\" is not a namespace (nil means all namespaces)", what)
+		}
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
-			return fmt.Errorf("informer: FactoryOptions.DefaultNamespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+			return fmt.Errorf("informer: %s: %q is not a namespace name: %s", what, ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(nss[:i], ns) {
+			return fmt.Errorf("informer: %s: namespace %q appears twice", what, ns)
 		}
 	}
 	return nil
@@ -199,6 +268,21 @@ func NewFactory(cfg *rest.Config, opts FactoryOptions) (*Factory, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
+	// Sorted copies: the views of several namespaces list them in order,
+	// and the caller's slices and map stay the caller's.
+	if opts.DefaultNamespaces != nil {
+		opts.DefaultNamespaces = sortedNamespaces(opts.DefaultNamespaces)
+	}
+	if opts.ByObject != nil {
+		byObject := make(map[schema.GroupKind]ObjectOptions, len(opts.ByObject))
+		for gk, oo := range opts.ByObject {
+			if oo.Namespaces != nil {
+				oo.Namespaces = sortedNamespaces(oo.Namespaces)
+			}
+			byObject[gk] = oo
+		}
+		opts.ByObject = byObject
+	}
 	lwCfg := rest.CopyConfig(cfg)
 	lwCfg.RateLimiter = irest.RateLimiter(cfg) // one bucket for all the informers
 	return &Factory{
@@ -218,9 +302,21 @@ func (f *Factory) Scheme() *runtime.Scheme { return f.opts.Scheme }
 // Mapper returns the factory's mapper (kind → resource).
 func (f *Factory) Mapper() Mapper { return f.opts.Mapper }
 
-// DefaultNamespace returns FactoryOptions.DefaultNamespace: the namespace of
-// the informers of namespaced kinds whose Scope names none ("" for all).
-func (f *Factory) DefaultNamespace() string { return f.opts.DefaultNamespace }
+// Namespaces returns the namespaces the factory's informers of the
+// namespaced kind gk hold, sorted: its ObjectOptions.Namespaces, else
+// FactoryOptions.DefaultNamespaces; nil for all namespaces. The slice is
+// shared: do not modify it.
+func (f *Factory) Namespaces(gk schema.GroupKind) []string {
+	if len(f.opts.ByObject) > 0 {
+		if oo, ok := f.opts.ByObject[gk]; ok && oo.Namespaces != nil {
+			if len(oo.Namespaces) == 1 && oo.Namespaces[0] == "" {
+				return nil
+			}
+			return oo.Namespaces
+		}
+	}
+	return f.opts.DefaultNamespaces
+}
 
 // Config returns a copy of the factory's rest.Config.
 func (f *Factory) Config() *rest.Config { return rest.CopyConfig(f.cfg) }
@@ -247,21 +343,21 @@ func InformerFor[T Object](f *Factory, scope Scope) (*Informer[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := f.entry(typedForm, gvk, t, scope)
+	v, err := f.view(typedForm, gvk, t, scope)
 	if err != nil {
 		return nil, err
 	}
-	return &Informer[T]{s: e.s}, nil
+	return &Informer[T]{s: v.s, multi: v.multi}, nil
 }
 
 // Unstructured returns the shared informer of kind gvk as
 // *unstructured.Unstructured within scope, creating it on first use.
 func (f *Factory) Unstructured(gvk schema.GroupVersionKind, scope Scope) (*Informer[*unstructured.Unstructured], error) {
-	e, err := f.entry(unstructuredForm, gvk, reflect.TypeFor[*unstructured.Unstructured](), scope)
+	v, err := f.view(unstructuredForm, gvk, reflect.TypeFor[*unstructured.Unstructured](), scope)
 	if err != nil {
 		return nil, err
 	}
-	return &Informer[*unstructured.Unstructured]{s: e.s}, nil
+	return &Informer[*unstructured.Unstructured]{s: v.s, multi: v.multi}, nil
 }
 
 // Metadata returns the shared metadata-only informer of kind gvk within
@@ -269,11 +365,11 @@ func (f *Factory) Unstructured(gvk schema.GroupVersionKind, scope Scope) (*Infor
 // metadata (Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1),
 // the cheapest way to watch a kind whose content a controller never reads.
 func (f *Factory) Metadata(gvk schema.GroupVersionKind, scope Scope) (*Informer[*metav1.PartialObjectMetadata], error) {
-	e, err := f.entry(metadataForm, gvk, reflect.TypeFor[*metav1.PartialObjectMetadata](), scope)
+	v, err := f.view(metadataForm, gvk, reflect.TypeFor[*metav1.PartialObjectMetadata](), scope)
 	if err != nil {
 		return nil, err
 	}
-	return &Informer[*metav1.PartialObjectMetadata]{s: e.s}, nil
+	return &Informer[*metav1.PartialObjectMetadata]{s: v.s, multi: v.multi}, nil
 }
 
 // ForObject returns the shared informer for objects like obj, as an
@@ -285,24 +381,24 @@ func (f *Factory) ForObject(obj runtime.Object, scope Scope) (*Informer[Object],
 	if obj == nil || isNil(obj) {
 		return nil, errors.New("informer: nil object")
 	}
-	var e *factoryEntry
+	var v view
 	var err error
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		e, err = f.entry(unstructuredForm, o.GroupVersionKind(), reflect.TypeOf(o), scope)
+		v, err = f.view(unstructuredForm, o.GroupVersionKind(), reflect.TypeOf(o), scope)
 	case *metav1.PartialObjectMetadata:
-		e, err = f.entry(metadataForm, o.GroupVersionKind(), reflect.TypeOf(o), scope)
+		v, err = f.view(metadataForm, o.GroupVersionKind(), reflect.TypeOf(o), scope)
 	default:
 		t := reflect.TypeOf(obj)
 		var gvk schema.GroupVersionKind
 		if gvk, err = f.GVKForType(t); err == nil {
-			e, err = f.entry(typedForm, gvk, t, scope)
+			v, err = f.view(typedForm, gvk, t, scope)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Informer[Object]{s: e.s}, nil
+	return &Informer[Object]{s: v.s, multi: v.multi}, nil
 }
 
 // GVKForType returns the kind of the Go type t (a pointer to a struct) in
@@ -339,41 +435,106 @@ func (f *Factory) RESTMapping(ctx context.Context, gvk schema.GroupVersionKind) 
 	return m, nil
 }
 
-// entry returns the informer of key (form, gvk's resource, scope), creating
-// it if needed. Its callers take no ctx: a kind the mapper has not cached
-// waits for discovery, which the mapper bounds (32 s by default).
-func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Type, scope Scope) (*factoryEntry, error) {
+// view is what an Informer[T] views: one shared informer, or one per
+// namespace.
+type view struct {
+	s     *shared
+	multi *multi
+}
+
+// view returns the informer(s) of (form, gvk's resource, scope) within the
+// factory's namespaces and ByObject options, creating them if needed. Its
+// callers take no ctx: a kind the mapper has not cached waits for
+// discovery, which the mapper bounds (32 s by default).
+func (f *Factory) view(fm form, gvk schema.GroupVersionKind, goType reflect.Type, scope Scope) (view, error) {
 	mapping, err := f.RESTMapping(context.Background(), gvk)
 	if err != nil {
-		return nil, err
+		return view{}, err
 	}
-	if scope.Namespace != "" && mapping.Scope.Name() == meta.RESTScopeNameRoot {
-		return nil, fmt.Errorf("informer: %s is cluster-scoped: Scope.Namespace must be empty, not %q", mapping.Resource, scope.Namespace)
+	namespaced := mapping.Scope.Name() != meta.RESTScopeNameRoot
+	oo := f.opts.ByObject[gvk.GroupKind()]
+	if scope.Namespace != "" && !namespaced {
+		return view{}, fmt.Errorf("informer: %s is cluster-scoped: Scope.Namespace must be empty, not %q", mapping.Resource, scope.Namespace)
 	}
-	if def := f.opts.DefaultNamespace; def != "" && mapping.Scope.Name() != meta.RESTScopeNameRoot {
-		switch scope.Namespace {
-		case "":
-			scope.Namespace = def
-		case def:
-		default:
-			return nil, fmt.Errorf("informer: %s in namespace %q: the factory is restricted to namespace %q (FactoryOptions.DefaultNamespace)",
-				mapping.Resource, scope.Namespace, def)
-		}
+	if oo.Namespaces != nil && !namespaced {
+		return view{}, fmt.Errorf("informer: %s is cluster-scoped: FactoryOptions.ByObject[%s].Namespaces must be nil", mapping.Resource, gvk.GroupKind())
 	}
+	scope.LabelSelector = andSelectors(oo.LabelSelector, scope.LabelSelector)
+	scope.FieldSelector = andSelectors(oo.FieldSelector, scope.FieldSelector)
 	ls, err := labels.Parse(scope.LabelSelector)
 	if err != nil {
-		return nil, fmt.Errorf("informer: invalid label selector %q: %w", scope.LabelSelector, err)
+		return view{}, fmt.Errorf("informer: invalid label selector %q: %w", scope.LabelSelector, err)
 	}
 	fs, err := fields.ParseSelector(scope.FieldSelector)
 	if err != nil {
-		return nil, fmt.Errorf("informer: invalid field selector %q: %w", scope.FieldSelector, err)
+		return view{}, fmt.Errorf("informer: invalid field selector %q: %w", scope.FieldSelector, err)
 	}
-	if def := f.opts.DefaultNamespace; def != "" && mapping.Scope.Name() != meta.RESTScopeNameRoot {
-		if ns, ok := fs.RequiresExactMatch("metadata.namespace"); ok && ns != def {
-			return nil, fmt.Errorf("informer: %s with field selector %q: the factory is restricted to namespace %q (FactoryOptions.DefaultNamespace)",
-				mapping.Resource, scope.FieldSelector, def)
+	transform := f.opts.Transform
+	if oo.Transform != nil {
+		transform = oo.Transform
+	}
+	var nss []string
+	if namespaced {
+		nss = f.Namespaces(gvk.GroupKind())
+	}
+	if nss == nil { // all namespaces: the scope's own (one, or all)
+		e, err := f.entry(fm, gvk, goType, mapping, scope, ls, fs, transform)
+		if err != nil {
+			return view{}, err
+		}
+		return view{s: e.s}, nil
+	}
+	ns := scope.Namespace
+	if fsNS, ok := fs.RequiresExactMatch("metadata.namespace"); ok {
+		if !slices.Contains(nss, fsNS) {
+			return view{}, fmt.Errorf("informer: %s with field selector %q: the factory holds namespaces %q only (FactoryOptions.DefaultNamespaces or ByObject)",
+				mapping.Resource, scope.FieldSelector, nss)
+		}
+		if ns == "" {
+			ns = fsNS
 		}
 	}
+	if ns == "" && len(nss) == 1 {
+		ns = nss[0]
+	}
+	if ns != "" {
+		if !slices.Contains(nss, ns) {
+			return view{}, fmt.Errorf("informer: %s in namespace %q: the factory holds namespaces %q only (FactoryOptions.DefaultNamespaces or ByObject)",
+				mapping.Resource, ns, nss)
+		}
+		scope.Namespace = ns
+		e, err := f.entry(fm, gvk, goType, mapping, scope, ls, fs, transform)
+		if err != nil {
+			return view{}, err
+		}
+		return view{s: e.s}, nil
+	}
+	parts := make([]*shared, len(nss))
+	for i, ns := range nss {
+		scope.Namespace = ns
+		e, err := f.entry(fm, gvk, goType, mapping, scope, ls, fs, transform)
+		if err != nil {
+			return view{}, err
+		}
+		parts[i] = e.s
+	}
+	return view{multi: newMulti(nss, parts)}, nil
+}
+
+// andSelectors returns the selector matching both a and b ("" for all).
+func andSelectors(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "," + b
+}
+
+// entry returns the informer of key (form, resource, scope of one
+// namespace or all), creating it if needed.
+func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Type, mapping *meta.RESTMapping, scope Scope, ls labels.Selector, fs fields.Selector, transform func(Object) (Object, error)) (*factoryEntry, error) {
 	key := informerKey{form: fm, gvr: mapping.Resource, namespace: scope.Namespace, labels: ls.String(), fields: fs.String()}
 
 	f.mu.Lock()
@@ -411,7 +572,6 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	if scope != (Scope{}) {
 		name = fmt.Sprintf("%s(%s|%s|%s)", name, scope.Namespace, key.labels, key.fields)
 	}
-	transform := f.opts.Transform
 	if fm == unstructuredForm || fm == metadataForm {
 		// Objects decoded from a list lack kind and apiVersion in some
 		// forms; set the kind so that every cached object carries it.

@@ -136,6 +136,9 @@ type HandlerOptions struct {
 // Registration is one handler added to an informer, returned by AddHandler.
 type Registration struct {
 	l *listener
+	// parts, for an informer of several namespaces, are the registrations
+	// on each namespace's informer (l is nil then).
+	parts []*Registration
 }
 
 // HasSynced reports whether this handler has been delivered — and has
@@ -144,7 +147,18 @@ type Registration struct {
 // and the initial list if it was not complete yet). Once true it stays true.
 // A controller waits for it before starting its workers.
 func (r *Registration) HasSynced() bool {
-	return r != nil && r.l.synced.Load()
+	if r == nil {
+		return false
+	}
+	if r.parts != nil {
+		for _, p := range r.parts {
+			if !p.HasSynced() {
+				return false
+			}
+		}
+		return true
+	}
+	return r.l.synced.Load()
 }
 
 // Pending returns the number of notifications queued for this handler and
@@ -152,6 +166,13 @@ func (r *Registration) HasSynced() bool {
 func (r *Registration) Pending() int {
 	if r == nil {
 		return 0
+	}
+	if r.parts != nil {
+		n := 0
+		for _, p := range r.parts {
+			n += p.Pending()
+		}
+		return n
 	}
 	return r.l.pending()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,8 +131,16 @@ func (o *Options[T]) validate() error {
 // An Informer[T] is a typed view of a shared, type-erased informer: the
 // Factory hands out views of one informer to every caller that asks for the
 // same kind and scope.
+//
+// A Factory's informer of several namespaces (FactoryOptions.DefaultNamespaces,
+// ObjectOptions.Namespaces) is a view of one shared informer per namespace:
+// one list and watch each, read and handled as one (see multi).
 type Informer[T Object] struct {
+	// s is the shared informer; nil when multi is set.
 	s *shared
+	// multi, when not nil, holds the per-namespace informers of a view of
+	// several namespaces.
+	multi *multi
 }
 
 // New returns an informer fed by lw. Nothing runs until Run.
@@ -177,7 +186,12 @@ func New[T Object](lw reflector.ListerWatcher[T], opts Options[T]) (*Informer[T]
 // Run lists and watches, updates the cache and notifies the handlers until
 // ctx is cancelled; then it stops every goroutine it started and returns
 // nil. Calling it twice is an error (ErrAlreadyRunning).
-func (i *Informer[T]) Run(ctx context.Context) error { return i.s.run(ctx) }
+func (i *Informer[T]) Run(ctx context.Context) error {
+	if i.multi != nil {
+		return errors.New("informer: an informer of several namespaces runs with its Factory's Start")
+	}
+	return i.s.run(ctx)
+}
 
 // AddHandler registers h. A handler added after Run started first receives
 // an OnAdd (initialList true) for every cached object, then every later
@@ -190,55 +204,113 @@ func (i *Informer[T]) AddHandler(h Handler[T], opts HandlerOptions) (*Registrati
 	if f, ok := h.(Flusher); ok {
 		flush = f.Flush
 	}
+	if i.multi != nil {
+		return i.multi.addHandler(adaptHandler(h), flush, opts)
+	}
 	return i.s.addHandler(adaptHandler(h), flush, opts)
 }
 
 // RemoveHandler unregisters a handler: it receives no notification after
 // RemoveHandler returns, except one already being delivered (and, for a
 // Flusher, the Flush of that notification's run).
-func (i *Informer[T]) RemoveHandler(r *Registration) error { return i.s.removeHandler(r) }
+func (i *Informer[T]) RemoveHandler(r *Registration) error {
+	if i.multi != nil {
+		return i.multi.removeHandler(r)
+	}
+	return i.s.removeHandler(r)
+}
 
 // HasSynced reports whether the cache holds the initial list (handlers may
 // not have been notified yet: see Registration.HasSynced).
-func (i *Informer[T]) HasSynced() bool { return i.s.fifo.HasSynced() }
+func (i *Informer[T]) HasSynced() bool {
+	if i.multi != nil {
+		return i.multi.hasSynced()
+	}
+	return i.s.fifo.HasSynced()
+}
 
 // WaitForCacheSync blocks until HasSynced, or until ctx is done (then it
 // returns ctx's error, wrapped) or the informer stopped without syncing
 // (ErrStopped, wrapped).
-func (i *Informer[T]) WaitForCacheSync(ctx context.Context) error { return i.s.waitForSync(ctx) }
+func (i *Informer[T]) WaitForCacheSync(ctx context.Context) error {
+	if i.multi != nil {
+		return i.multi.waitForSync(ctx)
+	}
+	return i.s.waitForSync(ctx)
+}
 
 // LastSyncResourceVersion returns the resourceVersion the reflector has
-// reached ("" before the first list).
-func (i *Informer[T]) LastSyncResourceVersion() string { return i.s.refl.LastSyncResourceVersion() }
+// reached ("" before the first list). An informer of several namespaces
+// has no one resourceVersion: "" (ask Factory for the informer of one
+// namespace).
+func (i *Informer[T]) LastSyncResourceVersion() string {
+	if i.multi != nil {
+		return ""
+	}
+	return i.s.refl.LastSyncResourceVersion()
+}
 
 // Get returns the cached object namespace/name (namespace "" for a
 // cluster-scoped object). It is shared: do not mutate it.
 func (i *Informer[T]) Get(namespace, name string) (T, bool) {
-	o, ok := i.s.indexer.Get(namespace, name)
+	s := i.s
+	if i.multi != nil {
+		if s = i.multi.byNS[namespace]; s == nil {
+			var zero T
+			return zero, false
+		}
+	}
+	o, ok := s.indexer.Get(namespace, name)
 	return as[T](o), ok
 }
 
 // GetByKey returns the cached object under key ("namespace/name" or
 // "name"). It is shared: do not mutate it.
 func (i *Informer[T]) GetByKey(key string) (T, bool) {
-	o, ok := i.s.indexer.GetByKey(key)
+	s := i.s
+	if i.multi != nil {
+		ns, _, _ := strings.Cut(key, "/")
+		if s = i.multi.byNS[ns]; s == nil {
+			var zero T
+			return zero, false
+		}
+	}
+	o, ok := s.indexer.GetByKey(key)
 	return as[T](o), ok
 }
 
 // List returns every cached object in a new slice, in no particular order.
 // The objects are shared: do not mutate them.
-func (i *Informer[T]) List() []T { return convert[T](i.s.indexer.List()) }
+func (i *Informer[T]) List() []T {
+	if i.multi != nil {
+		return convert[T](i.multi.list())
+	}
+	return convert[T](i.s.indexer.List())
+}
 
 // ListNamespace returns the cached objects of one namespace ("" for the
 // cluster-scoped ones). The objects are shared: do not mutate them.
 func (i *Informer[T]) ListNamespace(namespace string) []T {
-	objs, _ := i.s.indexer.ByIndex(cache.NamespaceIndex, namespace)
+	s := i.s
+	if i.multi != nil {
+		if s = i.multi.byNS[namespace]; s == nil {
+			return nil
+		}
+	}
+	objs, _ := s.indexer.ByIndex(cache.NamespaceIndex, namespace)
 	return convert[T](objs)
 }
 
 // ByIndex returns the cached objects whose index indexName has value.
 // The objects are shared: do not mutate them.
 func (i *Informer[T]) ByIndex(indexName, value string) ([]T, error) {
+	if i.multi != nil {
+		objs, err := i.multi.byIndex(indexName, value)
+		if err != nil {
+			return nil, err
+		}
+		return convert[T](objs), nil
+	}
 	objs, err := i.s.indexer.ByIndex(indexName, value)
 	if err != nil {
 		return nil, err
@@ -255,12 +327,19 @@ func (i *Informer[T]) AddIndexers(indexers map[string]cache.IndexFunc[T]) error 
 		}
 		erased[name] = eraseIndexFunc(fn)
 	}
+	if i.multi != nil {
+		return i.multi.addIndexers(erased)
+	}
 	return i.s.indexer.AddIndexers(erased)
 }
 
 // HasIndex reports whether the cache has an index named indexName.
 func (i *Informer[T]) HasIndex(indexName string) bool {
-	for _, n := range i.s.indexer.IndexNames() {
+	s := i.s
+	if i.multi != nil {
+		s = i.multi.order[0] // AddIndexers adds to all of them
+	}
+	for _, n := range s.indexer.IndexNames() {
 		if n == indexName {
 			return true
 		}
@@ -269,16 +348,43 @@ func (i *Informer[T]) HasIndex(indexName string) bool {
 }
 
 // Len returns the number of cached objects.
-func (i *Informer[T]) Len() int { return i.s.indexer.Len() }
+func (i *Informer[T]) Len() int {
+	if i.multi != nil {
+		n := 0
+		for _, s := range i.multi.order {
+			n += s.indexer.Len()
+		}
+		return n
+	}
+	return i.s.indexer.Len()
+}
 
 // Check reports the cached objects mutated after they were cached; only
 // with Options.DetectMutations (see cache.Indexer.Check).
-func (i *Informer[T]) Check() error { return i.s.indexer.Check() }
+func (i *Informer[T]) Check() error {
+	if i.multi != nil {
+		var errs []error
+		for _, s := range i.multi.order {
+			errs = append(errs, s.indexer.Check())
+		}
+		return errors.Join(errs...)
+	}
+	return i.s.indexer.Check()
+}
 
 // Queued returns the number of deltas received from the server that wait
 // to be applied to the cache, not counting the run being applied (at most
 // 64): export it as a gauge.
-func (i *Informer[T]) Queued() int { return i.s.fifo.Len() }
+func (i *Informer[T]) Queued() int {
+	if i.multi != nil {
+		n := 0
+		for _, s := range i.multi.order {
+			n += s.fifo.Len()
+		}
+		return n
+	}
+	return i.s.fifo.Len()
+}
 
 // sharedOptions is Options with T erased.
 type sharedOptions struct {
