@@ -487,6 +487,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	for _, s := range servers {
 		s.done()
 	}
+	// 5. The idle connections of the informers' and the client's HTTP
+	// client: client-go shares its transports process-wide, so they would
+	// outlive the manager (and show as leaked goroutines in tests).
+	m.factory.HTTPClient().CloseIdleConnections()
 
 	m.errMu.Lock()
 	errs := append([]error(nil), m.errs...)
