@@ -13,7 +13,8 @@
 //	cache           thread-safe indexer keyed namespace/name, with indexes; lock-free Get
 //	informer        pops the FIFO, updates the cache, then notifies handlers; shared Factory; Source (a
 //	                controller's events of one shared informer)
-//	client          reads from the informer cache, writes to the API server
+//	client          reads from the informer cache, writes to the API server (config/: the *rest.Config
+//	                from --kubeconfig, $KUBECONFIG, in-cluster or ~/.kube/config)
 //	handler         maps events to requests (keys, never objects); predicate/ filters events
 //	workqueue       deduplicating, fair, rate-limited, delaying, prioritised queue of keys
 //	reconcile       Reconciler, Request, Result{RequeueAfter}, Terminal errors
@@ -29,10 +30,12 @@
 //
 // Commands and examples:
 //
-//	cmd/kloop            kloop apiserver: the embedded API server for kubectl and client-go
+//	cmd/kloop            kloop apiserver: the embedded API server for kubectl and client-go; kloop version
 //	examples/demo        a Widget operator on the embedded API server
 //	examples/rawloop     informer + queue + your own worker loop, the seeds' client-go style
 //	examples/workqueue   a runnable tour of the work queue
+//	examples/kubebuilder kubebuilder's cmd/main.go ported to kloop
+//	docs/                from-controller-runtime.md: controller-runtime's names mapped to kloop's
 //	hack/realk8s.sh      builds kube-apiserver and etcd from the Go module proxy for the tests' real target
 //
 // Separate module:
