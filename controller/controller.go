@@ -414,12 +414,13 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	if c.timed {
 		start = c.opts.Clock.Now()
 	}
-	// The ID's text is made here only for a logger that logs; otherwise
-	// when reconcile.IDFrom asks for it.
-	sc := &rctx.Scope{Context: ctx, UUID: id, HasUUID: true, Logger: c.log}
-	if !c.quiet {
-		sc.ID = rctx.FormatUUID(id)
-		sc.Logger = c.log.With("namespace", req.Namespace, "name", req.Name, "reconcileID", sc.ID)
+	// The ID's text is made only when something is logged, or when
+	// reconcile.IDFrom asks for it.
+	var sc *rctx.Scope
+	if c.quiet {
+		sc = &rctx.Scope{Context: ctx, UUID: id, HasUUID: true, Logger: c.log}
+	} else {
+		sc = newReconcileScope(ctx, c.log, req, id)
 	}
 	log := sc.Logger
 	ctx = sc
