@@ -938,16 +938,7 @@ func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) er
 		return err
 	}
 	u.RawQuery = q.Encode()
-	del := metav1.DeleteOptions{
-		TypeMeta:           metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"},
-		PropagationPolicy:  o.PropagationPolicy,
-		Preconditions:      o.Preconditions,
-		GracePeriodSeconds: o.GracePeriodSeconds,
-	}
-	if o.DryRun {
-		del.DryRun = []string{metav1.DryRunAll}
-	}
-	body, err := json.Marshal(del)
+	body, err := json.Marshal(deleteOptions(o))
 	if err != nil {
 		return fmt.Errorf("client: encoding DeleteOptions: %w", err)
 	}
@@ -958,9 +949,10 @@ func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) er
 // Status returns a writer of the status subresource: with it enabled, a
 // write to the object ignores status changes and a write to /status
 // ignores everything else.
-func (c *Client) Status() *StatusWriter { return &StatusWriter{c: c} }
+// It is a *StatusWriter.
+func (c *Client) Status() SubResourceWriter { return &StatusWriter{c: c} }
 
-// StatusWriter writes the status subresource.
+// StatusWriter writes the status subresource: a [SubResourceWriter].
 type StatusWriter struct{ c *Client }
 
 // Update replaces obj's status on the server and fills obj with the answer.

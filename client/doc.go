@@ -36,9 +36,16 @@
 // List of one namespace reads that namespace's informer, a List of all
 // namespaces merges theirs, and a namespace outside them is ErrOutOfScope.
 //
-// Create, Update, Patch, Delete and Status().Update / Status().Patch go to
-// the API server over the *rest.Config's transport, and fill the object with
-// the server's answer. Errors from the server are *apierrors.StatusError, so
+// Create, Update, Patch, Delete, DeleteAllOf and Status().Update /
+// Status().Patch go to the API server over the *rest.Config's transport, and
+// fill the object with the server's answer. [Client.DeleteAllOf] deletes what
+// its list options select (namespace, labels, fields) in one collection
+// DELETE, with a Delete's options. Patches: [MergeFrom] (a JSON merge
+// patch), [MergeFromWithOptimisticLock] (one that carries the
+// resourceVersion: a Conflict if the object changed since it was read),
+// [StrategicMergeFrom] (lists merged by key, for built-in kinds), [RawPatch].
+// [Reader], [Writer], [StatusClient] and [ReadWriter] are the interfaces
+// *Client implements, for wrappers and fakes in unit tests. Errors from the server are *apierrors.StatusError, so
 // apierrors.IsNotFound, IsConflict and IsAlreadyExists work; [IgnoreNotFound]
 // and [IgnoreAlreadyExists] turn the expected ones into nil. As client-go's
 // REST client does, a request answered 429 (API Priority and Fairness) or

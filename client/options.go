@@ -51,6 +51,11 @@ func MatchingFields(m map[string]string) ListOption {
 	return func(o *ListOptions) { o.FieldSelector = fields.SelectorFromSet(m) }
 }
 
+// MatchingFieldsSelector keeps objects matched by s.
+func MatchingFieldsSelector(s fields.Selector) ListOption {
+	return func(o *ListOptions) { o.FieldSelector = s }
+}
+
 // Limit returns at most n objects.
 func Limit(n int64) ListOption { return func(o *ListOptions) { o.Limit = n } }
 
