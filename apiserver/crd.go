@@ -34,6 +34,11 @@ type crdServing struct {
 	columns     *apiext.Columns
 	// terminating: the CRD is being deleted; creates are refused.
 	terminating bool
+	// gone is closed when the kind stops being served (its CRD deleted, or
+	// the version no longer served): its watches end then, as
+	// kube-apiserver's do when it destroys a CRD's storage. Set by
+	// registry.replaceCRD, carried over when the CRD is re-served.
+	gone chan struct{}
 }
 
 // defaultAndPrune applies the schema's defaults and prunes unknown fields,

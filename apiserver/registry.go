@@ -196,13 +196,26 @@ func (r *registry) add(ks ...*kind) {
 func (r *registry) replaceCRD(crdName string, kinds []*kind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	old := map[schema.GroupVersionResource]*kind{}
 	for gvr, k := range r.kinds {
 		if k.crd != nil && k.crd.crdName == crdName {
 			delete(r.kinds, gvr)
+			old[gvr] = k
 		}
 	}
 	for _, k := range kinds {
+		if o := old[k.gvr]; o != nil && k.crd != nil {
+			k.crd.gone = o.crd.gone
+			delete(old, k.gvr)
+		} else if k.crd != nil {
+			k.crd.gone = make(chan struct{})
+		}
 		r.kinds[k.gvr] = k
+	}
+	for _, o := range old {
+		if o.crd.gone != nil {
+			close(o.crd.gone)
+		}
 	}
 	r.gen++
 }

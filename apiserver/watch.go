@@ -102,6 +102,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
+	if k.crd != nil && k.crd.gone != nil {
+		// The watch ends when the CRD's kind stops being served.
+		go func() {
+			select {
+			case <-k.crd.gone:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	var buf bytes.Buffer
 	var deadlineSet time.Time
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve more requests

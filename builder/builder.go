@@ -117,6 +117,8 @@ type Builder struct {
 	filters []predicate.Predicate
 	opts    controller.Options
 	errs    []error
+	// failOnMissing: FailOnMissingKind.
+	failOnMissing bool
 }
 
 // ControllerManagedBy starts building a controller that mgr runs.
@@ -189,6 +191,31 @@ func (b *Builder) WatchesSource(src controller.Source) *Builder {
 	return b
 }
 
+// FailOnMissingKind makes a For, Owns or Watches of a kind the server does
+// not serve (its CRD is not installed) fail Build, as controller-runtime
+// does, and makes the controller fail (and so the manager stop) when a
+// watched kind stops being served (its CRD deleted).
+//
+// Default (without it): the controller follows its kinds' CRDs. A watch of
+// a kind not served yet waits for it — it asks discovery again 1 s after
+// the first miss, doubling up to 30 s (informer.KindPollInitial,
+// KindPollMax) — and starts its informer once the kind is served. Meanwhile
+// the controller's workers run for its other sources (the waiting one has
+// nothing to deliver, so CacheSyncTimeout does not count it), its
+// readiness check "controller-<name>" fails with "waiting for kind
+// Widget.example.com/v1 to be served (its CRD does not exist)", and the
+// log says so once, at Info. When the CRD is deleted (the informer's list
+// or watch answers 404 and discovery no longer lists the kind), the
+// factory stops and drops the kind's informers, and their caches with
+// them (the server deleted the CRD's objects first, and the watch
+// delivered their delete events; nothing more is delivered), the watch
+// waits again, and once the CRD is back a new informer lists the kind and
+// the reconciles resume, as at start.
+func (b *Builder) FailOnMissingKind() *Builder {
+	b.failOnMissing = true
+	return b
+}
+
 // WithEventFilter adds a predicate that filters the events of every For,
 // Owns and Watches of the controller.
 func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
@@ -235,19 +262,25 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 		return nil, errors.New("builder: nothing to watch: call For, Watches or WatchesSource")
 	}
 
-	// Resolve every kind before creating anything, so that an unknown kind
-	// leaves the factory and the manager untouched.
+	// Resolve every kind before creating anything, so that an invalid
+	// watch leaves the factory and the manager untouched. A kind the
+	// server does not serve (its CRD does not exist yet) is waited for by
+	// its source, unless FailOnMissingKind.
 	f := b.mgr.Factory()
 	var forGVK schema.GroupVersionKind
 	var forMapping *meta.RESTMapping
 	all := b.allWatches()
 	gvks := make([]schema.GroupVersionKind, len(all))
+	mappings := make([]*meta.RESTMapping, len(all)) // nil: not served yet
 	for i, w := range all {
 		gvk, mapping, err := resolve(context.Background(), f, w.obj)
-		if err != nil {
+		if err != nil && (b.failOnMissing || !meta.IsNoMatchError(err)) {
+			if meta.IsNoMatchError(err) {
+				err = fmt.Errorf("%w (FailOnMissingKind: is its CRD installed?)", err)
+			}
 			return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
 		}
-		gvks[i] = gvk
+		gvks[i], mappings[i] = gvk, mapping
 		if i == 0 && b.forW != nil {
 			forGVK, forMapping = gvk, mapping
 		}
@@ -295,49 +328,38 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 
 	var kinds []kindSource
 	for i, w := range all {
-		h := w.handler
-		switch w.what {
-		case "For":
-			h = handler.EnqueueRequestForObject{}
-		case "Owns":
-			h, err = handler.EnqueueRequestForOwner(forGVK.GroupKind(), handler.OwnerOptions{
-				AnyOwner:      w.opts.everyOwner,
-				ClusterScoped: forMapping.Scope.Name() == meta.RESTScopeNameRoot,
-				Logger:        opts.Logger,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("builder: Owns(%T): %w", w.obj, err)
-			}
+		fs := &followSource{
+			name:       fmt.Sprintf("%s %s", w.what, gvks[i].GroupKind()),
+			kinds:      []schema.GroupVersionKind{gvks[i]},
+			f:          f,
+			log:        opts.Logger.With("controller", name),
+			failOnDrop: b.failOnMissing,
 		}
-		kopts := informer.SourceOptions{
-			Name:       fmt.Sprintf("%s %s", w.what, gvks[i].GroupKind()),
-			Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
-		}
-		kopts.Inline = inlineDelivery(w.what, kopts.Predicates)
-		var src kindSource
-		if w.opts.onlyMetadata {
-			inf, err := f.Metadata(gvks[i], w.opts.scope)
-			if err != nil {
-				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
-			}
-			src, err = informer.NewSource(inf, h, kopts)
-			if err != nil {
-				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
-			}
+		// build makes the watch's source from the mappings of fs.kinds.
+		if w.what == "Owns" {
+			// The owner's handler needs the For kind's scope.
+			fs.kinds = []schema.GroupVersionKind{forGVK, gvks[i]}
+			fs.build = func(m []*meta.RESTMapping) (droppable, error) { return b.newSource(f, w, gvks[i], m[0], opts) }
 		} else {
-			inf, err := f.ForObject(w.obj, w.opts.scope)
-			if err != nil {
-				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
-			}
-			src, err = informer.NewSource(inf, h, kopts)
-			if err != nil {
-				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
-			}
+			fs.build = func([]*meta.RESTMapping) (droppable, error) { return b.newSource(f, w, gvks[i], forMapping, opts) }
 		}
-		if err := c.Watch(src); err != nil {
+		if mappings[i] != nil && (w.what != "Owns" || forMapping != nil) {
+			// Served now: the informer is made at once (the factory starts
+			// it with the manager).
+			m := make([]*meta.RESTMapping, len(fs.kinds))
+			if w.what == "Owns" {
+				m[0] = forMapping
+			}
+			src, err := fs.build(m)
+			if err != nil {
+				return nil, fmt.Errorf("builder: %s(%T): %w", w.what, w.obj, err)
+			}
+			fs.cur = src
+		}
+		if err := c.Watch(fs); err != nil {
 			return nil, fmt.Errorf("builder: %w", err)
 		}
-		kinds = append(kinds, src)
+		kinds = append(kinds, fs)
 	}
 	for _, src := range b.sources {
 		if err := c.Watch(src); err != nil {
@@ -374,14 +396,23 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 		return failed(fmt.Errorf("builder: %w", err))
 	}
 	ready := func(*http.Request) error {
-		var waiting []string
+		var waiting, unsynced []string
 		for _, k := range kinds {
+			if w, ok := k.(interface{ Waiting() string }); ok {
+				if why := w.Waiting(); why != "" {
+					waiting = append(waiting, fmt.Sprintf("%s: %s", k, why))
+					continue
+				}
+			}
 			if k.Started() && !k.HasSynced() {
-				waiting = append(waiting, fmt.Sprintf("%s (%d pending)", k, k.Pending()))
+				unsynced = append(unsynced, fmt.Sprintf("%s (%d pending)", k, k.Pending()))
 			}
 		}
+		if len(unsynced) > 0 {
+			waiting = append(waiting, "initial list not delivered yet: "+strings.Join(unsynced, ", "))
+		}
 		if len(waiting) > 0 {
-			return fmt.Errorf("initial list not delivered yet: %s", strings.Join(waiting, ", "))
+			return errors.New(strings.Join(waiting, "; "))
 		}
 		return nil
 	}
@@ -389,6 +420,43 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 		b.mgr.Logger().Warn("builder: no readiness check for the controller", "controller", name, "err", err)
 	}
 	return c, nil
+}
+
+// newSource makes the informer source of watch w of kind gvk; forMapping
+// is the For kind's (for an Owns' owner handler).
+func (b *Builder) newSource(f *informer.Factory, w watch, gvk schema.GroupVersionKind, forMapping *meta.RESTMapping, opts controller.Options) (droppable, error) {
+	h := w.handler
+	switch w.what {
+	case "For":
+		h = handler.EnqueueRequestForObject{}
+	case "Owns":
+		var err error
+		h, err = handler.EnqueueRequestForOwner(forMapping.GroupVersionKind.GroupKind(), handler.OwnerOptions{
+			AnyOwner:      w.opts.everyOwner,
+			ClusterScoped: forMapping.Scope.Name() == meta.RESTScopeNameRoot,
+			Logger:        opts.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	kopts := informer.SourceOptions{
+		Name:       fmt.Sprintf("%s %s", w.what, gvk.GroupKind()),
+		Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
+	}
+	kopts.Inline = inlineDelivery(w.what, kopts.Predicates)
+	if w.opts.onlyMetadata {
+		inf, err := f.Metadata(gvk, w.opts.scope)
+		if err != nil {
+			return nil, err
+		}
+		return informer.NewSource(inf, h, kopts)
+	}
+	inf, err := f.ForObject(w.obj, w.opts.scope)
+	if err != nil {
+		return nil, err
+	}
+	return informer.NewSource(inf, h, kopts)
 }
 
 // unregisterer is a metrics provider that can take a registration back

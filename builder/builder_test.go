@@ -499,7 +499,11 @@ func testBuilderErrors(t *testing.T, env *apiservertest.Env) {
 		{"unstructured without kind", func() error {
 			return builder.ControllerManagedBy(mgr).For(&unstructured.Unstructured{}).Complete(r)
 		}, "apiVersion and kind must be set"},
-		{"kind the server does not serve", func() error { return builder.ControllerManagedBy(mgr).For(unserved).Complete(r) }, "Gadget"},
+		// Without FailOnMissingKind the controller waits for the kind
+		// (TestControllerFollowsCRD).
+		{"kind the server does not serve, FailOnMissingKind", func() error {
+			return builder.ControllerManagedBy(mgr).FailOnMissingKind().For(unserved).Complete(r)
+		}, "Gadget"},
 		{"nil handler", func() error {
 			return builder.ControllerManagedBy(mgr).For(&corev1.Pod{}).Watches(&corev1.ConfigMap{}, nil).Complete(r)
 		}, "nil handler"},

@@ -40,9 +40,17 @@
 // generic and uses no reflection beyond that scheme lookup.
 //
 // Nothing panics: mistakes — For twice, Owns without For, no For and no
-// Named, a nil object or handler, a kind the Scheme or the server does not
-// know, a controller name already used in the manager — are returned by
-// Complete (or Build). The controller's name defaults to For's kind in lower
-// case; its Logger, Metrics and QueueMetrics default to the manager's. The
+// Named, a nil object or handler, a kind the Scheme does not know, a
+// controller name already used in the manager — are returned by Complete
+// (or Build). The controller's name defaults to For's kind in lower case;
+// its Logger, Metrics and QueueMetrics default to the manager's. The
 // builder also adds a "controller-<name>" readiness check to the manager.
+//
+// Watches follow CRDs: a kind the server does not serve yet (its CRD is not
+// installed) is not an error; its watch waits for it, polling discovery,
+// and the readiness check says "waiting for kind Widget.example.com/v1 to
+// be served (its CRD does not exist)" meanwhile, while the controller's
+// other watches run. When the CRD is deleted the kind's informers stop and
+// the watch waits again; when it comes back they list it again. See
+// Builder.FailOnMissingKind, which restores the fail-fast behaviour.
 package builder

@@ -327,10 +327,15 @@ func (c *Client) informerFor(ctx context.Context, gvk schema.GroupVersionKind, o
 	key := informerKey{gvk: gvk, t: reflect.TypeOf(obj), scope: scope}
 	if v, ok := c.synced.Load(key); ok {
 		inf := v.(*informer.Informer[informer.Object])
-		if err := c.index(inf, gvk, obj); err != nil {
-			return nil, err
+		if !informer.IsDropped(inf) {
+			if err := c.index(inf, gvk, obj); err != nil {
+				return nil, err
+			}
+			return inf, nil
 		}
-		return inf, nil
+		// Its kind stopped being served (a CRD deleted): ask the factory,
+		// which answers with a new informer once the kind is back.
+		c.synced.CompareAndDelete(key, v)
 	}
 	inf, err := c.factory.ForObject(obj, scope)
 	if err != nil {

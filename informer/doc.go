@@ -122,6 +122,13 @@
 // Metadata-only informers ask the server for PartialObjectMetadata: the
 // cheapest way to watch a kind whose content a controller never reads.
 //
+// With the default Mapper, an informer whose list or watch the server
+// answers 404 — its kind no longer served, its CRD deleted — makes the
+// factory ask discovery afresh; if the kind is gone, the factory stops and
+// drops every informer of the resource (their caches with them) and closes
+// their [Informer.Dropped] channels; the next request for the kind makes a
+// new informer once [Factory.WaitForKind] sees it served again.
+//
 // FactoryOptions.DefaultNamespaces restricts the informers of namespaced
 // kinds to some namespaces (controller-runtime's cache.Options.DefaultNamespaces):
 // an operator whose RBAC grants it those namespaces never lists the whole

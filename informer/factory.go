@@ -136,6 +136,9 @@ type factoryEntry struct {
 	goType  reflect.Type // of the decoded objects
 	gvk     schema.GroupVersionKind
 	running bool
+	// cancel stops the informer's run (set by runLocked): the factory
+	// drops an informer whose kind is no longer served (drop).
+	cancel context.CancelFunc
 }
 
 // Factory shares informers: one informer, one watch and one cache per
@@ -154,7 +157,8 @@ type Factory struct {
 
 	started chan struct{} // closed by Start
 
-	// mu guards informers, order, ctx and stopped.
+	// mu guards informers, order, ctx, stopped and the entries' running
+	// and cancel.
 	mu        sync.Mutex
 	informers map[informerKey]*factoryEntry
 	order     []*factoryEntry
@@ -586,7 +590,7 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 			return o, nil
 		}
 	}
-	s, err := newShared(lw, sharedOptions{
+	s, err := newShared(&kindLW{ListerWatcher: lw, f: f, gvk: gvk, gvr: mapping.Resource}, sharedOptions{
 		name:      name,
 		logger:    f.logger,
 		lean:      newLean(f.opts.KeepManagedFields, f.opts.DisableInterning, f.opts.InternUpdates, transform, f.logger),
@@ -596,6 +600,7 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 	if err != nil {
 		return nil, err
 	}
+	s.dropped = make(chan struct{})
 	e := &factoryEntry{s: s, goType: goType, gvk: gvk}
 	f.informers[key] = e
 	f.order = append(f.order, e)
@@ -630,8 +635,10 @@ func (f *Factory) runLocked(e *factoryEntry) {
 	}
 	e.running = true
 	f.wg.Add(1)
-	ctx := f.ctx
+	ctx, cancel := context.WithCancel(f.ctx)
+	e.cancel = cancel
 	go func() {
+		defer cancel()
 		defer f.wg.Done()
 		if err := e.s.run(ctx); err != nil {
 			f.logger.Error("informer: run", "err", err)

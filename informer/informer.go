@@ -424,6 +424,9 @@ type shared struct {
 
 	// done is closed when run has stopped (state stopped).
 	done chan struct{}
+	// dropped is closed by the factory when it drops the informer, its
+	// kind no longer served (Informer.Dropped); nil outside a factory.
+	dropped chan struct{}
 
 	// notes is the pop loop's reused buffer of notifications.
 	notes []notification
