@@ -2,18 +2,12 @@ package apiserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"sync"
@@ -27,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kloop.dev/kloop/apiserver/storage"
+	"kloop.dev/kloop/internal/selfsigned"
 )
 
 // Server is the embedded API server. Create it with [New], run it with
@@ -95,9 +90,11 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	if opts.TLS {
-		if s.cert, s.caPEM, err = selfSignedCert(opts.Now()); err != nil {
+		cert, caPEM, err := selfsigned.New(opts.Now(), "kloop-apiserver")
+		if err != nil {
 			return nil, fmt.Errorf("apiserver: TLS certificate: %w", err)
 		}
+		s.cert, s.caPEM = &cert, caPEM
 	}
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}
@@ -342,33 +339,4 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = &timeoutBody{ReadCloser: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes), rc: rc}
 	}
 	s.routes(w, r)
-}
-
-// selfSignedCert makes an ECDSA certificate for the loopback names, valid for a year.
-func selfSignedCert(now time.Time) (*tls.Certificate, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "kloop-apiserver"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }

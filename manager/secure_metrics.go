@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	irest "kloop.dev/kloop/internal/rest"
+	"kloop.dev/kloop/internal/selfsigned"
 )
 
 // Defaults of the metrics server's options.
@@ -105,7 +106,8 @@ func (m *Manager) metricsTLSConfig() (*tls.Config, error) {
 		cfg.GetCertificate = r.GetCertificate
 		return cfg, nil
 	}
-	cert, err := selfSigned(time.Now())
+	now := time.Now()
+	cert, _, err := selfsigned.New(now, fmt.Sprintf("localhost@%d", now.Unix()))
 	if err != nil {
 		return nil, fmt.Errorf("self-signed certificate: %w", err)
 	}
