@@ -49,11 +49,13 @@ func builtinKinds() []*kind {
 	ns.nameValidation = apivalidation.ValidateNamespaceName
 	ns.fields = []selectableField{{"status.phase", []string{"status", "phase"}}}
 	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "status", "phase") }}}
-	ns.prepareCreate = func(o map[string]any) {
-		o["status"] = map[string]any{"phase": "Active"}
+	ns.strategyCreate = func(o map[string]any) {
 		if jsontree.Get(o, "spec", "finalizers") == nil {
 			jsontree.Set(o, []any{"kubernetes"}, "spec", "finalizers")
 		}
+	}
+	ns.prepareCreate = func(o map[string]any) {
+		o["status"] = map[string]any{"phase": "Active"}
 		if u := (&unstructured.Unstructured{Object: o}); u.GetName() != "" {
 			lbls := u.GetLabels()
 			if lbls == nil {
@@ -123,7 +125,7 @@ func builtinKinds() []*kind {
 		{"status.nominatedNodeName", []string{"status", "nominatedNodeName"}},
 	}
 	pod.columns = podColumns()
-	pod.prepareCreate, pod.carryOver = preparePodCreate, carryOverPod
+	pod.strategyCreate, pod.carryOver = preparePodCreate, carryOverPod
 	pod.validate = func(o map[string]any) field.ErrorList {
 		cs, _ := jsontree.Get(o, "spec", "containers").([]any)
 		if len(cs) == 0 {
@@ -243,7 +245,7 @@ func builtinKinds() []*kind {
 	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
 	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "spec", "holderIdentity") }}}
 	lease.validate = validateLease
-	lease.prepareCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
+	lease.strategyCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
 	lease.carryOver = dropLeaseStrategy
 
 	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })

@@ -9,10 +9,12 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -159,6 +161,14 @@ func crdKind(k *kind) {
 		delete(obj, "status")
 	}
 	k.admit = (*Server).admitCRD
+	k.admitManager = "kube-apiserver"
+	k.admitBefore = func(before, after map[string]any) {
+		// kube-apiserver's PrepareForCreate: the stored versions, empty
+		// conditions and names, which its naming and establishing
+		// controllers then fill.
+		before["status"] = map[string]any{"conditions": []any{}, "acceptedNames": map[string]any{},
+			"storedVersions": runtime.DeepCopyJSONValue(jsontree.Get(after, "status", "storedVersions"))}
+	}
 	k.afterWrite = func(s *Server, o *storage.Object) { s.syncCRD(o.Name) }
 	k.afterDelete = k.afterWrite
 	k.terminate = func(obj map[string]any) {

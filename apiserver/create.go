@@ -12,8 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -28,9 +30,17 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ns
 		return err
 	}
 	if k.review != nil {
+		req := runtime.DeepCopyJSON(obj) // as sent, for its managedFields
 		out, err := k.review(&reviewCall{s: s, user: wo.user, ns: ns, obj: obj})
 		if err != nil {
 			return err
+		}
+		if jsontree.Len(out, "spec") > 0 {
+			// Reviews that answer with the request (access and token
+			// reviews) carry its managedFields, as kube-apiserver's do.
+			if mf, ok := meta(s.manageFields(k, "", req, nil, wo))["managedFields"]; ok {
+				meta(out)["managedFields"] = mf
+			}
 		}
 		writeWarnings(w, wo)
 		writeObject(w, http.StatusCreated, out)
@@ -71,7 +81,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		return nil, serverError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	generate := u.GetName() == "" && u.GetGenerateName() != ""
-	for _, f := range []string{"uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields", "generation"} {
+	for _, f := range []string{"uid", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"} {
 		delete(m, f)
 	}
 	m["uid"] = string(uuid.NewUUID())
@@ -97,6 +107,18 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		}
 		u.Object = obj
 	}
+	if !wo.applied {
+		// After decoding's work (defaults, pruning, conversion), as
+		// kube-apiserver's field manager sees the object.
+		obj = s.manageFields(k, "", obj, nil, wo)
+		u.Object = obj
+	}
+	if k.strategyCreate != nil {
+		k.strategyCreate(obj)
+	}
+	if k.stored != nil {
+		k.stored(obj)
+	}
 	for attempt := 0; ; attempt++ {
 		if generate {
 			u.SetName(u.GetGenerateName() + randomSuffix())
@@ -110,8 +132,21 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 				return nil, err
 			}
 		}
+		var unadmitted map[string]any
+		if k.admitManager != "" && wo.manage {
+			unadmitted = runtime.DeepCopyJSON(obj)
+		}
 		if err := s.admitCreate(k, obj); err != nil {
 			return nil, err
+		}
+		if unadmitted != nil {
+			if k.admitBefore != nil {
+				k.admitBefore(unadmitted, obj)
+			}
+			// What kube-apiserver's own controllers write right after the
+			// create (a CRD's status), recorded as their write of /status.
+			obj = s.manageFields(k, "status", obj, unadmitted, &writeOpts{manage: true, manager: k.admitManager})
+			u.Object = obj
 		}
 		if wo.dryRun {
 			s.undoAdmission(k, obj)

@@ -36,16 +36,29 @@ func patchType(r *http.Request, k *kind) (types.PatchType, error) {
 		return pt, nil
 	case types.StrategicMergePatchType:
 		if k.newTyped == nil {
-			return "", unsupportedMediaType(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType))
+			return "", unsupportedMediaType(acceptedPatchTypes(k))
 		}
 		return pt, nil
-	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
-		return "", unsupportedMediaType("server-side apply is not supported by this server yet; use client-side apply")
+	case types.ApplyYAMLPatchType:
+		return pt, nil
 	}
+	// (application/apply-patch+cbor too: kube-apiserver takes it only with
+	// its CBORServingAndStorage feature, off by default.)
 	// What kube-apiserver's router answers for a content type no route takes.
 	st := unsupportedMediaType("415: Unsupported Media Type").(*apierrors.StatusError)
 	st.ErrStatus.Details = &metav1.StatusDetails{}
 	return "", st
+}
+
+// acceptedPatchTypes is kube-apiserver's 415 message for a patch type the
+// resource does not take.
+func acceptedPatchTypes(k *kind) string {
+	accepted := []string{string(types.JSONPatchType), string(types.MergePatchType)}
+	if k.newTyped != nil {
+		accepted = append(accepted, string(types.StrategicMergePatchType))
+	}
+	accepted = append(accepted, string(types.ApplyYAMLPatchType))
+	return "the body of the request was in an unknown format - accepted media types include: " + strings.Join(accepted, ", ")
 }
 
 func unsupportedMediaType(msg string) error {
@@ -162,12 +175,8 @@ func smpError(err error) error {
 }
 
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo, q url.Values) (err error) {
-	wo, err := writeOptions(q, "Patch")
-	if err != nil {
-		return err
-	}
-	wo.user = userFrom(r)
-	defer warnOnError(w, wo, &err)
+	// As kube-apiserver: the patch type first, then the body, then the
+	// options (which depend on the patch type).
 	pt, err := patchType(r, k)
 	if err != nil {
 		return err
@@ -175,6 +184,16 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 	body, err := readBody(r)
 	if err != nil {
 		return err
+	}
+	wo, err := writeOptions(q, "Patch", pt)
+	if err != nil {
+		return err
+	}
+	wo.user = userFrom(r)
+	wo.manager = managerName(wo.manager, r.UserAgent())
+	defer warnOnError(w, wo, &err)
+	if pt == types.ApplyYAMLPatchType && ri.subresource != "scale" { // scale.go applies to a Scale
+		return s.serveApply(w, k, ri, body, wo)
 	}
 	if ri.subresource == "scale" {
 		return s.updateScale(w, k, ri.namespace, ri.name, body, &pt, wo)

@@ -65,7 +65,7 @@ func rbacKinds() []*kind {
 		sync := func(s *Server, o *storage.Object) { s.syncRBAC(gvr, o) }
 		return &kind{gvr: gvr, kind: k, namespaced: namespaced, newTyped: newTyped,
 			nameValidation: func(name string, _ bool) []string { return content.IsPathSegmentName(name) },
-			afterWrite:     sync, afterDelete: sync, normalize: normalizeRBAC}
+			afterWrite:     sync, afterDelete: sync, normalize: normalizeRBAC, stored: storedRBAC}
 	}
 	role := mk(roleGVR, "Role", true, func() any { return &rbacv1.Role{} })
 	role.validate = func(o map[string]any) field.ErrorList { return validateRules(o, true) }
@@ -128,13 +128,17 @@ func bindingColumns(what, roleRefDoc string) []column {
 	}
 }
 
-// normalizeRBAC applies kube's defaults of the RBAC kinds (the API group
-// of role refs and of User and Group subjects) and stores what its storage
-// (protobuf) would keep: no empty rule list.
-func normalizeRBAC(o map[string]any) (map[string]any, error) {
+// storedRBAC is what kube's storage (protobuf) keeps of an RBAC object:
+// no empty rule list. It runs after the field manager, which sees the list.
+func storedRBAC(o map[string]any) {
 	if rules, ok := o["rules"].([]any); ok && len(rules) == 0 {
 		o["rules"] = nil
 	}
+}
+
+// normalizeRBAC applies kube's defaults of the RBAC kinds (the API group
+// of role refs and of User and Group subjects).
+func normalizeRBAC(o map[string]any) (map[string]any, error) {
 	if ref, ok := o["roleRef"].(map[string]any); ok && jsontree.Str(ref, "apiGroup") == "" {
 		ref["apiGroup"] = rbacv1.GroupName
 	}
@@ -365,6 +369,7 @@ func (s *Server) bootstrapRBAC() error {
 	put := func(gvr schema.GroupVersionResource, obj any, om *metav1.ObjectMeta) error {
 		k := s.reg.get(gvr)
 		om.UID, om.CreationTimestamp = uuid.NewUUID(), now
+		om.ManagedFields = bootstrapManagedFields(obj, now)
 		encode := func(rev int64) (*storage.Object, error) {
 			om.ResourceVersion = formatRV(rev)
 			data, err := json.Marshal(obj)
@@ -440,7 +445,10 @@ func (s *Server) aggregateOnce() {
 			continue
 		}
 		ri := requestInfo{gv: clusterRoleGVR.GroupVersion(), resource: clusterRoleGVR.Resource, name: cr.Name}
-		_, err = s.update(k, ri, &writeOpts{}, func(cur *storage.Object) (map[string]any, error) {
+		// Recorded as kube's aggregation controller is: a client-go
+		// program without a user agent of its own.
+		wo := &writeOpts{manage: true, manager: "Go-http-client"}
+		_, err = s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
 			obj, err := decodeMap(cur.Data)
 			if err != nil {
 				return nil, err
@@ -563,4 +571,58 @@ func (s *Server) checkWrite(k *kind, wo *writeOpts, ns string, obj, old map[stri
 		return nil
 	}
 	return k.checkWrite(s, wo.user, k, ns, obj, old)
+}
+
+// bootstrapManagedFields are the managedFields of a bootstrap ClusterRole
+// or ClusterRoleBinding as kube-apiserver records them: its own Update of
+// the metadata and content it wrote, and the aggregation controller's of
+// an aggregated role's rules. Written by hand (the objects' fields are
+// few and their lists atomic) so that New needs no schema.
+func bootstrapManagedFields(obj any, at metav1.Time) []metav1.ManagedFieldsEntry {
+	set := map[string]any{}
+	var om *metav1.ObjectMeta
+	aggregated := false
+	switch o := obj.(type) {
+	case *rbacv1.ClusterRole:
+		om = &o.ObjectMeta
+		if o.AggregationRule != nil {
+			aggregated = true
+			set["f:aggregationRule"] = map[string]any{".": map[string]any{}, "f:clusterRoleSelectors": map[string]any{}}
+		} else if len(o.Rules) > 0 {
+			set["f:rules"] = map[string]any{}
+		}
+	case *rbacv1.ClusterRoleBinding:
+		om = &o.ObjectMeta
+		set["f:roleRef"] = map[string]any{}
+		if len(o.Subjects) > 0 {
+			set["f:subjects"] = map[string]any{}
+		}
+	default:
+		return nil
+	}
+	md := map[string]any{}
+	for field, m := range map[string]map[string]string{"f:annotations": om.Annotations, "f:labels": om.Labels} {
+		if len(m) == 0 {
+			continue
+		}
+		keys := map[string]any{".": map[string]any{}}
+		for key := range m {
+			keys["f:"+key] = map[string]any{}
+		}
+		md[field] = keys
+	}
+	if len(md) > 0 {
+		set["f:metadata"] = md
+	}
+	entry := func(manager string, fields map[string]any) metav1.ManagedFieldsEntry {
+		raw, _ := json.Marshal(fields) // maps of maps: cannot fail
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: rbacv1.SchemeGroupVersion.String(),
+			Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: raw}}
+	}
+	out := []metav1.ManagedFieldsEntry{entry("kube-apiserver", set)}
+	if cr, ok := obj.(*rbacv1.ClusterRole); ok && aggregated && len(cr.Rules) > 0 {
+		// Sorted as kube-apiserver sorts them: same operation and second, by manager.
+		out = append([]metav1.ManagedFieldsEntry{entry("Go-http-client", map[string]any{"f:rules": map[string]any{}})}, out...)
+	}
+	return out
 }

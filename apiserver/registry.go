@@ -38,12 +38,15 @@ type kind struct {
 	fieldAliases     map[string]string // served field label -> stored one (events.k8s.io)
 	columns          []column
 	tableNoName      bool                     // Table output without the leading Name column (events: theirs is last)
-	prepareCreate    func(obj map[string]any) // resets and defaults on create
+	prepareCreate    func(obj map[string]any) // resets and defaults on create (decoding's work: the field manager sees them)
+	strategyCreate   func(obj map[string]any) // what kube-apiserver's strategy and admission set on create, after the field manager
+	stored           func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
 	validate         func(obj map[string]any) field.ErrorList
 	validateUpdate   func(obj, old map[string]any) field.ErrorList
-	carryOver        func(obj, old map[string]any)                    // fills fields an update may leave out
+	carryOver        func(obj, old map[string]any)                    // fills fields an update may leave out (the strategy's: after the field manager)
 	normalize        func(obj map[string]any) (map[string]any, error) // canonical form before validation
 	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
+	managed          *kindFields                                      // field managers (managedfields.go); set by the registry
 	crd              *crdServing                                      // for custom resources
 	deleteCollection bool
 	// returnsDeleted: a DELETE that removes the object answers with the
@@ -82,6 +85,14 @@ type kind struct {
 	// is stored, reserving what it needs (CRDs: names no other CRD serves,
 	// and the status the CRD controllers set; services: a cluster IP).
 	admit func(s *Server, obj map[string]any) error
+	// admitManager, when set, records what admit sets as that manager's
+	// write of /status (CRDs: the status kube-apiserver's CRD controllers
+	// set, by "kube-apiserver").
+	admitManager string
+	// admitBefore, when set, makes the state before admit's write what
+	// kube-apiserver's strategy leaves for its controllers (CRDs: an empty
+	// status with the stored versions); after is the admitted object.
+	admitBefore func(before, after map[string]any)
 	// releaseAdmitted gives back what admit reserved for an object that is
 	// not stored after all (a dry run, a failed create).
 	releaseAdmitted func(s *Server, obj map[string]any)
@@ -187,6 +198,9 @@ func (r *registry) add(ks ...*kind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range ks {
+		if k.managed == nil {
+			k.managed = &kindFields{}
+		}
 		r.kinds[k.gvr] = k
 	}
 	r.gen++
@@ -204,6 +218,9 @@ func (r *registry) replaceCRD(crdName string, kinds []*kind) {
 		}
 	}
 	for _, k := range kinds {
+		if k.managed == nil {
+			k.managed = &kindFields{}
+		}
 		if o := old[k.gvr]; o != nil && k.crd != nil {
 			k.crd.gone = o.crd.gone
 			delete(old, k.gvr)

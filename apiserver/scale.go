@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -98,23 +99,56 @@ func (s *Server) updateScale(w http.ResponseWriter, k *kind, ns, name string, bo
 			return badRequest("no kind is registered for the type v1.Scale in scheme \"pkg/runtime/scheme.go:111\"")
 		}
 	}
+	isApply := pt != nil && *pt == types.ApplyYAMLPatchType
+	var applied map[string]any
+	if isApply {
+		var err error
+		if applied, err = decodeApplyPatch(body); err != nil {
+			return err
+		}
+	}
+	// The parent's managedFields follow the Scale's (manageScaleFields),
+	// not the parent's field manager.
+	wo.applied = true
 	o, err := s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
 		obj, err := decodeMap(cur.Data)
 		if err != nil {
 			return nil, err
 		}
+		cs, err := scaleOf(k, obj)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := json.Marshal(cs)
+		if err != nil {
+			return nil, err
+		}
 		in := body
-		if pt != nil {
-			cs, err := scaleOf(k, obj)
+		switch {
+		case isApply:
+			oldScale, err := decodeMap(doc)
 			if err != nil {
 				return nil, err
 			}
-			doc, err := json.Marshal(cs)
+			merged, err := s.manageScaleFields(k, obj, oldScale, runtime.DeepCopyJSON(applied), true, wo)
 			if err != nil {
 				return nil, err
 			}
+			if in, err = json.Marshal(merged); err != nil {
+				return nil, err
+			}
+		case pt != nil:
 			if in, err = applyPatch(*pt, doc, body, func() any { return &autoscalingv1.Scale{} }); err != nil {
 				return nil, err
+			}
+		}
+		if !isApply && wo.manage {
+			oldScale, err1 := decodeMap(doc)
+			newScale, err2 := decodeMap(in)
+			if err1 == nil && err2 == nil {
+				if _, err := s.manageScaleFields(k, obj, oldScale, newScale, false, wo); err != nil {
+					return nil, err
+				}
 			}
 		}
 		var sc autoscalingv1.Scale

@@ -16,6 +16,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -38,8 +39,20 @@ type Server struct {
 	// protobuf decodes request bodies sent as protobuf.
 	protobuf protobufDecoder
 	openapi  *openAPI
-	crdMu    sync.Mutex // serializes syncCRD, so the registry follows the store's order
-	ips      *ipAllocator
+	// builtinTypes is the field managers' schema of the built-in kinds,
+	// parsed at the first write that records managers (managedfields.go).
+	builtinTypesOnce sync.Once
+	builtinTypes     managedfields.TypeConverter
+	// apiextTypes is the schema of CustomResourceDefinition, likewise.
+	apiextTypesOnce sync.Once
+	apiextTypes     managedfields.TypeConverter
+	apiextTypesErr  error
+	// scaleFM is the field manager of /scale subresources, likewise.
+	scaleFMOnce sync.Once
+	scaleFM     *managedfields.FieldManager
+	scaleFMErr  error
+	crdMu            sync.Mutex // serializes syncCRD, so the registry follows the store's order
+	ips              *ipAllocator
 	// decoded caches the decoded form of recently written objects for
 	// their next update.
 	decoded *decodedCache

@@ -161,6 +161,13 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		} else {
 			delete(next, "status")
 		}
+		if wo.applied { // the managers the apply recorded
+			if mf, ok := meta(obj)["managedFields"]; ok {
+				meta(next)["managedFields"] = mf
+			} else {
+				delete(meta(next), "managedFields")
+			}
+		}
 		obj = next
 		u = &unstructured.Unstructured{Object: obj}
 	case ri.subresource == "status":
@@ -197,7 +204,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if u.GetUID() == "" {
 		m["uid"] = om["uid"]
 	}
-	for _, f := range []string{"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"} {
+	for _, f := range []string{"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"} {
 		if v, ok := om[f]; ok {
 			m[f] = runtime.DeepCopyJSONValue(v) // old is read-only
 		} else {
@@ -219,6 +226,16 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		m = meta(obj)
 	}
 	m["resourceVersion"] = om["resourceVersion"]
+	if !wo.applied {
+		// After decoding's work (defaults, pruning, conversion) and
+		// before the strategy's, as kube-apiserver's field manager sees
+		// the object.
+		obj = s.manageFields(k, ri.subresource, obj, old, wo)
+		u.Object, m = obj, meta(obj)
+	}
+	if k.stored != nil {
+		k.stored(obj)
+	}
 	if k.carryOver != nil {
 		k.carryOver(obj, old)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,15 @@ type writeOpts struct {
 	// RBAC); nil for the server's own writes and for requests whose user
 	// is not kept (see withUser).
 	user *identity
+	// manage: the write records its manager in managedFields (every
+	// request's write; not the server's own). manager is its name
+	// (managerName); force takes fields from other managers on apply.
+	manage  bool
+	manager string
+	force   bool
+	// applied: the object already went through the field manager (an
+	// apply that creates), so create does not record it again.
+	applied bool
 }
 
 // summary is kube-apiserver's summary of a request body that did not
@@ -43,11 +53,21 @@ func (wo *writeOpts) summary(body []byte) string {
 	return summarizeData(body, 30)
 }
 
-// writeOptions reads the dryRun and fieldValidation parameters.
-func writeOptions(q url.Values, verb string) (*writeOpts, error) {
-	dry, fv, fm := q["dryRun"], q.Get("fieldValidation"), q.Get("fieldManager")
-	if len(dry) == 0 && fv == "" && fm == "" { // nothing to validate
-		return &writeOpts{fieldValidation: metav1.FieldValidationWarn}, nil
+// writeOptions reads the dryRun, fieldValidation and fieldManager
+// parameters, and for a patch of type pt, force.
+func writeOptions(q url.Values, verb string, pt types.PatchType) (*writeOpts, error) {
+	dry, fv, fm, force := q["dryRun"], q.Get("fieldValidation"), q.Get("fieldManager"), q["force"]
+	isApply := pt == types.ApplyYAMLPatchType || pt == types.ApplyCBORPatchType
+	if len(dry) == 0 && fv == "" && fm == "" && len(force) == 0 && !isApply { // nothing to validate
+		return &writeOpts{fieldValidation: metav1.FieldValidationWarn, manage: true}, nil
+	}
+	var forceOpt *bool
+	if verb == "Patch" && len(force) > 0 {
+		b, err := strconv.ParseBool(force[0])
+		if err != nil {
+			return nil, badRequest("%v", err)
+		}
+		forceOpt = &b
 	}
 	var errs field.ErrorList
 	switch verb {
@@ -56,14 +76,17 @@ func writeOptions(q url.Values, verb string) (*writeOpts, error) {
 	case "Update":
 		errs = metavalidation.ValidateUpdateOptions(&metav1.UpdateOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm})
 	default:
-		errs = metavalidation.ValidatePatchOptions(&metav1.PatchOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm}, types.MergePatchType)
+		errs = metavalidation.ValidatePatchOptions(&metav1.PatchOptions{DryRun: dry, FieldValidation: fv, FieldManager: fm, Force: forceOpt}, pt)
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: verb + "Options"}, "", errs)
 	}
-	wo := &writeOpts{dryRun: len(dry) > 0, fieldValidation: metav1.FieldValidationWarn}
+	wo := &writeOpts{dryRun: len(dry) > 0, fieldValidation: metav1.FieldValidationWarn, manage: true, manager: fm}
 	if fv != "" {
 		wo.fieldValidation = fv
+	}
+	if forceOpt != nil {
+		wo.force = *forceOpt
 	}
 	return wo, nil
 }
@@ -118,10 +141,11 @@ func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
 // sends: its options, and its object body as JSON. wo is nil only when the
 // options are invalid.
 func (s *Server) writeRequest(r *http.Request, k *kind, q url.Values, verb string) (wo *writeOpts, body []byte, err error) {
-	if wo, err = writeOptions(q, verb); err != nil {
+	if wo, err = writeOptions(q, verb, ""); err != nil {
 		return nil, nil, err
 	}
 	wo.user = userFrom(r)
+	wo.manager = managerName(wo.manager, r.UserAgent())
 	body, wo.original, err = s.readObjectBody(r, k.kind)
 	return wo, body, err
 }

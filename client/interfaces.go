@@ -16,6 +16,9 @@ type Writer interface {
 	Delete(ctx context.Context, obj Object, opts ...WriteOption) error
 	// DeleteAllOf deletes every object of obj's kind that opts select.
 	DeleteAllOf(ctx context.Context, obj Object, opts ...DeleteAllOfOption) error
+	// Apply applies config with server-side apply and fills it with the
+	// server's answer.
+	Apply(ctx context.Context, config ApplyConfiguration, opts ...WriteOption) error
 }
 
 // SubResourceWriter writes a subresource of objects: Client.Status()
@@ -25,6 +28,9 @@ type SubResourceWriter interface {
 	Update(ctx context.Context, obj Object, opts ...WriteOption) error
 	// Patch patches obj's subresource and fills obj with the answer.
 	Patch(ctx context.Context, obj Object, patch Patch, opts ...WriteOption) error
+	// Apply applies config to the subresource with server-side apply and
+	// fills config with the answer.
+	Apply(ctx context.Context, config ApplyConfiguration, opts ...WriteOption) error
 }
 
 // StatusClient hands out a writer of the status subresource.

@@ -933,8 +933,7 @@ func TestIntegrationClusterScoped(t *testing.T) {
 
 // TestIntegrationManagedFields: the factory's informers cache objects
 // without managedFields (skipped while decoding, list and watch) unless
-// KeepManagedFields; the real server sets them, the embedded one does not
-// (server-side apply is not built yet).
+// KeepManagedFields; both servers record them on every write.
 func TestIntegrationManagedFields(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 		for _, keep := range []bool{false, true} {
@@ -955,7 +954,7 @@ func TestIntegrationManagedFields(t *testing.T) {
 				}
 				watched := env.createPod(t, ctx, ns, fmt.Sprint("watched-", keep), map[string]string{"keep": fmt.Sprint(keep)})
 				waitUntil(t, ctx, "the watched pod", func() bool { _, ok := pods.Get(ns, watched.Name); return ok })
-				want := keep && ae.Target == apiservertest.RealServer
+				want := keep
 				for _, p := range pods.List() {
 					if got := p.ManagedFields != nil; got != want {
 						t.Errorf("%s: managedFields cached %v, want %v", p.Name, got, want)

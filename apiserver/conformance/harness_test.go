@@ -152,12 +152,14 @@ func (tr *T) Delete(path, body string) *Resp {
 	return tr.Do(http.MethodDelete, path, ct, body)
 }
 
-// Patch patches with the given patch type: "merge", "json" or "strategic".
+// Patch patches with the given patch type: "merge", "json", "strategic",
+// "apply" or a content type.
 func (tr *T) Patch(path, patchType, body string) *Resp {
 	ct := map[string]string{
 		"merge":     "application/merge-patch+json",
 		"json":      "application/json-patch+json",
 		"strategic": "application/strategic-merge-patch+json",
+		"apply":     "application/apply-patch+yaml",
 	}[patchType]
 	if ct == "" {
 		ct = patchType

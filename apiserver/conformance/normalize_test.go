@@ -45,9 +45,10 @@ import (
 //     second) and of the Cluster-IP column → "<cluster-ip>" (as above).
 //   - metadata.continue → "<continue>" when not empty: the token is opaque
 //     and its encoding is the server's own (whether there is one is kept).
-//   - metadata.managedFields is removed: the embedded server does not
-//     implement server-side apply yet (part 2 of the embedded server), so it
-//     keeps no field ownership; everything else in metadata is compared.
+//   - metadata.managedFields entries are sorted by operation, manager,
+//     apiVersion and subresource: kube-apiserver sorts them by operation,
+//     then by the second of their time (wall clock, rewritten above), then
+//     by those, so two writes in one second or in two swap places.
 type normalizer struct {
 	subst   *strings.Replacer
 	rvName  map[string]string // object resourceVersion → "rvN"
@@ -253,7 +254,7 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 				md["resourceVersion"] = name
 			}
 		}
-		delete(md, "managedFields")
+		sortManagedFields(md)
 		if m["kind"] == "Service" {
 			if spec, ok := out["spec"].(map[string]any); ok {
 				if ip, ok := spec["clusterIP"].(string); ok && isIP(ip) {
@@ -459,4 +460,25 @@ func show(v any) string {
 		return string(b[:400]) + "…"
 	}
 	return string(b)
+}
+
+// sortManagedFields sorts the managedFields entries of md, without their
+// times (see normalizer).
+func sortManagedFields(md map[string]any) {
+	entries, ok := md["managedFields"].([]any)
+	if !ok {
+		return
+	}
+	key := func(e any) string {
+		m, _ := e.(map[string]any)
+		var parts []string
+		for _, f := range []string{"operation", "manager", "apiVersion", "subresource"} {
+			v, _ := m[f].(string)
+			parts = append(parts, v)
+		}
+		return strings.Join(parts, "\x00")
+	}
+	sorted := slices.Clone(entries)
+	slices.SortStableFunc(sorted, func(a, b any) int { return strings.Compare(key(a), key(b)) })
+	md["managedFields"] = sorted
 }
