@@ -270,3 +270,78 @@ func FuzzStrategicMergePatchStored(f *testing.F) {
 		fuzzPatchStored(t, s, "application/strategic-merge-patch+json", target, patch)
 	})
 }
+
+// kubeApplyError reports whether rec is kube-apiserver's answer to an
+// applied configuration that does not fit the kind's schema (a field of
+// the wrong type or not declared, a duplicate list key): a 500 with the
+// field manager's error and no reason (transcript apply-configmap). A
+// panic's 500 has reason InternalError.
+func kubeApplyError(rec *httptest.ResponseRecorder) bool {
+	var st metav1.Status
+	return rec.Code == http.StatusInternalServerError && json.Unmarshal(rec.Body.Bytes(), &st) == nil &&
+		st.Reason == "" && !strings.HasPrefix(st.Message, "internal error")
+}
+
+// FuzzApplyStored applies arbitrary configurations (YAML or JSON) to stored
+// objects with server-side apply, by one manager, forced or not.
+func FuzzApplyStored(f *testing.F) {
+	for i := range patchFuzzTargets {
+		for _, p := range []string{
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"k":"w"}}`,
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"replicas":3}}`,
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"c2","image":"x"}]}}}}`,
+			`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"status":{"replicas":1}}`,
+			`{"apiVersion":"fuzz.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"items":[{"name":"a","v":9}]}}`,
+			`{"apiVersion":"fuzz.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"items":[{"name":"a"},{"name":"a"}]}}`,
+			`{"apiVersion":"fuzz.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"color":"pink"},"status":{"replicas":"x"}}`,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","managedFields":[]}}`,
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}`,
+			`{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"cm"}}`,
+			`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"cm"}}`,
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  k: [1, 2]\n",
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: &a {k: *a}\n",
+			`[]`, `null`, `"x"`, `{}`, `- a`, `{"metadata":null}`,
+		} {
+			f.Add(uint8(i), false, p)
+			f.Add(uint8(i), true, p)
+		}
+	}
+	s := patchFuzzServer(f)
+	f.Fuzz(func(t *testing.T, target uint8, force bool, patch string) {
+		tg := patchFuzzTargets[int(target)%len(patchFuzzTargets)]
+		before := fuzzRequest(s, "GET", tg.objectPath(), "", "")
+		if before.Code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", tg.objectPath(), before.Code, before.Body)
+		}
+		path := tg.path + "?fieldManager=fuzz"
+		if force {
+			path += "&force=true"
+		}
+		rec := fuzzRequest(s, "PATCH", path, "application/apply-patch+yaml", patch)
+		if max := patchAnswerBound(len(patch), before.Body.Len()); rec.Body.Len() > max {
+			t.Fatalf("PATCH %s: %d with an answer of %d bytes, more than %d", path, rec.Code, rec.Body.Len(), max)
+		}
+		switch {
+		case rec.Code == http.StatusOK:
+			var u unstructured.Unstructured
+			if err := u.UnmarshalJSON(rec.Body.Bytes()); err != nil {
+				t.Fatalf("PATCH %s: 200 with a body that is not an object (%v): %.2000s", path, err, rec.Body)
+			}
+			if u.GetKind() != tg.kind || u.GetName() != nameOf(tg.path) || u.GetNamespace() != "default" {
+				t.Fatalf("PATCH %s: 200 with %s %s/%s", path, u.GetKind(), u.GetNamespace(), u.GetName())
+			}
+			restorePatchFuzzTarget(t, s, tg)
+		case rec.Code >= 400 && rec.Code < 500 || kubeApplyError(rec):
+			var st metav1.Status
+			if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || st.Kind != "Status" || st.Status != metav1.StatusFailure || int(st.Code) != rec.Code {
+				t.Fatalf("PATCH %s: %d with a body that is not its Status: %.2000s", path, rec.Code, rec.Body)
+			}
+			after := fuzzRequest(s, "GET", tg.objectPath(), "", "")
+			if !bytes.Equal(before.Body.Bytes(), after.Body.Bytes()) {
+				t.Fatalf("PATCH %s: %d %.500s changed the object:\nbefore %.2000s\nafter  %.2000s", path, rec.Code, rec.Body, before.Body, after.Body)
+			}
+		default:
+			t.Fatalf("PATCH %s: %d %.2000s", path, rec.Code, rec.Body)
+		}
+	})
+}
