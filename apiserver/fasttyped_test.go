@@ -60,7 +60,7 @@ var fastTypedCases = []struct {
 	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","name":"b"}}`, false},
 	{"/v1/configmaps", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}`, false},
 	{"/v1/configmaps", `{"kind":"ConfigMap","metadata":{"name":"a"}}`, false},
-	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]}}`, false},
+	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","managedFields":[{"manager":"m","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]}}`, true},
 	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","deletionGracePeriodSeconds":30,"deletionTimestamp":"2026-01-02T03:04:05Z"}}`, true},
 	{"/v1/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","deletionGracePeriodSeconds":null}}`, false},
 	{"/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"n"},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`, true},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -290,19 +291,13 @@ func (s *Server) manageFields(k *kind, sub string, obj, old map[string]any, wo *
 		keepManagedFields(obj, old)
 		return obj
 	}
-	fm, err := s.fieldManager(k, sub)
-	if err != nil {
-		s.opts.Logger.Error("apiserver: field manager", "resource", k.gvr.String(), "err", err)
-		keepManagedFields(obj, old)
-		return obj
+	if old != nil && k.convert == nil { // the fast path reads served paths in the stored form
+		if entries, ok := fastManagedFields(obj, old, wo.manager, k.apiVersion(), sub, time.Now()); ok {
+			meta(obj)["managedFields"] = entries
+			return obj
+		}
 	}
-	var live runtime.Object
-	if old == nil {
-		live = k.newStored()
-	} else {
-		live = &unstructured.Unstructured{Object: old}
-	}
-	out, err := fm.Update(live, &unstructured.Unstructured{Object: obj}, wo.manager)
+	out, err := s.updateManagedFields(k, sub, obj, old, wo.manager)
 	if err != nil {
 		// What kube-apiserver's UpdateNoErrors does, without its log line:
 		// an object that does not fit its schema (which validation then
@@ -311,11 +306,32 @@ func (s *Server) manageFields(k *kind, sub string, obj, old map[string]any, wo *
 		keepManagedFields(obj, old)
 		return obj
 	}
-	if u, ok := out.(*unstructured.Unstructured); ok {
-		return u.Object
+	return out
+}
+
+// updateManagedFields records an Update of old (nil: a create) into obj by
+// manager with k's field manager for sub, and returns the object the field
+// manager returns.
+func (s *Server) updateManagedFields(k *kind, sub string, obj, old map[string]any, manager string) (map[string]any, error) {
+	fm, err := s.fieldManager(k, sub)
+	if err != nil {
+		return nil, err
 	}
-	keepManagedFields(obj, old)
-	return obj
+	var live runtime.Object
+	if old == nil {
+		live = k.newStored()
+	} else {
+		live = &unstructured.Unstructured{Object: old}
+	}
+	out, err := fm.Update(live, &unstructured.Unstructured{Object: obj}, manager)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("field manager returned %T", out)
+	}
+	return u.Object, nil
 }
 
 // storedAPIVersion is the apiVersion of k's stored objects; the served one

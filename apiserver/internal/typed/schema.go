@@ -30,6 +30,7 @@ const (
 	mapShape // map with string keys
 	sliceShape
 	structShape
+	rawShape // metav1.FieldsV1: any JSON value but null, kept as it is
 )
 
 // Schema describes how values of one Go type decode from JSON and encode
@@ -59,6 +60,7 @@ type field struct {
 
 var (
 	timeType            = reflect.TypeFor[metav1.Time]()
+	fieldsV1Type        = reflect.TypeFor[metav1.FieldsV1]()
 	microTimeType       = reflect.TypeFor[metav1.MicroTime]()
 	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	jsonMarshalerType   = reflect.TypeFor[json.Marshaler]()
@@ -97,6 +99,11 @@ func newSchema(t reflect.Type, seen map[reflect.Type]*Schema) (*Schema, error) {
 		return s, nil
 	case t == microTimeType:
 		s.shape, s.layout = timeShape, metav1.RFC3339Micro
+		return s, nil
+	case t == fieldsV1Type:
+		// Its JSON methods keep the value's bytes: any value round trips
+		// (managedFields' field sets).
+		s.shape = rawShape
 		return s, nil
 	case t.Kind() != reflect.Pointer && customJSON(t):
 		// A pointer's own methods come from its element type's, handled
@@ -255,6 +262,8 @@ func (s *Schema) checkValue(v any, omit bool) bool {
 		}
 		b, err := base64.StdEncoding.DecodeString(x)
 		return err == nil && base64.StdEncoding.EncodeToString(b) == x
+	case rawShape:
+		return true // not null (above)
 	case timeShape:
 		x, ok := v.(string)
 		if !ok {

@@ -18,23 +18,25 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // sample has a field of every shape a Schema knows, and some it does not.
 type sample struct {
-	S      string            `json:"s"`
-	SO     string            `json:"so,omitempty"`
-	B      bool              `json:"b,omitempty"`
-	I8     int8              `json:"i8,omitempty"`
-	I      int64             `json:"i"`
-	U16    uint16            `json:"u16,omitempty"`
-	Data   []byte            `json:"data,omitempty"`
-	T      metav1.Time       `json:"t,omitempty"`
-	MT     *metav1.MicroTime `json:"mt,omitempty"`
-	P      *int32            `json:"p,omitempty"`
-	M      map[string]string `json:"m,omitempty"`
-	L      []inner           `json:"l,omitempty"`
-	In     inner             `json:"in"`
-	Z      inner             `json:"z,omitzero"`
-	Q      resource.Quantity `json:"q,omitempty"` // encodes itself: not known
-	F      float64           `json:"f,omitempty"` // not known
-	Skip   string            `json:"-"`
+	S      string                      `json:"s"`
+	SO     string                      `json:"so,omitempty"`
+	B      bool                        `json:"b,omitempty"`
+	I8     int8                        `json:"i8,omitempty"`
+	I      int64                       `json:"i"`
+	U16    uint16                      `json:"u16,omitempty"`
+	Data   []byte                      `json:"data,omitempty"`
+	T      metav1.Time                 `json:"t,omitempty"`
+	MT     *metav1.MicroTime           `json:"mt,omitempty"`
+	P      *int32                      `json:"p,omitempty"`
+	M      map[string]string           `json:"m,omitempty"`
+	L      []inner                     `json:"l,omitempty"`
+	In     inner                       `json:"in"`
+	Z      inner                       `json:"z,omitzero"`
+	Q      resource.Quantity           `json:"q,omitempty"` // encodes itself: not known
+	F      float64                     `json:"f,omitempty"` // not known
+	FV     *metav1.FieldsV1            `json:"fv,omitempty"`
+	MF     []metav1.ManagedFieldsEntry `json:"mf,omitempty"`
+	Skip   string                      `json:"-"`
 	hidden string
 	embedded
 }
@@ -134,6 +136,13 @@ var sampleCases = []struct {
 	{`{"e":"x"}`, true},
 	{`{"embedded":{"e":"x"}}`, false},
 	{`{"s":"a","s":"b"}`, false},
+	{`{"fv":{"f:a":{".":{},"f:b":{}}}}`, true},
+	{`{"fv":"x"}`, true},
+	{`{"fv":[1,2.5,{"k":null}]}`, true},
+	{`{"fv":null}`, false},
+	{`{"mf":[{"manager":"m","operation":"Update","apiVersion":"v1","time":"2026-01-02T03:04:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}]}`, true},
+	{`{"mf":[{"manager":"m","subresource":"status","fieldsV1":{}}]}`, true},
+	{`{"mf":[{"manager":"m","fieldsV1":null}]}`, false},
 }
 
 func TestCheck(t *testing.T) {
