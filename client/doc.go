@@ -44,6 +44,11 @@
 // patch), [MergeFromWithOptimisticLock] (one that carries the
 // resourceVersion: a Conflict if the object changed since it was read),
 // [StrategicMergeFrom] (lists merged by key, for built-in kinds), [RawPatch].
+// [Client.Apply] and Status().Apply send a server-side apply of an
+// [ApplyConfiguration] — client-go's typed apply configurations, or an
+// unstructured object through [ApplyConfigurationFromUnstructured] — under
+// the write's field manager ([FieldOwner] or Options.FieldOwner: one is
+// required), [ForceOwnership] to take conflicting fields over.
 // [Reader], [Writer], [StatusClient] and [ReadWriter] are the interfaces
 // *Client implements, for wrappers and fakes in unit tests. Errors from the server are *apierrors.StatusError, so
 // apierrors.IsNotFound, IsConflict and IsAlreadyExists work; [IgnoreNotFound]
