@@ -96,6 +96,16 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives request errors and lifecycle logs. Default discards.
 	Logger *slog.Logger
+	// LogRequests logs every request to Logger once it is answered, as
+	// kube-apiserver's httplog does: verb, URI, user, response code,
+	// latency, user agent, source address. Default false.
+	LogRequests bool
+	// CRDPaths are files and directories of CustomResourceDefinitions
+	// (ReadCRDs: YAML or JSON, as envtest's CRDDirectoryPaths) that New
+	// creates, each established, before it returns; a CRD that does not
+	// read, or that the server refuses (unknown fields included), fails New
+	// with an error naming its file, document and field. Default: none.
+	CRDPaths []string
 
 	// decodedMutation, when set, turns on the check of the rule that the
 	// entries of the decoded-object cache (decoded.go) are shared and never

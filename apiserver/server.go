@@ -118,6 +118,11 @@ func New(opts Options) (*Server, error) {
 	if err := s.bootstrapRBAC(); err != nil {
 		return nil, err
 	}
+	if len(opts.CRDPaths) > 0 {
+		if err := s.installCRDs(opts.CRDPaths); err != nil {
+			return nil, err
+		}
+	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s, nil
 }
@@ -323,7 +328,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	setDeadlines(rc, class, start.Add(timeout))
-	ar, err := s.authorize(r, s.authenticate(r))
+	id := s.authenticate(r)
+	if s.opts.LogRequests {
+		lw := &loggedResponse{ResponseWriter: w}
+		w = lw
+		defer s.logRequest(r, id, lw, start)
+	}
+	ar, err := s.authorize(r, id)
 	if err != nil {
 		// A refused request's body is never read: a 401 keeps no
 		// connection (who sent it may hold many), a 403 with a body to

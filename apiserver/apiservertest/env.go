@@ -97,7 +97,8 @@ func Real(t testing.TB) *Env {
 
 // Start returns an Env on the given target: a new embedded server started
 // with opts, or the shared real kube-apiserver (started on first use; opts
-// are ignored). Either way the Env has a fresh namespace.
+// are ignored but CRDPaths, whose CRDs are created there unless they exist
+// and waited for). Either way the Env has a fresh namespace.
 func Start(t testing.TB, target Target, opts Options) *Env {
 	t.Helper()
 	env := &Env{Target: target, t: t}
@@ -136,6 +137,11 @@ func Start(t testing.TB, target Target, opts Options) *Env {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if target == RealServer && len(opts.CRDPaths) > 0 {
+		if err := installCRDs(ctx, env.cfg, opts.CRDPaths); err != nil {
+			t.Fatalf("apiservertest: %v", err)
+		}
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: env.Namespace}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("apiservertest: create namespace %s on %s: %v", env.Namespace, target, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,9 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	token := fs.String("token", "", "bearer token clients must send (default: random)")
 	useTLS := fs.Bool("tls", true, "serve HTTPS with a self-signed certificate; kubectl sends the token only over TLS, so a kubeconfig needs it")
 	tokenFile := fs.String("token-auth-file", "", "authenticate the users of this file, in kube-apiserver's --token-auth-file format (token,user,uid,\"group1,group2\"); RBAC says what they may do")
-	verbose := fs.Bool("v", false, "log requests errors and lifecycle to stderr")
+	verbose := fs.Bool("v", false, "log every request (verb, URI, user, code, latency, user agent, as kube-apiserver's httplog), request errors and lifecycle to stderr")
+	var crds stringList
+	fs.Var(&crds, "crds", "create the CustomResourceDefinitions of this file or directory (YAML or JSON, as envtest's CRDDirectoryPaths) before serving; repeatable")
 	var opts apiserver.Options
 	limitFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
@@ -53,7 +56,9 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		opts.LogRequests = true
 	}
+	opts.CRDPaths = crds
 	srv, err := apiserver.New(opts)
 	if err != nil {
 		return err
@@ -134,5 +139,15 @@ func (f bytesFlag) Set(s string) error {
 		return fmt.Errorf("%s is not a whole number of bytes", s)
 	}
 	*f.p = n
+	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
 	return nil
 }

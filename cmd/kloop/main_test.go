@@ -15,6 +15,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -200,5 +202,63 @@ func TestAPIServerAddressInUse(t *testing.T) {
 	want := "another server listens on " + ln.Addr().String() + " (give another --addr, or 127.0.0.1:0 for any free port)"
 	if code != 1 || !strings.Contains(errOut.String(), want) {
 		t.Fatalf("code %d, stderr %q, want 1 and %q", code, errOut.String(), want)
+	}
+}
+
+// --crds creates the CRDs of files and directories before the server is
+// handed out, -v logs every request as kube-apiserver's httplog does, and
+// a bad CRD file stops the command with an error naming it.
+func TestAPIServerCRDsAndRequestLog(t *testing.T) {
+	dir := t.TempDir()
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmos.cmd.kloop.dev}
+spec:
+  group: cmd.kloop.dev
+  scope: Namespaced
+  names: {plural: gizmos, singular: gizmo, kind: Gizmo}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+`
+	if err := os.WriteFile(filepath.Join(dir, "gizmos.yaml"), []byte(crd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut testutil.SyncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"apiserver", "-v", "--crds", dir, "--kubeconfig-out", path}, &out, &errOut)
+	}()
+	testutil.Eventually(t, "the kubeconfig", func() bool { return strings.Contains(out.String(), "kubeconfig written") })
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.UserAgent = "crd-test/v1"
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gizmos := schema.GroupVersionResource{Group: "cmd.kloop.dev", Version: "v1", Resource: "gizmos"}
+	if _, err := dyn.Resource(gizmos).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("list gizmos: %v", err)
+	}
+	testutil.Eventually(t, "the request logged", func() bool {
+		return strings.Contains(errOut.String(), `msg=HTTP verb=GET URI=/apis/cmd.kloop.dev/v1/namespaces/default/gizmos user=kloop-admin resp=200`) &&
+			strings.Contains(errOut.String(), "userAgent=crd-test/v1")
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit code %d, stderr %q", code, errOut.String())
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(strings.Replace(crd, "scope: Namespaced", "scope: Galaxy", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out2, errOut2 testutil.SyncBuffer
+	if code := run(context.Background(), []string{"apiserver", "--crds", dir}, &out2, &errOut2); code == 0 || !strings.Contains(errOut2.String(), "broken.yaml, document 1") || !strings.Contains(errOut2.String(), "spec.scope") {
+		t.Fatalf("a bad CRD: exit %d, stderr %q", code, errOut2.String())
 	}
 }

@@ -1,0 +1,101 @@
+package apiservertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/apiserver"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// installCRDs creates the CRDs of paths (apiserver.ReadCRDs) on the server
+// of cfg, as the embedded server does with Options.CRDPaths: unknown fields
+// refused; one that exists is left as it is (the real server is shared by
+// the tests of a binary). It returns once each is Established and its
+// served versions are in discovery.
+func installCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
+	crds, err := apiserver.ReadCRDs(paths...)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		src := apiserver.CRDSource(crd)
+		_, err := dyn.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("CRD %s (%s): %w", crd.GetName(), src, err)
+		}
+	}
+	for _, crd := range crds {
+		var last error
+		for {
+			if last = crdReady(ctx, dyn, disc, crd); last == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("CRD %s not established: %w (last: %w)", crd.GetName(), context.Cause(ctx), last)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// crdReady returns nil once crd is Established and discovery lists its
+// resource in each served version.
+func crdReady(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, crd *unstructured.Unstructured) error {
+	got, err := dyn.Resource(crdResource).Get(ctx, crd.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+	established := false
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		established = established || ok && m["type"] == "Established" && m["status"] == "True"
+	}
+	if !established {
+		return errors.New("not Established yet")
+	}
+	group, _, _ := unstructured.NestedString(got.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(got.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(got.Object, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if served, _ := m["served"].(bool); !served {
+			continue
+		}
+		name, _ := m["name"].(string)
+		list, err := disc.ServerResourcesForGroupVersion(group + "/" + name)
+		if err != nil {
+			return fmt.Errorf("discovery of %s/%s: %w", group, name, err)
+		}
+		found := false
+		for _, r := range list.APIResources {
+			found = found || r.Name == plural
+		}
+		if !found {
+			return fmt.Errorf("discovery of %s/%s lacks %s", group, name, plural)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package apiserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"kloop.dev/kloop/apiserver/internal/apiext"
+)
+
+// maxCRDFile bounds what ReadCRDs reads of one file.
+const maxCRDFile = 16 << 20
+
+// ReadCRDs reads the CustomResourceDefinitions in paths, as envtest's
+// CRDDirectoryPaths does: each path is a file or a directory (its files
+// ending in .yaml, .yml or .json, not its subdirectories, in name order);
+// a file holds YAML documents separated by "---", or JSON. Documents of
+// other kinds, and empty ones, are skipped. A path that does not exist, a
+// file past 16 MiB, a document that does not decode, or a CRD of
+// apiextensions.k8s.io/v1beta1 (no longer served) is an error that names
+// the file and the document's place in it.
+func ReadCRDs(paths ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, p := range paths {
+		files, err := crdFiles(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			crds, err := readCRDFile(f)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, crds...)
+		}
+	}
+	return out, nil
+}
+
+// crdFiles lists the files of path (itself, or a directory's).
+func crdFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD path: %w", err)
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD path: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// readCRDFile reads the CRDs of one file.
+func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("CRD file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxCRDFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("CRD file %s: %w", path, err)
+	}
+	if len(data) > maxCRDFile {
+		return nil, fmt.Errorf("CRD file %s: larger than %d bytes", path, maxCRDFile)
+	}
+	var out []*unstructured.Unstructured
+	rd := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for doc := 1; ; doc++ {
+		var m map[string]any
+		err := rd.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("CRD file %s, document %d: %w", path, doc, err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		switch u.GetAPIVersion() {
+		case apiext.GroupName + "/v1":
+		case apiext.GroupName + "/v1beta1":
+			return nil, fmt.Errorf("CRD file %s, document %d (%s): apiextensions.k8s.io/v1beta1 is not served since Kubernetes 1.22; write it as apiextensions.k8s.io/v1", path, doc, u.GetName())
+		default:
+			return nil, fmt.Errorf("CRD file %s, document %d (%s): apiVersion %q is not apiextensions.k8s.io/v1", path, doc, u.GetName(), u.GetAPIVersion())
+		}
+		u.SetAnnotations(withSource(u.GetAnnotations(), path, doc))
+		out = append(out, u)
+	}
+}
+
+// crdSourceAnnotation records, on a CRD read by ReadCRDs while it is being
+// installed, where it came from (removed before it is stored).
+const crdSourceAnnotation = "kloop.dev/crd-source"
+
+func withSource(a map[string]string, path string, doc int) map[string]string {
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[crdSourceAnnotation] = fmt.Sprintf("%s, document %d", path, doc)
+	return a
+}
+
+// CRDSource returns where ReadCRDs read crd ("file, document n"), and
+// removes that record from it.
+func CRDSource(crd *unstructured.Unstructured) string {
+	a := crd.GetAnnotations()
+	src := a[crdSourceAnnotation]
+	if src == "" {
+		return "?"
+	}
+	delete(a, crdSourceAnnotation)
+	if len(a) == 0 {
+		a = nil
+	}
+	crd.SetAnnotations(a)
+	return src
+}
+
+// installCRDs creates the CRDs of Options.CRDPaths, each established when
+// its create returns.
+func (s *Server) installCRDs(paths []string) error {
+	crds, err := ReadCRDs(paths...)
+	if err != nil {
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	k := s.reg.get(crdGVR)
+	for _, crd := range crds {
+		src := CRDSource(crd)
+		body, err := crd.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("apiserver: CRD %s (%s): %w", crd.GetName(), src, err)
+		}
+		wo := &writeOpts{fieldValidation: "Strict"}
+		obj, err := s.decodeStored(k, body, wo)
+		if err == nil {
+			_, err = s.create(k, obj, "", wo)
+		}
+		if err != nil {
+			return fmt.Errorf("apiserver: CRD %s (%s): %w", crd.GetName(), src, err)
+		}
+	}
+	return nil
+}
