@@ -540,6 +540,11 @@ func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
 	if !selector.Matches(set) {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), tl, "`selector` does not match template `labels`")}
 	}
+	// The pod template's spec, as kube's pod spec validation: at least one
+	// container (null and [] alike).
+	if jsontree.Len(o, "spec", "template", "spec", "containers") == 0 {
+		return field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers"), "")}
+	}
 	return nil
 }
 

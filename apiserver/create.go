@@ -76,8 +76,10 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 	} else {
 		delete(m, "namespace")
 	}
-	if rv := u.GetResourceVersion(); rv != "" {
-		// kube-apiserver's storage refuses it, with a 500.
+	sentRV := u.GetResourceVersion()
+	if sentRV != "" && !wo.dryRun {
+		// kube-apiserver's storage refuses it, with a 500; a dry run never
+		// reaches the storage, and answers with it.
 		return nil, serverError(errors.New("resourceVersion should not be set on objects to be created"))
 	}
 	generate := u.GetName() == "" && u.GetGenerateName() != ""
@@ -154,7 +156,11 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 			if err != nil {
 				return nil, err
 			}
-			delete(meta(obj), "resourceVersion")
+			if sentRV != "" {
+				meta(obj)["resourceVersion"] = sentRV
+			} else {
+				delete(meta(obj), "resourceVersion")
+			}
 			enc.Data, err = json.Marshal(obj)
 			return enc, err
 		}

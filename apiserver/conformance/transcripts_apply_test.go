@@ -81,3 +81,18 @@ var applyTranscripts = []transcript{
 		tr.Get(gadgets + "/g").Want(http.StatusOK)
 	}},
 }
+
+// writeEdgeTranscripts: writes a controller-runtime suite hit that the
+// server answered otherwise than kube-apiserver.
+var writeEdgeTranscripts = []transcript{
+	{"dry-run-create-with-resource-version", func(tr *T) {
+		tr.Post(cms+"?dryRun=All", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","resourceVersion":"12345"},"data":{"a":"b"}}`).Want(http.StatusCreated)
+		tr.Get(cms + "/d").Want(http.StatusNotFound)
+		tr.Post(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d","resourceVersion":"12345"}}`).Want(http.StatusInternalServerError)
+	}},
+	{"deployment-null-containers", func(tr *T) {
+		tr.Post(deploys, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"n"},"spec":{"selector":{"matchLabels":{"app":"n"}},"template":{"metadata":{"labels":{"app":"n"}},"spec":{"containers":null}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(deploys, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"e"},"spec":{"selector":{"matchLabels":{"app":"n"}},"template":{"metadata":{"labels":{"app":"n"}},"spec":{"containers":[]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":null}}`).Want(http.StatusUnprocessableEntity)
+	}},
+}
