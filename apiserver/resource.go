@@ -149,6 +149,21 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name s
 	if t, ok := wantsTable(r); ok {
 		return s.writeTable(w, k, []*storage.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion)}, t)
 	}
+	if md, ok := wantsMetadata(r); ok {
+		if md.list {
+			return md.notAcceptable(k, false)
+		}
+		m, err := s.served(k, o)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(md.of(m))
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, b)
+		return nil
+	}
 	b, err := s.output(k, o)
 	if err != nil {
 		return err
@@ -290,6 +305,25 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	}
 	if t, ok := wantsTable(r); ok {
 		return s.writeTable(w, k, res.Objects, lm, t)
+	}
+	if md, ok := wantsMetadata(r); ok {
+		if !md.list {
+			return md.notAcceptable(k, true)
+		}
+		items := make([]any, len(res.Objects))
+		for i, o := range res.Objects {
+			m, err := s.served(k, o)
+			if err != nil {
+				return err
+			}
+			items[i] = md.of(m)
+		}
+		b, err := json.Marshal(map[string]any{"apiVersion": md.apiVersion(), "kind": "PartialObjectMetadataList", "metadata": lm, "items": items})
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, b)
+		return nil
 	}
 	metaJSON, err := json.Marshal(lm)
 	if err != nil {

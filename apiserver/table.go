@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -127,4 +128,66 @@ func (s *Server) writeTable(w http.ResponseWriter, k *kind, objs []*storage.Obje
 	}
 	writeJSON(w, http.StatusOK, b) // kube-apiserver serves Tables as plain application/json
 	return nil
+}
+
+// metadataOnly is a request's metadata-only form (client-go's metadata
+// client): the Accept header's first media type with as=PartialObjectMetadata
+// or as=PartialObjectMetadataList (g=meta.k8s.io, v=v1 or v1beta1).
+type metadataOnly struct {
+	list    bool   // PartialObjectMetadataList
+	version string // of meta.k8s.io
+}
+
+// wantsMetadata reports whether r asks for metadata-only objects.
+func wantsMetadata(r *http.Request) (metadataOnly, bool) {
+	accept := r.Header.Get("Accept")
+	if !strings.Contains(accept, "as=PartialObjectMetadata") {
+		return metadataOnly{}, false
+	}
+	for _, mt := range strings.Split(accept, ",") {
+		params := map[string]string{}
+		for _, p := range strings.Split(mt, ";")[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			params[k] = v
+		}
+		if params["g"] != "meta.k8s.io" || params["v"] != "v1" && params["v"] != "v1beta1" {
+			continue
+		}
+		switch params["as"] {
+		case "PartialObjectMetadata":
+			return metadataOnly{version: params["v"]}, true
+		case "PartialObjectMetadataList":
+			return metadataOnly{list: true, version: params["v"]}, true
+		}
+	}
+	return metadataOnly{}, false
+}
+
+// apiVersion is meta.k8s.io's, in the version asked for.
+func (m metadataOnly) apiVersion() string { return "meta.k8s.io/" + m.version }
+
+// of is obj (served form) as a PartialObjectMetadata.
+func (m metadataOnly) of(obj map[string]any) map[string]any {
+	return map[string]any{"apiVersion": m.apiVersion(), "kind": "PartialObjectMetadata", "metadata": obj["metadata"]}
+}
+
+// notAcceptable is kube-apiserver's 406 for a metadata-only form that does
+// not fit what is read (one object, or a list).
+func (m metadataOnly) notAcceptable(k *kind, list bool) error {
+	pkg := "unstructured"
+	if k.crd == nil {
+		pkg = internalPackage(k.gvr.Group)
+	}
+	typ := "*" + pkg + "." + k.kind
+	if list {
+		typ += "List"
+		return notAcceptableError("you requested PartialObjectMetadata, but the requested object is a list (" + typ + ")")
+	}
+	return notAcceptableError("you requested PartialObjectMetadataList, but the requested object is not a list (" + typ + ")")
+}
+
+func notAcceptableError(msg string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable, Message: msg,
+	}}
 }

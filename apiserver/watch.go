@@ -77,6 +77,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 		}
 	}
 	table, isTable := wantsTable(r)
+	md, isMeta := wantsMetadata(r)
+	if isMeta && md.list {
+		return md.notAcceptable(k, true)
+	}
+	if !isMeta {
+		md = metadataOnly{}
+	}
 	watcher, err := s.store.Watch(k.storageResource, opts)
 	expired := errors.Is(err, storage.ErrExpired)
 	if err != nil && !expired {
@@ -123,7 +130,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 			}
 			return nil // end of the stream; the client re-watches from its last revision
 		}
-		frame, err := s.frame(&buf, k, ev, table, isTable)
+		frame, err := s.frame(&buf, k, ev, table, isTable, md)
 		if err != nil {
 			s.opts.Logger.Error("apiserver: encoding a watch event", "resource", k.gvr.String(), "err", err)
 			return nil
@@ -163,8 +170,8 @@ const slowClientTimeout = 30 * time.Second
 
 // frame returns the wire form of one event: the shared pre-encoded frame when
 // the stored form is the served form, else an encoding into buf.
-func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tableOptions, isTable bool) ([]byte, error) {
-	if ev.Type != storage.Bookmark && !isTable && !ev.LeftSelection && k.servesAsIs(ev.Object) {
+func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tableOptions, isTable bool, md metadataOnly) ([]byte, error) {
+	if ev.Type != storage.Bookmark && !isTable && md.version == "" && !ev.LeftSelection && k.servesAsIs(ev.Object) {
 		return ev.Frame(), nil
 	}
 	buf.Reset()
@@ -177,7 +184,11 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 		if ev.InitialEventsEnd {
 			m["annotations"] = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		}
-		b, err := json.Marshal(map[string]any{"kind": k.kind, "apiVersion": k.apiVersion(), "metadata": m})
+		kind, apiVersion := k.kind, k.apiVersion()
+		if md.version != "" {
+			kind, apiVersion = "PartialObjectMetadata", md.apiVersion()
+		}
+		b, err := json.Marshal(map[string]any{"kind": kind, "apiVersion": apiVersion, "metadata": m})
 		if err != nil {
 			return nil, err
 		}
@@ -201,6 +212,9 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 			}
 			break
 		}
+		if md.version != "" {
+			m = md.of(m)
+		}
 		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, err
@@ -210,6 +224,16 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 		if err := s.writeTableRow(buf, k, ev.Object, ev.Revision, table); err != nil {
 			return nil, err
 		}
+	case md.version != "":
+		m, err := s.served(k, ev.Object)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(md.of(m))
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(b)
 	default:
 		b, err := s.output(k, ev.Object)
 		if err != nil {

@@ -133,6 +133,23 @@ func (tr *T) GetTable(path string) *Resp {
 	return tr.Do(http.MethodGet, path, "", "")
 }
 
+// GetAs issues a GET with the given Accept header (a metadata-only read,
+// a protobuf one), recording the response's Content-Type with it.
+func (tr *T) GetAs(path, accept string) *Resp {
+	tr.t.Helper()
+	tr.accept = accept
+	defer func() { tr.accept = "" }()
+	return tr.Do(http.MethodGet, path, "", "")
+}
+
+// WatchAs is Watch with the given Accept header.
+func (tr *T) WatchAs(path, accept string, stop func(events []map[string]any) bool) *Resp {
+	tr.t.Helper()
+	tr.accept = accept
+	defer func() { tr.accept = "" }()
+	return tr.Watch(path, stop)
+}
+
 // Post creates.
 func (tr *T) Post(path, body string) *Resp {
 	return tr.Do(http.MethodPost, path, "application/json", body)
@@ -228,6 +245,9 @@ func (tr *T) Watch(path string, stop func(events []map[string]any) bool) *Resp {
 		tr.t.Fatalf("%s: %v", step, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if tr.accept != "" {
+		req.Header.Set("Accept", tr.accept)
+	}
 	resp, err := tr.fx.client.Do(req)
 	if err != nil {
 		tr.t.Fatalf("%s: %s: %v", tr.fx.target, step, err)
