@@ -287,6 +287,9 @@ func managerName(fieldManager, userAgent string) string {
 // writes carry over what was recorded. It returns obj, or the object the
 // field manager returned in its place.
 func (s *Server) manageFields(k *kind, sub string, obj, old map[string]any, wo *writeOpts) map[string]any {
+	if wo.keepManagedFields {
+		return obj
+	}
 	if !wo.manage || !k.managesFields() {
 		keepManagedFields(obj, old)
 		return obj

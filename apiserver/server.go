@@ -115,6 +115,9 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("apiserver: namespace %s: %w", name, err)
 		}
 	}
+	if err := s.createKubernetesService(); err != nil {
+		return nil, err
+	}
 	if err := s.bootstrapRBAC(); err != nil {
 		return nil, err
 	}
@@ -233,6 +236,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.url = scheme + "://" + clientAddr(ln.Addr())
 	s.mu.Unlock()
+	s.pointKubernetesService(ln.Addr())
 
 	reqCtx, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRequests()

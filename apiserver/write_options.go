@@ -42,6 +42,9 @@ type writeOpts struct {
 	// applied: the object already went through the field manager (an
 	// apply that creates), so create does not record it again.
 	applied bool
+	// keepManagedFields: a write of the server's own whose object carries
+	// the managedFields to store (what kube-apiserver records for itself).
+	keepManagedFields bool
 }
 
 // summary is kube-apiserver's summary of a request body that did not

@@ -41,6 +41,8 @@ import (
 //   - spec.clusterIP / spec.clusterIPs of Services → "<cluster-ip>" when they
 //     are IP addresses: allocated at random from a range each server is
 //     configured with (--service-cluster-ip-range).
+//   - The target port of the kubernetes Service in default → "<apiserver-port>":
+//     each server's own port, random on both.
 //   - Table cells of the Age, Last Seen and First Seen columns → "<age>" (wall clock rounded to the
 //     second) and of the Cluster-IP column → "<cluster-ip>" (as above).
 //   - metadata.continue → "<continue>" when not empty: the token is opaque
@@ -264,6 +266,14 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 					for i, ip := range ips {
 						if s, ok := ip.(string); ok && isIP(s) {
 							ips[i] = "<cluster-ip>"
+						}
+					}
+				}
+				if md["name"] == "kubernetes" && md["namespace"] == "default" {
+					ports, _ := spec["ports"].([]any)
+					for _, p := range ports {
+						if pm, ok := p.(map[string]any); ok {
+							pm["targetPort"] = "<apiserver-port>"
 						}
 					}
 				}

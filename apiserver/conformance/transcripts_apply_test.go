@@ -117,3 +117,10 @@ var metadataTranscripts = []transcript{
 		tr.WatchAs(cms+"?watch=1&resourceVersion="+a.RV(), one, Events(1)).Want(http.StatusOK)
 	}},
 }
+
+// selfTranscripts: what kube-apiserver creates for itself.
+var selfTranscripts = []transcript{
+	{"kubernetes-service", func(tr *T) {
+		tr.Get("/api/v1/namespaces/default/services/kubernetes").Want(http.StatusOK)
+	}},
+}
