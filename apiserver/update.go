@@ -192,7 +192,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 				delete(m, f)
 			}
 		}
-	case k.status:
+	case k.status && ri.subresource != "binding": // a pod's binding writes its status (podsubresources.go)
 		// The main resource ignores the status.
 		if st, ok := old["status"]; ok {
 			obj["status"] = runtime.DeepCopyJSONValue(st)
@@ -245,7 +245,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if ri.subresource == "" {
 		wo.strategyWarnings(k, obj)
 	}
-	if _, ok := om["generation"]; ok && (specChanged(k, obj, old) ||
+	if _, ok := om["generation"]; ok && ri.subresource != "binding" && (specChanged(k, obj, old) ||
 		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"])) {
 		m["generation"] = jsontree.Int(old, "metadata", "generation") + 1
 	}

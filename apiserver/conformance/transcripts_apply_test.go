@@ -124,3 +124,26 @@ var selfTranscripts = []transcript{
 		tr.Get("/api/v1/namespaces/default/services/kubernetes").Want(http.StatusOK)
 	}},
 }
+
+// podSubresourceTranscripts: the pod subresources controllers write.
+var podSubresourceTranscripts = []transcript{
+	{"pod-eviction", func(tr *T) {
+		tr.Post(pods, podBody).Want(http.StatusCreated)
+		ev := `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p"}}`
+		tr.Post(pods+"/other/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}`).Want(http.StatusNotFound)
+		tr.Post(pods+"/p/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"q"}}`).Want(http.StatusBadRequest)
+		tr.Post(pods+"/p/eviction", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p"}}`).Want(http.StatusBadRequest)
+		tr.Post(pods+"/p/eviction", `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"p"},"deleteOptions":{"dryRun":["All"]}}`).Want(http.StatusCreated)
+		tr.Get(pods + "/p").Want(http.StatusOK)
+		tr.Post(pods+"/p/eviction", ev).Want(http.StatusCreated)
+		tr.Get(pods + "/p").Want(http.StatusNotFound)
+	}},
+	{"pod-binding", func(tr *T) {
+		tr.Post(pods, podBody).Want(http.StatusCreated)
+		tr.Post(pods+"/p/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":""}}`).Want(http.StatusInternalServerError) // kube's binding storage
+		tr.Post(pods+"/p/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p","annotations":{"a":"b"}},"target":{"kind":"Node","name":"n1"}}`).Want(http.StatusCreated)
+		tr.Get(pods + "/p").Want(http.StatusOK)
+		tr.Post(pods+"/p/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":"n2"}}`).Want(http.StatusConflict)
+		tr.Post(pods+"/missing/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"missing"},"target":{"kind":"Node","name":"n1"}}`).Want(http.StatusNotFound)
+	}},
+}
