@@ -130,7 +130,20 @@ func (s *Server) authenticate(r *http.Request) *identity {
 	if !ok {
 		return nil
 	}
-	return s.users.lookup(token)
+	return s.authenticateToken(token)
+}
+
+// authenticateToken returns the user of a bearer token: a user's
+// (Options.Users, AddUser) or a ServiceAccount's (satoken.go); nil when
+// it is neither.
+func (s *Server) authenticateToken(token string) *identity {
+	if u := s.users.lookup(token); u != nil {
+		return u
+	}
+	if strings.Count(token, ".") == 2 {
+		return s.serviceAccountUser(token)
+	}
+	return nil
 }
 
 // ReadTokenFile reads a token file in the format of kube-apiserver's

@@ -27,7 +27,7 @@ func (s *Server) servePodSubresourceWrite(w http.ResponseWriter, r *http.Request
 	if r.Method != http.MethodPost {
 		return methodNotAllowed()
 	}
-	body, err := readBody(r)
+	body, _, err := s.readObjectBody(r, map[string]string{"eviction": "Eviction", "binding": "Binding"}[ri.subresource])
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 			s.notFound(w, r)
 			return
 		}
+	case "token":
+		if k.gvr.Resource != "serviceaccounts" || k.gvr.Group != "" || ri.name == "" || ri.namespace == "" || ri.watchPath {
+			s.notFound(w, r)
+			return
+		}
+		if err := s.serveTokenRequest(w, r, ri); err != nil {
+			writeError(w, err, gr, ri.name)
+		}
+		return
 	case "eviction", "binding":
 		if k.gvr != podGVR || ri.name == "" || ri.namespace == "" || ri.watchPath {
 			s.notFound(w, r)

@@ -299,7 +299,7 @@ func tokenReview(rc *reviewCall) (map[string]any, error) {
 	st := map[string]any{"user": map[string]any{}}
 	var u *identity
 	if token, ok := bearerToken("Bearer " + spec.Token); ok && (len(spec.Audiences) == 0 || slices.Contains(spec.Audiences, apiAudience)) {
-		u = rc.s.users.lookup(token)
+		u = rc.s.authenticateToken(token)
 	}
 	if u == nil {
 		st["error"] = "invalid bearer token"

@@ -39,6 +39,7 @@ type Server struct {
 	// protobuf decodes request bodies sent as protobuf.
 	protobuf protobufDecoder
 	openapi  *openAPI
+	saTokens *saTokens // signs and verifies ServiceAccount tokens (satoken.go)
 	// builtinTypes is the field managers' schema of the built-in kinds,
 	// parsed at the first write that records managers (managedfields.go).
 	builtinTypesOnce sync.Once
@@ -51,6 +52,10 @@ type Server struct {
 	scaleFMOnce sync.Once
 	scaleFM     *managedfields.FieldManager
 	scaleFMErr  error
+	// tokenFM records the managers of TokenRequests, likewise.
+	tokenFMOnce sync.Once
+	tokenFM     *managedfields.FieldManager
+	tokenFMErr  error
 	crdMu            sync.Mutex // serializes syncCRD, so the registry follows the store's order
 	ips              *ipAllocator
 	// decoded caches the decoded form of recently written objects for
@@ -95,6 +100,9 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator(), decoded: newDecodedCache(opts.decodedMutation)}
 	s.limits = newInflightLimits(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MaxWatches)
 	if err := s.initAuth(); err != nil {
+		return nil, err
+	}
+	if s.saTokens, err = newSATokens(); err != nil {
 		return nil, err
 	}
 	s.reg.add(builtinKinds()...)

@@ -41,6 +41,9 @@ import (
 //   - spec.clusterIP / spec.clusterIPs of Services → "<cluster-ip>" when they
 //     are IP addresses: allocated at random from a range each server is
 //     configured with (--service-cluster-ip-range).
+//   - The token of a TokenRequest → "<token>", and a token's credential-id
+//     ("JTI=…") in a SelfSubjectReview → "JTI=<jti>": signed by each
+//     server's own key, with random IDs.
 //   - The target port of the kubernetes Service in default → "<apiserver-port>":
 //     each server's own port, random on both.
 //   - Table cells of the Age, Last Seen and First Seen columns → "<age>" (wall clock rounded to the
@@ -209,6 +212,23 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 	out := n.generic(m).(map[string]any)
 	md, _ := out["metadata"].(map[string]any)
 	rawMD, _ := m["metadata"].(map[string]any)
+	// Tokens and their IDs: random by definition.
+	if m["kind"] == "TokenRequest" {
+		if st, ok := out["status"].(map[string]any); ok {
+			if _, ok := st["token"].(string); ok {
+				st["token"] = "<token>"
+			}
+		}
+	}
+	if m["kind"] == "SelfSubjectReview" {
+		if ids, ok := jsonPath(out, "status", "userInfo", "extra", "authentication.kubernetes.io/credential-id").([]any); ok {
+			for i, id := range ids {
+				if s, ok := id.(string); ok && strings.HasPrefix(s, "JTI=") {
+					ids[i] = "JTI=<jti>"
+				}
+			}
+		}
+	}
 	switch {
 	case m["kind"] == "Status":
 		if reason, _ := m["reason"].(string); slices.Contains([]string{"Conflict", "Expired", "Gone", "Timeout"}, reason) {
@@ -491,4 +511,16 @@ func sortManagedFields(md map[string]any) {
 	sorted := slices.Clone(entries)
 	slices.SortStableFunc(sorted, func(a, b any) int { return strings.Compare(key(a), key(b)) })
 	md["managedFields"] = sorted
+}
+
+// jsonPath returns the value at path in v (nil when absent).
+func jsonPath(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }
