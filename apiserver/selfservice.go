@@ -49,7 +49,7 @@ func (s *Server) createKubernetesService() error {
 			"type": "ClusterIP", "clusterIP": kubernetesServiceIP, "clusterIPs": []any{kubernetesServiceIP},
 			"ipFamilies": []any{"IPv4"}, "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster",
 			"sessionAffinity": "None",
-			"ports": []any{map[string]any{"name": "https", "port": int64(443), "protocol": "TCP", "targetPort": int64(443)}},
+			"ports":           []any{map[string]any{"name": "https", "port": int64(443), "protocol": "TCP", "targetPort": int64(443)}},
 		},
 	}
 	// The server's own write: it keeps the managedFields it carries.

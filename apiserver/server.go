@@ -56,8 +56,8 @@ type Server struct {
 	tokenFMOnce sync.Once
 	tokenFM     *managedfields.FieldManager
 	tokenFMErr  error
-	crdMu            sync.Mutex // serializes syncCRD, so the registry follows the store's order
-	ips              *ipAllocator
+	crdMu       sync.Mutex // serializes syncCRD, so the registry follows the store's order
+	ips         *ipAllocator
 	// decoded caches the decoded form of recently written objects for
 	// their next update.
 	decoded *decodedCache
