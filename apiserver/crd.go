@@ -33,7 +33,10 @@ type crdServing struct {
 	schema   *apiext.Structural // nil without a schema
 	// schemaProps is the version's openAPIV3Schema, for OpenAPI documents.
 	schemaProps *apiext.JSONSchemaProps
-	columns     *apiext.Columns
+	// cel holds the compiled x-kubernetes-validations rules of
+	// schemaProps (cel.go); never nil.
+	cel     *celRules
+	columns *apiext.Columns
 	// terminating: the CRD is being deleted; creates are refused.
 	terminating bool
 	// gone is closed when the kind stops being served (its CRD deleted, or
@@ -113,7 +116,7 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			generation:      true,
 			nameValidation:  apivalidation.NameIsDNSSubdomain,
 			fields:          fields,
-			crd:             &crdServing{crdName: crd.Name, versions: versions},
+			crd:             &crdServing{crdName: crd.Name, versions: versions, cel: &celRules{}},
 			// Custom resources take no unconditional update.
 			requireResourceVersion: true,
 		}
@@ -185,7 +188,11 @@ func crdKind(k *kind) {
 			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
 		}
 		apiext.SetDefaults(crd)
-		return apiext.ValidateCRD(crd)
+		errs := apiext.ValidateCRD(crd)
+		if len(errs) == 0 {
+			errs = celRuleErrors(obj) // kube-apiserver's compilation of the rules
+		}
+		return errs
 	}
 	k.validateUpdate = func(obj, old map[string]any) field.ErrorList {
 		crd, err := decodeCRD(obj)

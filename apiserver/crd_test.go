@@ -276,10 +276,15 @@ func testCustomResources(t *testing.T, env *apiservertest.Env) {
 		}
 		return nil
 	})
-	w2, err := widgets.Get(ctx, "w2", metav1.GetOptions{})
-	if err != nil || w2.GetDeletionTimestamp() == nil {
-		t.Fatalf("w2 should be terminating: %v", err)
-	}
+	// kube-apiserver's finalizer deletes the objects one by one: w2 may be
+	// marked a moment after w1 is gone.
+	testutil.Eventually(t, "w2 terminating", func() error {
+		w2, err := widgets.Get(ctx, "w2", metav1.GetOptions{})
+		if err != nil || w2.GetDeletionTimestamp() == nil {
+			return fmt.Errorf("w2 should be terminating: %v", err)
+		}
+		return nil
+	})
 	if _, err := widgets.Create(ctx, widget(group, "w3", "red"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("create while the CRD terminates: %v", err)
 	}

@@ -85,6 +85,11 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 		if k.scale != nil {
 			errs = append(errs, k.scale.check(u.Object)...)
 		}
+		var oldObj map[string]any
+		if old != nil {
+			oldObj = old.Object
+		}
+		errs = append(errs, k.crd.cel.validate(k.crd.schemaProps, u.Object, oldObj, errs)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, u.GetName(), errs)
