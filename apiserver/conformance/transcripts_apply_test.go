@@ -3,8 +3,8 @@ package conformance
 import (
 	"fmt"
 	"io"
-	"strings"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -190,7 +190,9 @@ var celTranscripts = []transcript{
 		// The CRD's create and delete are set-up, not recorded: kube-apiserver
 		// answers the create before its controllers establish the CRD (the
 		// customresource-definition transcript compares the CRD itself).
-		tr.unrecorded(func() { tr.Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).Want(http.StatusCreated) })
+		tr.unrecorded(func() {
+			tr.Post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).Want(http.StatusCreated)
+		})
 		tr.awaitServed("/apis/{group}/v1/namespaces/{ns}/rules")
 		rules := "/apis/{group}/v1/namespaces/{ns}/rules"
 		obj := func(name, spec string) string {
@@ -205,7 +207,9 @@ var celTranscripts = []transcript{
 		tr.Patch(rules+"/a", "merge", `{"spec":{"max":9}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(rules+"/a", "merge", `{"spec":{"id":"2"}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(rules+"/a", "merge", `{"spec":{"mode":"open","max":9}}`).Want(http.StatusOK)
-		tr.unrecorded(func() { tr.Delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rules.{group}", "").Want(http.StatusOK) })
+		tr.unrecorded(func() {
+			tr.Delete("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/rules.{group}", "").Want(http.StatusOK)
+		})
 		// Rules are compiled when the CRD is written: one that does not
 		// compile, or refers to what is not there, refuses the CRD.
 		for i, rule := range []string{"self.min <=", "self.nothing == 1", "self.min == 'a'"} {
