@@ -26,7 +26,8 @@
 // # Adding a transcript
 //
 // Append to one of the parts of transcripts (transcripts_test.go,
-// transcripts_edges_test.go, transcripts_rbac_test.go) a name and a function that
+// transcripts_edges_test.go, transcripts_rbac_test.go,
+// transcripts_apply_test.go, …) a name and a function that
 // issues requests through *T: Get, GetTable (a meta.k8s.io Table, as
 // kubectl get asks; the Content-Type is recorded too), Post, Put, Patch (merge, json,
 // strategic, or any content type), Delete (with DeleteOptions as body),
@@ -63,9 +64,11 @@
 // placeholders; Service cluster IPs become <cluster-ip> (random, from each
 // server's configured range), in objects and Table cells; Table cells of
 // Age, Last Seen and First Seen become <age> (wall clock, to the second);
-// continue tokens become <continue>
-// (opaque); managedFields are removed (the embedded server does not
-// implement server-side apply yet). Watch bookmarks are kept only when they
+// continue tokens become <continue> (opaque); managedFields entries are
+// sorted without their times (kube-apiserver orders them by the second of
+// their time); TokenRequest tokens and their credential IDs, and the
+// kubernetes Service's target port (each server's own), become
+// placeholders. Watch bookmarks are kept only when they
 // end the initial events of a watch-list: kube-apiserver sends the others
 // on its own timer. Status codes, Status reasons, messages and details,
 // Warning headers, defaults, generations, list metadata and watch events
