@@ -16,6 +16,13 @@ import (
 	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
+// CRDDocument is a CustomResourceDefinition ReadCRDs read, and where.
+type CRDDocument struct {
+	// Source is "file, document n", for errors about the CRD.
+	Source string
+	CRD    *unstructured.Unstructured
+}
+
 // maxCRDFile bounds what ReadCRDs reads of one file.
 const maxCRDFile = 16 << 20
 
@@ -27,8 +34,8 @@ const maxCRDFile = 16 << 20
 // file past 16 MiB, a document that does not decode, or a CRD of
 // apiextensions.k8s.io/v1beta1 (no longer served) is an error that names
 // the file and the document's place in it.
-func ReadCRDs(paths ...string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
+func ReadCRDs(paths ...string) ([]CRDDocument, error) {
+	var out []CRDDocument
 	for _, p := range paths {
 		files, err := crdFiles(p)
 		if err != nil {
@@ -72,7 +79,7 @@ func crdFiles(path string) ([]string, error) {
 }
 
 // readCRDFile reads the CRDs of one file.
-func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
+func readCRDFile(path string) ([]CRDDocument, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("CRD file: %w", err)
@@ -85,7 +92,7 @@ func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
 	if len(data) > maxCRDFile {
 		return nil, fmt.Errorf("CRD file %s: larger than %d bytes", path, maxCRDFile)
 	}
-	var out []*unstructured.Unstructured
+	var out []CRDDocument
 	rd := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for doc := 1; ; doc++ {
 		var m map[string]any
@@ -110,37 +117,8 @@ func readCRDFile(path string) ([]*unstructured.Unstructured, error) {
 		default:
 			return nil, fmt.Errorf("CRD file %s, document %d (%s): apiVersion %q is not apiextensions.k8s.io/v1", path, doc, u.GetName(), u.GetAPIVersion())
 		}
-		u.SetAnnotations(withSource(u.GetAnnotations(), path, doc))
-		out = append(out, u)
+		out = append(out, CRDDocument{Source: fmt.Sprintf("%s, document %d", path, doc), CRD: u})
 	}
-}
-
-// crdSourceAnnotation records, on a CRD read by ReadCRDs while it is being
-// installed, where it came from (removed before it is stored).
-const crdSourceAnnotation = "kloop.dev/crd-source"
-
-func withSource(a map[string]string, path string, doc int) map[string]string {
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[crdSourceAnnotation] = fmt.Sprintf("%s, document %d", path, doc)
-	return a
-}
-
-// CRDSource returns where ReadCRDs read crd ("file, document n"), and
-// removes that record from it.
-func CRDSource(crd *unstructured.Unstructured) string {
-	a := crd.GetAnnotations()
-	src := a[crdSourceAnnotation]
-	if src == "" {
-		return "?"
-	}
-	delete(a, crdSourceAnnotation)
-	if len(a) == 0 {
-		a = nil
-	}
-	crd.SetAnnotations(a)
-	return src
 }
 
 // installCRDs creates the CRDs of Options.CRDPaths, each established when
@@ -151,8 +129,8 @@ func (s *Server) installCRDs(paths []string) error {
 		return fmt.Errorf("apiserver: %w", err)
 	}
 	k := s.reg.get(crdGVR)
-	for _, crd := range crds {
-		src := CRDSource(crd)
+	for _, d := range crds {
+		crd, src := d.CRD, d.Source
 		body, err := crd.MarshalJSON()
 		if err != nil {
 			return fmt.Errorf("apiserver: CRD %s (%s): %w", crd.GetName(), src, err)

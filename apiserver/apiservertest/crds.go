@@ -37,14 +37,15 @@ func installCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
 	if err != nil {
 		return err
 	}
-	for _, crd := range crds {
-		src := apiserver.CRDSource(crd)
+	for _, d := range crds {
+		crd, src := d.CRD, d.Source
 		_, err := dyn.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("CRD %s (%s): %w", crd.GetName(), src, err)
 		}
 	}
-	for _, crd := range crds {
+	for _, d := range crds {
+		crd := d.CRD
 		var last error
 		for {
 			if last = crdReady(ctx, dyn, disc, crd); last == nil {
