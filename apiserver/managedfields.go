@@ -75,20 +75,9 @@ func (s *Server) fieldManager(k *kind, sub string) (*managedfields.FieldManager,
 			return nil, err
 		}
 	} else {
-		s.builtinTypesOnce.Do(func() { s.builtinTypes = applyconfigurations.NewTypeConverter(builtinScheme) })
-		var tc managedfields.TypeConverter = s.builtinTypes
-		if gvk.Group == apiextensionsv1.GroupName {
-			s.apiextTypesOnce.Do(func() { s.apiextTypes, s.apiextTypesErr = apiextensionsTypeConverter() })
-			if s.apiextTypesErr != nil {
-				return nil, s.apiextTypesErr
-			}
-			tc = s.apiextTypes
-		}
-		if !hasSchema(tc, gvk) {
-			// client-go's schema has the kinds that have apply
-			// configurations; the others (reviews, CRDs) are deduced from
-			// the objects: maps granular, lists atomic, as their models are.
-			tc = managedfields.NewDeducedTypeConverter()
+		tc, err := s.builtinTypeConverter(gvk)
+		if err != nil {
+			return nil, err
 		}
 		fm, err = managedfields.NewDefaultFieldManager(tc, conv, conv, conv, gvk, hub, sub, resetFields(k, sub))
 		if err != nil {
@@ -498,19 +487,50 @@ func objectMetaModels() map[string]*spec.Schema {
 	return out
 }
 
-// scaleFieldManager is the field manager of autoscaling/v1 Scale, the
-// object of every /scale subresource.
-func (s *Server) scaleFieldManager() (*managedfields.FieldManager, error) {
-	s.scaleFMOnce.Do(func() {
-		s.builtinTypesOnce.Do(func() { s.builtinTypes = applyconfigurations.NewTypeConverter(builtinScheme) })
-		conv := fmConverter{s: s}
-		var tc managedfields.TypeConverter = s.builtinTypes
-		if !hasSchema(tc, scaleGVK) { // client-go's schema has no Scale; its fields are plain
-			tc = managedfields.NewDeducedTypeConverter()
+// builtinTypeConverter is the schema of a built-in kind gvk:
+// client-go's apply schema, apiextensions' for CustomResourceDefinition;
+// a kind neither has (reviews, Scale, TokenRequest) is deduced from its
+// objects (maps granular, lists atomic), as its fields are.
+func (s *Server) builtinTypeConverter(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
+	s.builtinTypesOnce.Do(func() { s.builtinTypes = applyconfigurations.NewTypeConverter(builtinScheme) })
+	tc := s.builtinTypes
+	if gvk.Group == apiextensionsv1.GroupName {
+		s.apiextTypesOnce.Do(func() { s.apiextTypes, s.apiextTypesErr = apiextensionsTypeConverter() })
+		if s.apiextTypesErr != nil {
+			return nil, s.apiextTypesErr
 		}
-		s.scaleFM, s.scaleFMErr = managedfields.NewDefaultFieldManager(tc, conv, conv, conv, scaleGVK, scaleGVK.GroupVersion(), "scale", nil)
-	})
-	return s.scaleFM, s.scaleFMErr
+		tc = s.apiextTypes
+	}
+	if !hasSchema(tc, gvk) {
+		tc = managedfields.NewDeducedTypeConverter()
+	}
+	return tc, nil
+}
+
+// subresourceFieldManager is the field manager of a subresource whose
+// object is a kind of its own (autoscaling/v1 Scale of /scale,
+// TokenRequest of serviceaccounts/token), one version, built at first use.
+func (s *Server) subresourceFieldManager(gvk schema.GroupVersionKind, sub string) (*managedfields.FieldManager, error) {
+	s.subFMMu.Lock()
+	defer s.subFMMu.Unlock()
+	key := gvk.String() + "/" + sub
+	if fm := s.subFM[key]; fm != nil {
+		return fm, nil
+	}
+	tc, err := s.builtinTypeConverter(gvk)
+	if err != nil {
+		return nil, err
+	}
+	conv := fmConverter{s: s}
+	fm, err := managedfields.NewDefaultFieldManager(tc, conv, conv, conv, gvk, gvk.GroupVersion(), sub, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.subFM == nil {
+		s.subFM = map[string]*managedfields.FieldManager{}
+	}
+	s.subFM[key] = fm
+	return fm, nil
 }
 
 // manageScaleFields records a write of /scale (the Scale oldScale becoming
@@ -520,7 +540,7 @@ func (s *Server) scaleFieldManager() (*managedfields.FieldManager, error) {
 // the Scale's field manager records the write, and its managers go back
 // to the parent. It returns the new Scale (for an apply, the merged one).
 func (s *Server) manageScaleFields(k *kind, parent, oldScale, newScale map[string]any, apply bool, wo *writeOpts) (map[string]any, error) {
-	fm, err := s.scaleFieldManager()
+	fm, err := s.subresourceFieldManager(scaleGVK, "scale")
 	if err != nil {
 		return nil, err
 	}

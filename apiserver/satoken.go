@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -230,17 +229,13 @@ var tokenRequestGVK = authenticationv1.SchemeGroupVersion.WithKind("TokenRequest
 // TokenRequest with: the request's fields, by its manager, through the
 // token subresource.
 func (s *Server) tokenRequestManagedFields(req map[string]any, wo *writeOpts) ([]metav1.ManagedFieldsEntry, error) {
-	s.tokenFMOnce.Do(func() {
-		conv := fmConverter{s: s}
-		s.tokenFM, s.tokenFMErr = managedfields.NewDefaultFieldManager(managedfields.NewDeducedTypeConverter(), conv, conv, conv,
-			tokenRequestGVK, tokenRequestGVK.GroupVersion(), "token", nil)
-	})
-	if s.tokenFMErr != nil {
-		return nil, s.tokenFMErr
+	fm, err := s.subresourceFieldManager(tokenRequestGVK, "token")
+	if err != nil {
+		return nil, err
 	}
 	newObj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(req)}
 	newObj.SetGroupVersionKind(tokenRequestGVK)
-	out, err := s.tokenFM.Update(newEmpty(tokenRequestGVK), newObj, wo.manager)
+	out, err := fm.Update(newEmpty(tokenRequestGVK), newObj, wo.manager)
 	if err != nil {
 		return nil, err
 	}

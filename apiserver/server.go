@@ -48,16 +48,12 @@ type Server struct {
 	apiextTypesOnce sync.Once
 	apiextTypes     managedfields.TypeConverter
 	apiextTypesErr  error
-	// scaleFM is the field manager of /scale subresources, likewise.
-	scaleFMOnce sync.Once
-	scaleFM     *managedfields.FieldManager
-	scaleFMErr  error
-	// tokenFM records the managers of TokenRequests, likewise.
-	tokenFMOnce sync.Once
-	tokenFM     *managedfields.FieldManager
-	tokenFMErr  error
-	crdMu       sync.Mutex // serializes syncCRD, so the registry follows the store's order
-	ips         *ipAllocator
+	// subFM are the field managers of subresources whose object is a kind
+	// of its own (subresourceFieldManager), by kind and subresource.
+	subFMMu sync.Mutex // guards subFM
+	subFM   map[string]*managedfields.FieldManager
+	crdMu   sync.Mutex // serializes syncCRD, so the registry follows the store's order
+	ips     *ipAllocator
 	// decoded caches the decoded form of recently written objects for
 	// their next update.
 	decoded *decodedCache
