@@ -20,15 +20,30 @@ import (
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // installCRDs creates the CRDs of paths (apiserver.ReadCRDs) on the server
-// of cfg, as the embedded server does with Options.CRDPaths: unknown fields
-// refused; one that exists is left as it is (the real server is shared by
-// the tests of a binary). It returns once each is Established and its
-// served versions are in discovery.
+// of cfg, as the embedded server does with Options.CRDPaths (see install).
 func installCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
 	crds, err := apiserver.ReadCRDs(paths...)
 	if err != nil {
 		return err
 	}
+	return install(ctx, cfg, crds)
+}
+
+// InstallCRDs creates crds on the server of cfg (the embedded one or a
+// cluster) unless they exist, unknown fields refused, and returns once
+// each is Established, listed by discovery in each served version and
+// listable; it returns ctx's error, with the last thing it waited for, when
+// ctx ends first. A CRD that exists is left as it is: a real server is
+// shared by the tests of a binary.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, crds ...*unstructured.Unstructured) error {
+	docs := make([]apiserver.CRDDocument, len(crds))
+	for i, crd := range crds {
+		docs[i] = apiserver.CRDDocument{Source: fmt.Sprintf("argument %d", i), CRD: crd}
+	}
+	return install(ctx, cfg, docs)
+}
+
+func install(ctx context.Context, cfg *rest.Config, crds []apiserver.CRDDocument) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -53,7 +68,7 @@ func installCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("CRD %s not established: %w (last: %w)", crd.GetName(), context.Cause(ctx), last)
+				return fmt.Errorf("CRD %s not usable: %w (last: %w)", crd.GetName(), context.Cause(ctx), last)
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
@@ -61,8 +76,8 @@ func installCRDs(ctx context.Context, cfg *rest.Config, paths []string) error {
 	return nil
 }
 
-// crdReady returns nil once crd is Established and discovery lists its
-// resource in each served version.
+// crdReady returns nil once crd is Established, and discovery lists and a
+// list answers its resource in each served version.
 func crdReady(ctx context.Context, dyn dynamic.Interface, disc discovery.DiscoveryInterface, crd *unstructured.Unstructured) error {
 	got, err := dyn.Resource(crdResource).Get(ctx, crd.GetName(), metav1.GetOptions{})
 	if err != nil {
@@ -96,6 +111,9 @@ func crdReady(ctx context.Context, dyn dynamic.Interface, disc discovery.Discove
 		}
 		if !found {
 			return fmt.Errorf("discovery of %s/%s lacks %s", group, name, plural)
+		}
+		if _, err := dyn.Resource(schema.GroupVersionResource{Group: group, Version: name, Resource: plural}).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+			return fmt.Errorf("list %s: %w", plural, err)
 		}
 	}
 	return nil
