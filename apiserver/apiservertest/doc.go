@@ -61,6 +61,12 @@
 // relying on a new binding; the embedded server applies it before the write
 // returns.
 //
+// Options.CRDPaths (files and directories of CRDs, as envtest's
+// CRDDirectoryPaths) are installed on both targets before the Env is
+// handed out; InstallCRDs installs CRDs of a test's own on any server and
+// waits until they are usable. ServiceAccountConfig's tokens come from the
+// TokenRequest API on both.
+//
 // The real server is a bare control plane: no controller-manager (no
 // garbage collection, namespace deletion, ServiceAccount token Secrets,
 // ClusterRole aggregation: the aggregated bootstrap roles admin, edit and
