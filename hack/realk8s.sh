@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# realk8s.sh builds the real Kubernetes API server and etcd from the Go module
-# proxy, once, into a cache directory, and prints that directory.
+# realk8s.sh builds the real Kubernetes API server, controller-manager and etcd
+# from the Go module proxy, once, into a cache directory, and prints that
+# directory.
 #
 #   bash hack/realk8s.sh            # build if absent, print the directory
 #   KLOOP_REAL_K8S_DIR=$(bash hack/realk8s.sh) go test ./...
@@ -9,10 +10,13 @@
 # cannot be built as a dependency as published, because its go.mod replaces its
 # staging modules (k8s.io/api, k8s.io/apiserver, ...) with local paths. A
 # throwaway module that requires k8s.io/kubernetes and replaces every staging
-# module with its published v0.x release builds cmd/kube-apiserver. The version
-# is stamped with -ldflags so that clients (kubectl) can parse /version.
+# module with its published v0.x release builds cmd/kube-apiserver and
+# cmd/kube-controller-manager (one module, so the packages they share compile
+# once). The version is stamped with -ldflags so that clients (kubectl) can
+# parse /version.
 #
-# Cold: about 15 minutes on 2 cores (kube-apiserver) plus 2 (etcd). Warm: instant.
+# Cold: about 15 minutes on 2 cores (kube-apiserver), a few more for
+# kube-controller-manager, plus 2 (etcd). Warm: instant.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
@@ -25,7 +29,7 @@ export GOFLAGS=-mod=mod
 
 log() { echo "realk8s: $*" >&2; }
 
-if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+if [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/etcd" ]]; then
   echo "$out"
   exit 0
 fi
@@ -61,9 +65,9 @@ SRC
   mv "$out/etcd.tmp" "$out/etcd"
 }
 
-build_apiserver() {
-  [[ -x "$out/kube-apiserver" ]] && return 0
-  log "building kube-apiserver $K8S_VERSION (staging modules at $staging_version)"
+build_kube() {
+  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" ]] && return 0
+  log "building kube-apiserver and kube-controller-manager $K8S_VERSION (staging modules at $staging_version)"
   mkdir -p "$work/k8s"
   cd "$work/k8s"
   go mod download -json "k8s.io/kubernetes@$K8S_VERSION" > dl.json
@@ -83,23 +87,31 @@ build_apiserver() {
   cat > tools.go <<'SRC'
 //go:build tools
 
-// Package tools pins kube-apiserver's main package so that go mod tidy keeps
-// everything it needs.
+// Package tools pins the main packages built here so that go mod tidy keeps
+// everything they need.
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+)
 SRC
   go mod tidy >&2
   local minor=${K8S_VERSION#v1.}
   minor=${minor%%.*}
   local pkg=k8s.io/component-base/version
-  go build -trimpath -ldflags "-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean" \
-    -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2
-  mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
+  local ldflags="-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  local bin
+  for bin in kube-apiserver kube-controller-manager; do
+    [[ -x "$out/$bin" ]] && continue
+    log "building $bin"
+    go build -trimpath -ldflags "$ldflags" -o "$out/$bin.tmp" "k8s.io/kubernetes/cmd/$bin" >&2
+    mv "$out/$bin.tmp" "$out/$bin"
+  done
 }
 
 start=$(date +%s)
 build_etcd
-build_apiserver
+build_kube
 log "done in $(( $(date +%s) - start ))s: $out"
 echo "$out"
