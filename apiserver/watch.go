@@ -63,6 +63,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	default:
 		opts.Revision = rv
 	}
+	if stale := s.readAt(r); stale > 0 && (opts.SendInitialEvents || rvParam == "" || rvParam == "0") {
+		// A stale view (intercept.go): the state at stale, then what
+		// followed.
+		if opts.SendInitialEvents && rv > stale {
+			return &storage.TooLargeError{Requested: rv, Current: stale}
+		}
+		opts.Revision = stale
+	}
 	timeout := s.opts.WatchTimeout
 	if q.Has("timeoutSeconds") {
 		n, err := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64)
