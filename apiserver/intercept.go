@@ -86,6 +86,28 @@ func (s *Server) intercept(w http.ResponseWriter, r *http.Request, id *identity,
 	return true
 }
 
+// A WatchEventWriter is a ResponseWriter that wants to know what the
+// frames of a watch carry: an Interceptor passes one to next, and the
+// server calls WatchEvent before it writes each event's frame (one Write
+// per frame).
+type WatchEventWriter interface {
+	http.ResponseWriter
+	WatchEvent(WatchEvent)
+}
+
+// WatchEvent describes the frame of a watch the server writes next.
+type WatchEvent struct {
+	// Type is the event's: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+	Type string
+	// Revision is the event's resourceVersion (0 for ERROR).
+	Revision int64
+	// Initial marks the ADDED events of the watch's initial state
+	// (sendInitialEvents, or a watch from resourceVersion "" or "0").
+	Initial bool
+	// InitialEventsEnd marks the bookmark that ends the initial events.
+	InitialEventsEnd bool
+}
+
 type readAtKey struct{}
 
 // ReadAt returns r marked to be read as of revision rev, as a server whose

@@ -103,12 +103,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	h.Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	ww, _ := w.(WatchEventWriter) // an Interceptor's (intercept.go)
 	if expired {
 		// kube-apiserver's watch cache answers an expired revision with an
 		// ERROR event carrying 410 Expired, on a successful response.
 		st := &apierrors.NewResourceExpired(expiredWatchMessage(k, err)).ErrStatus
 		st.Kind, st.APIVersion = "Status", "v1"
 		b, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawJSON(st)})
+		if ww != nil {
+			ww.WatchEvent(WatchEvent{Type: "ERROR"})
+		}
 		_, _ = w.Write(append(b, '\n'))
 		_ = rc.Flush()
 		return nil
@@ -145,6 +149,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 		}
 		// A client that stops reading must not hold this goroutine forever:
 		// writes that block longer than slowClientTimeout end the watch.
+		if ww != nil {
+			ww.WatchEvent(WatchEvent{Type: string(ev.Type), Revision: ev.Revision, Initial: ev.Initial, InitialEventsEnd: ev.InitialEventsEnd})
+		}
 		if now := time.Now(); now.Sub(deadlineSet) > time.Second {
 			_ = rc.SetWriteDeadline(now.Add(slowClientTimeout))
 			deadlineSet = now

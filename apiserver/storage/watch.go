@@ -129,7 +129,7 @@ func (w *Watcher) Next(ctx context.Context) (*Event, error) {
 			o := w.initial[0]
 			w.initial[0] = nil
 			w.initial = w.initial[1:]
-			return &Event{Type: Added, Revision: o.ResourceVersion, Object: o}, nil
+			return &Event{Type: Added, Revision: o.ResourceVersion, Object: o, Initial: true}, nil
 		}
 		if w.initialEnd != 0 {
 			rev := w.initialEnd
