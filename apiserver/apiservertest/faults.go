@@ -414,7 +414,8 @@ type Failure struct {
 	RetryAfter time.Duration
 	// AfterCommit serves the request first, its write committed, and then
 	// answers the failure instead of the server's answer: the client
-	// cannot tell whether its write happened (an ambiguous outcome).
+	// cannot tell whether its write happened (an ambiguous outcome). A
+	// watch is failed at once.
 	AfterCommit bool
 }
 
@@ -465,7 +466,7 @@ func (fl Failure) status(gr schema.GroupResource, name string) *metav1.Status {
 	case http.StatusServiceUnavailable:
 		err = apierrors.NewServiceUnavailable("fault injected by apiservertest")
 	default:
-		err = apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0)
+		err = apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
 	}
 	st := err.ErrStatus
 	if retry > 0 {
@@ -535,10 +536,6 @@ type gate struct {
 	hold          *Fault
 	stale         *Fault // the newest
 	dropBookmarks *Fault
-}
-
-func (g *gate) none() bool {
-	return g.delay <= 0 && g.hold == nil && g.stale == nil && g.dropBookmarks == nil
 }
 
 // wakeWatches makes every open watch look at its held events again.
@@ -654,7 +651,7 @@ func (f *Faults) intercept(w http.ResponseWriter, r *http.Request, req *apiserve
 
 // fail answers r with the failure: at once, or after the server served it.
 func (f *Faults) fail(w http.ResponseWriter, r *http.Request, req *apiserver.Request, fl Failure, next http.Handler) {
-	if fl.AfterCommit {
+	if fl.AfterCommit && req.Verb != "watch" { // a watch has no end to wait for
 		d := &discardWriter{header: http.Header{}}
 		next.ServeHTTP(d, r)
 	}
