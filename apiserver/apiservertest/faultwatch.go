@@ -128,15 +128,28 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 		}
 		out = w.endCollectingLocked()
 	}
-	out = append(out, fr)
-	if w.duplicate != nil && fr.known && isObjectEvent(fr.ev.Type) {
-		w.duplicate.hits.Add(1)
-		out = append(out, fr)
-	}
+	out = w.duplicated(append(out, fr))
 	if err := w.emitLocked(out, g); err != nil { // unlocks
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// duplicated returns frames with every object event twice, when the watch
+// took a DuplicateEvents fault.
+func (w *watchWriter) duplicated(frames []frame) []frame {
+	if w.duplicate == nil {
+		return frames
+	}
+	out := make([]frame, 0, 2*len(frames))
+	for _, fr := range frames {
+		out = append(out, fr)
+		if fr.known && isObjectEvent(fr.ev.Type) {
+			w.duplicate.hits.Add(1)
+			out = append(out, fr)
+		}
+	}
+	return out
 }
 
 // endCollectingLocked ends the collection of the initial events and
@@ -218,10 +231,11 @@ func (w *watchWriter) emitLocked(out []frame, g gate) error {
 // own. A flush after initial events being collected ends them: the server
 // flushes only when it has nothing more to write.
 func (w *watchWriter) FlushError() error {
+	g := w.f.watchGate(w.req)
 	w.mu.Lock()
 	if w.collecting && len(w.initial) > 0 {
-		out := w.endCollectingLocked()
-		if err := w.emitLocked(out, w.f.watchGate(w.req)); err != nil { // unlocks
+		out := w.duplicated(w.endCollectingLocked())
+		if err := w.emitLocked(out, g); err != nil { // unlocks
 			return err
 		}
 		w.mu.Lock()
