@@ -38,39 +38,45 @@ type RecordOptions struct {
 // Request is one request the server answered, as a Record keeps it.
 type Request struct {
 	// Time is when the server received the request.
-	Time time.Time
+	Time time.Time `json:"time"`
 	// Duration is how long the server took to answer it; for a watch, to
 	// start its stream (watches are recorded as their stream starts).
-	Duration time.Duration
+	Duration time.Duration `json:"duration"`
 	// User is the user the request authenticated as.
-	User string
+	User string `json:"user"`
 	// Verb is kube's: get, list, watch, create, update, patch, delete,
 	// deletecollection; for a request on a path that is no resource
 	// (/version, /apis), the method in lower case.
-	Verb string
+	Verb string `json:"verb"`
 	// APIGroup, Resource, Subresource, Namespace and Name say what the
 	// request is about; for a create, Name is the created object's.
-	APIGroup, Resource, Subresource, Namespace, Name string
+	APIGroup    string `json:"apiGroup,omitempty"`
+	Resource    string `json:"resource,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
 	// InitialEvents is true for a watch that asked for the initial state
 	// (sendInitialEvents=true, or resourceVersion "" or "0"): a list
 	// streamed, or a watch from scratch.
-	InitialEvents bool
+	InitialEvents bool `json:"initialEvents,omitempty"`
 	// SentResourceVersion is the resourceVersion the request carried: its
 	// query's (get, list, watch), or the metadata.resourceVersion of its
-	// JSON body (update, patch: a precondition), or the preconditions of
-	// its delete options.
-	SentResourceVersion string
+	// body (update, patch: a precondition), or the preconditions of its
+	// delete options; bodies are read in JSON, and in protobuf for
+	// built-in kinds.
+	SentResourceVersion string `json:"sentResourceVersion,omitempty"`
 	// ResourceVersion is the answer's: the object's (get and writes), the
-	// list's; empty for an error, a watch, or an answer that is not JSON.
-	ResourceVersion string
+	// list's; empty for an error, a watch, or an answer neither JSON nor
+	// protobuf of a built-in kind.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// Revision is the server's revision when it answered: every write
 	// committed before the answer is at or below it.
-	Revision int64
+	Revision int64 `json:"revision"`
 	// Code is the HTTP status of the answer (200 for a watch whose stream
 	// began, even one that then ends with an ERROR event).
-	Code int
+	Code int `json:"code"`
 	// Fault names the fault that answered or changed the request, if any.
-	Fault string
+	Fault string `json:"fault,omitempty"`
 
 	token string
 }
