@@ -92,6 +92,9 @@ func (h *harness) update(name, v string) *corev1.ConfigMap {
 // view is an informer's cache and notifications, whichever informer.
 type view struct {
 	get func(name string) (*corev1.ConfigMap, bool)
+	// lastRV is the informer's position: the resourceVersion of the last
+	// list, event or bookmark.
+	lastRV func() string
 
 	mu    sync.Mutex // guards notes
 	notes []string   // "add a@5", "update a@5→6", "delete a"
@@ -173,7 +176,7 @@ func startClientGoInformer(t *testing.T, cfg *rest.Config, ns string) *view {
 			return nil, false
 		}
 		return o.(*corev1.ConfigMap), true
-	}}
+	}, lastRV: inf.LastSyncResourceVersion}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			cm := obj.(*corev1.ConfigMap)
@@ -211,7 +214,7 @@ func startKloopInformer(t *testing.T, cfg *rest.Config, ns string) *view {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &view{get: func(name string) (*corev1.ConfigMap, bool) { return inf.Get(ns, name) }}
+	v := &view{get: func(name string) (*corev1.ConfigMap, bool) { return inf.Get(ns, name) }, lastRV: inf.LastSyncResourceVersion}
 	_, err = inf.AddHandler(informer.HandlerFuncs[*corev1.ConfigMap]{
 		AddFunc: func(cm *corev1.ConfigMap, _ bool) { v.note("add %s@%s", cm.Name, cm.ResourceVersion) },
 		UpdateFunc: func(o, cm *corev1.ConfigMap) {
@@ -822,6 +825,43 @@ func TestDropBookmarks(t *testing.T) {
 	}
 	if drop.Hits() == 0 {
 		t.Error("the fault dropped no bookmark")
+	}
+}
+
+// Without bookmarks an informer's position stays at its last event while
+// the server's revision moves on (writes elsewhere): it would resume from
+// further back, which a correct client survives. With them it follows.
+func TestDropBookmarksInformers(t *testing.T) {
+	for _, ik := range informerKinds {
+		t.Run(ik.name, func(t *testing.T) {
+			h := newHarness(t, apiservertest.Options{BookmarkInterval: 50 * time.Millisecond})
+			a := h.create("a", "1")
+			drop := h.faults.For(controller).DropBookmarks()
+			v := ik.start(t, h.ctrl, h.ns)
+			elsewhere := func(name string) string {
+				cm, err := h.admin.CoreV1().ConfigMaps("default").Create(ctxFor(t), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cm.ResourceVersion
+			}
+			elsewhere("x1")
+			time.Sleep(300 * time.Millisecond)
+			if got := v.lastRV(); got != a.ResourceVersion {
+				t.Errorf("without bookmarks the informer is at %s, want its last object's %s", got, a.ResourceVersion)
+			}
+			drop.Release()
+			rv := elsewhere("x2")
+			deadline := time.Now().Add(10 * time.Second)
+			for v.lastRV() != rv && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if got := v.lastRV(); got != rv {
+				t.Errorf("with bookmarks the informer is at %s, want the server's %s", got, rv)
+			}
+			h.update("a", "2")
+			v.waitValue(t, "a", "2")
+		})
 	}
 }
 
