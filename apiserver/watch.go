@@ -147,11 +147,11 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 			s.opts.Logger.Error("apiserver: encoding a watch event", "resource", k.gvr.String(), "err", err)
 			return nil
 		}
-		// A client that stops reading must not hold this goroutine forever:
-		// writes that block longer than slowClientTimeout end the watch.
 		if ww != nil {
 			ww.WatchEvent(WatchEvent{Type: string(ev.Type), Revision: ev.Revision, Initial: ev.Initial, InitialEventsEnd: ev.InitialEventsEnd})
 		}
+		// A client that stops reading must not hold this goroutine forever:
+		// writes that block longer than slowClientTimeout end the watch.
 		if now := time.Now(); now.Sub(deadlineSet) > time.Second {
 			_ = rc.SetWriteDeadline(now.Add(slowClientTimeout))
 			deadlineSet = now

@@ -58,15 +58,16 @@ func TestWatchInitialEventsAtRevision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mustCreate("a", "1")                                                        // 1
-	mustCreate("b", "1")                                                        // 2
-	if _, err := s.Update("pods", "ns", "a", set("ns", "a", "2")); err != nil { // 3
+	// Revisions 1 to 5: a and b created, a updated, b deleted, c created.
+	mustCreate("a", "1")
+	mustCreate("b", "1")
+	if _, err := s.Update("pods", "ns", "a", set("ns", "a", "2")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Delete("pods", "ns", "b", set("ns", "b", "1")); err != nil { // 4
+	if _, err := s.Delete("pods", "ns", "b", set("ns", "b", "1")); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate("c", "1") // 5
+	mustCreate("c", "1")
 	for _, tc := range []struct {
 		rev  int64
 		want string
