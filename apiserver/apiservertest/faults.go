@@ -480,7 +480,9 @@ func (fl Failure) status(gr schema.GroupResource, name string) *metav1.Status {
 
 // Fail answers the client's next n requests (n < 1 counts as 1) matching
 // m (its Client aside) with the failure, instead of the server's answer
-// (or, AfterCommit, after the server served them).
+// (or, AfterCommit, after the server served them). The failure is answered
+// before the request is authorized, as a failing server or proxy in front
+// of it would.
 func (c *ClientFaults) Fail(m Match, n int, how Failure) (*Fault, error) {
 	if err := how.validate(); err != nil {
 		return nil, err
@@ -676,23 +678,19 @@ func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	_, _ = w.Write(b)
 }
 
-// expiredEvent is the ERROR event kube-apiserver ends an expired watch with.
-var expiredEvent = func() []byte {
+// writeExpired answers a watch with 410 Gone, as kube-apiserver's watch
+// cache: a successful response whose one event is an ERROR carrying a
+// Status with reason Expired.
+func writeExpired(w http.ResponseWriter) {
 	st := apierrors.NewResourceExpired("The resourceVersion for the provided watch is too old.").ErrStatus
 	st.Kind, st.APIVersion = "Status", "v1"
 	obj, _ := json.Marshal(st)
 	b, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: runtime.RawExtension{Raw: obj}})
-	return append(b, '\n')
-}()
-
-// writeExpired answers a watch with 410 Gone, as kube-apiserver's watch
-// cache: a successful response with one ERROR event.
-func writeExpired(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(expiredEvent)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // discardWriter is the ResponseWriter of a request whose answer is
