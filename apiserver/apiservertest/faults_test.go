@@ -559,6 +559,49 @@ func TestStaleReads(t *testing.T) {
 	}
 }
 
+// A stale view after a relist is what Sieve calls time travel: an informer
+// that relists from a server behind the one it followed would move its
+// cache back. kloop's refuses a list older than its position (and retries
+// until the view catches up); client-go's is logged, whatever it does.
+func TestStaleReadsAfterRelist(t *testing.T) {
+	for _, ik := range informerKinds {
+		t.Run(ik.name, func(t *testing.T) {
+			h := newHarness(t, apiservertest.Options{})
+			old := h.create("a", "1")
+			v := ik.start(t, h.ctrl, h.ns)
+			h.update("a", "2")
+			v.waitValue(t, "a", "2")
+			var rev int64
+			fmt.Sscan(old.ResourceVersion, &rev)
+			stale, err := h.faults.For(controller).StaleReads(rev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(relists(h.rec))
+			h.faults.For(controller).ExpireWatches(1)
+			h.faults.For(controller).DropWatches()
+			// kloop's informer refuses the stale list and lists again
+			// (after a backoff): wait for its second list.
+			want := before + 1
+			if ik.name == "kloop informer" {
+				want++
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for len(relists(h.rec)) < want && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond) // the stale list handed over, or refused
+			got := v.value("a")
+			if ik.name == "kloop informer" && got != "2" {
+				t.Errorf("the kloop informer went back in time: a=%s after a stale relist", got)
+			}
+			t.Logf("%s after a relist from a stale view: a=%s (was 2; the view has 1)", ik.name, got)
+			stale.Release()
+			v.waitValue(t, "a", "2")
+		})
+	}
+}
+
 // Fail answers the controller's next matching requests with a failure:
 // client-go returns the Status (or retries a Retry-After), a write that
 // times out after its commit is written all the same, and informers retry
