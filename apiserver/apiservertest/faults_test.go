@@ -443,11 +443,11 @@ func TestDelayWatches(t *testing.T) {
 				t.Error("the fault delayed no event")
 			}
 			fault.Release()
-			start = time.Now()
+			delayed := fault.Hits()
 			h.update("a", "3")
 			v.waitValue(t, "a", "3")
-			if took := time.Since(start); took >= delay {
-				t.Errorf("released, the informer still saw an update %s after it was written", took)
+			if fault.Hits() != delayed {
+				t.Errorf("released, the fault still delayed %d events", fault.Hits()-delayed)
 			}
 		})
 	}
@@ -686,9 +686,9 @@ func TestFail(t *testing.T) {
 	})
 }
 
-// watchEvents opens a raw client-go watch and reads its events for a
-// while.
-func watchEvents(t *testing.T, cs kubernetes.Interface, ns string, opts metav1.ListOptions, window time.Duration) []string {
+// watchEvents opens a raw client-go watch and reads its events until it
+// has n of them (n > 0) or the window has passed.
+func watchEvents(t *testing.T, cs kubernetes.Interface, ns string, opts metav1.ListOptions, n int, window time.Duration) []string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctxFor(t))
 	defer cancel()
@@ -711,6 +711,9 @@ func watchEvents(t *testing.T, cs kubernetes.Interface, ns string, opts metav1.L
 				s = fmt.Sprintf("BOOKMARK end=%v", m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true")
 			}
 			got = append(got, s)
+			if len(got) == n {
+				return got
+			}
 		case <-end:
 			return got
 		}
@@ -734,11 +737,11 @@ func TestReorderInitialEvents(t *testing.T) {
 		for _, n := range []string{"a", "b", "c"} {
 			h.create(n, "1")
 		}
-		normal := watchEvents(t, h.admin, h.ns, metav1.ListOptions{ResourceVersion: "0"}, 200*time.Millisecond)
+		normal := watchEvents(t, h.admin, h.ns, metav1.ListOptions{ResourceVersion: "0"}, 3, 10*time.Second)
 		fault := h.faults.For(controller).ReorderInitialEvents(1)
 		// A watch without initial events does not take the fault.
-		watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{ResourceVersion: mustGet(t, h, "c").ResourceVersion}, 50*time.Millisecond)
-		reordered := watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{ResourceVersion: "0"}, 200*time.Millisecond)
+		watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{ResourceVersion: mustGet(t, h, "c").ResourceVersion}, 0, 50*time.Millisecond)
+		reordered := watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{ResourceVersion: "0"}, 3, 10*time.Second)
 		want := slices.Clone(normal)
 		slices.Reverse(want)
 		if len(normal) != 3 || fmt.Sprint(reordered) != fmt.Sprint(want) {
@@ -750,7 +753,7 @@ func TestReorderInitialEvents(t *testing.T) {
 		// Initial events of a streaming list: reversed, then the end bookmark.
 		h.faults.For(controller).ReorderInitialEvents(1)
 		yes := true
-		got := watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}, 200*time.Millisecond)
+		got := watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}, 4, 10*time.Second)
 		if len(got) != 4 || got[0] != want[0] || got[2] != want[2] || got[3] != "BOOKMARK end=true" {
 			t.Errorf("streaming list reordered: %v", got)
 		}
@@ -851,18 +854,18 @@ func TestDropBookmarks(t *testing.T) {
 		}
 		return n
 	}
-	if n := count(watchEvents(t, h.ctrlCS, h.ns, opts, 300*time.Millisecond)); n == 0 {
+	if n := count(watchEvents(t, h.ctrlCS, h.ns, opts, 1, 10*time.Second)); n == 0 {
 		t.Fatal("no bookmark without the fault")
 	}
 	drop := h.faults.For(controller).DropBookmarks()
-	if got := watchEvents(t, h.ctrlCS, h.ns, opts, 300*time.Millisecond); count(got) != 0 {
+	if got := watchEvents(t, h.ctrlCS, h.ns, opts, 0, 300*time.Millisecond); count(got) != 0 {
 		t.Errorf("bookmarks despite the fault: %v", got)
 	}
-	if n := count(watchEvents(t, h.admin, h.ns, opts, 300*time.Millisecond)); n == 0 {
+	if n := count(watchEvents(t, h.admin, h.ns, opts, 1, 10*time.Second)); n == 0 {
 		t.Error("the checker's bookmarks were dropped too")
 	}
 	yes := true
-	got := watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}, 300*time.Millisecond)
+	got := watchEvents(t, h.ctrlCS, h.ns, metav1.ListOptions{SendInitialEvents: &yes, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}, 3, time.Second)
 	if fmt.Sprint(got) != fmt.Sprintf("[ADDED a@%s BOOKMARK end=true]", a.ResourceVersion) {
 		t.Errorf("a streaming list with bookmarks dropped: %v", got)
 	}
