@@ -330,8 +330,9 @@ func (c *ClientFaults) ExpireWatches(n int) *Fault {
 // DelayWatches delays every event of the client's watches, open and new,
 // until d after the server wrote it, as a lagging connection or API server
 // would: events keep their order, nothing is lost, and bookmarks are
-// delayed too. Past 64 MiB of delayed events a watch ends, as kube-apiserver
-// ends a watcher that does not keep up; the client watches again.
+// delayed too (d ≤ 0 delays nothing). Past 64 MiB of delayed events a
+// watch ends, as kube-apiserver ends a watcher that does not keep up; the
+// client watches again.
 func (c *ClientFaults) DelayWatches(d time.Duration) *Fault {
 	return c.f.add(&Fault{kind: kindDelay, client: c.c, delay: d, left: -1, desc: fmt.Sprintf("DelayWatches(%s)", d)})
 }
