@@ -61,7 +61,8 @@ func (s *Server) Faults() *Faults {
 // Faults returns the fault injector of the embedded server. Faults are the
 // embedded server's alone: on the real kube-apiserver it skips the test,
 // saying so (a test that runs on both targets and injects faults runs on
-// the embedded one only).
+// the embedded one only; one that injects faults in a part of it checks
+// env.Embedded != nil first).
 func (e *Env) Faults() *Faults {
 	e.t.Helper()
 	if e.Embedded == nil {
