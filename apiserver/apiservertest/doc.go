@@ -113,7 +113,18 @@
 //     and resync, and a resumed watch can tell by comparing
 //     resourceVersions, KEP-5504: beyond the protocol on one stream, on
 //     purpose, to catch clients that act once per event); periodic
-//     bookmarks are dropped, the initial-events-end one never.
+//     bookmarks are dropped, the initial-events-end one never. No fault
+//     resends a change older than the resourceVersion a watch starts
+//     from: kube's API promises the changes after it, and a correct
+//     client need not compare resourceVersions to stay correct.
+//
+// Faults compose. Sieve's unobserved state — a controller that never sees
+// an intermediate state — is HoldWatches, the changes, CompactResource,
+// DropWatches, then Release: the client finds its position compacted,
+// relists, and sees the end state only. Its stale state is StaleReads
+// while the client relists (ExpireWatches, DropWatches): an informer that
+// takes the older list goes back in time (client-go's does; kloop's
+// refuses a list older than its position).
 //
 // The record ([Faults.Record]) keeps every request the server answered —
 // time, user, verb, object, the resourceVersion sent and the one
