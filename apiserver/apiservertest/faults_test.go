@@ -780,9 +780,10 @@ func TestReorderInitialEvents(t *testing.T) {
 }
 
 // DuplicateEvents sends every event of the controller's next watch twice:
-// a raw watch shows each twice; an informer's cache is the same, and the
-// copies reach its handlers as updates to the same resourceVersion (what
-// a resync looks like), which a handler can tell and ignore.
+// a raw watch shows each twice; an informer's cache is the same, and a
+// copy reaches its handlers, if at all, as an update to the same
+// resourceVersion (what a resync looks like), which a handler can tell
+// and ignore. (Today both informers pass it on.)
 func TestDuplicateEvents(t *testing.T) {
 	t.Run("client-go", func(t *testing.T) {
 		h := newHarness(t, apiservertest.Options{})
@@ -825,16 +826,23 @@ func TestDuplicateEvents(t *testing.T) {
 			cm := h.update("a", "2")
 			rv := cm.ResourceVersion
 			v.waitValue(t, "a", "2")
-			v.waitNote(t, "update a@"+rv+"→"+rv)
+			// A handler's notifications come in order: once c's add is
+			// there, a's copy has come, if it comes at all.
+			h.create("c", "1")
+			v.waitNote(t, "add c@")
 			var updates []string
 			for _, n := range v.notifications() {
 				if strings.HasPrefix(n, "update a@") {
 					updates = append(updates, n)
 				}
 			}
-			if dup.Hits() == 0 || len(updates) != 2 || !strings.HasSuffix(updates[0], "→"+rv) {
+			// The copy reaches the handler, if at all, as an update to
+			// the same resourceVersion (what a resync looks like).
+			if dup.Hits() < 2 || len(updates) == 0 || len(updates) > 2 || !strings.HasSuffix(updates[0], "→"+rv) ||
+				len(updates) == 2 && updates[1] != "update a@"+rv+"→"+rv {
 				t.Errorf("duplicated %d events; the handler's updates: %v", dup.Hits(), updates)
 			}
+			t.Logf("%s: the handler's updates of a: %v", ik.name, updates)
 		})
 	}
 }
