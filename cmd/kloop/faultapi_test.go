@@ -37,7 +37,7 @@ func TestFaultAPICommand(t *testing.T) {
 		}
 	}()
 	apiRE := regexp.MustCompile(`fault API listening on (http://127\.0\.0\.1:\d+)`)
-	serverRE := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)\n`)
+	serverRE := regexp.MustCompile(`kloop apiserver listening on (http://127\.0\.0\.1:\d+)\n`)
 	deadline := time.Now().Add(10 * time.Second)
 	for serverRE.FindStringSubmatch(out.String()) == nil || apiRE.FindStringSubmatch(out.String()) == nil {
 		if time.Now().After(deadline) {
@@ -46,12 +46,7 @@ func TestFaultAPICommand(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	api := apiRE.FindStringSubmatch(out.String())[1]
-	var serverURL string
-	for _, m := range serverRE.FindAllStringSubmatch(out.String(), -1) {
-		if !strings.Contains(m[0], "fault API") && m[1] != api {
-			serverURL = m[1]
-		}
-	}
+	serverURL := serverRE.FindStringSubmatch(out.String())[1]
 	call := func(token, method, path, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, method, api+path, strings.NewReader(body))
