@@ -260,19 +260,30 @@ func builtinKinds() []*kind {
 	lease.requireResourceVersion, crd.requireResourceVersion = true, true
 	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
 
+	pod.defaults = typedDefaults(defaultPod)
+	svc.defaults = typedDefaults(defaultService)
+	secret.defaults = typedDefaults(func(s *corev1.Secret) {
+		if s.Type == "" {
+			s.Type = corev1.SecretTypeOpaque
+		}
+	})
+	deploy.defaults = typedDefaults(defaultDeployment)
+	rs.defaults = typedDefaults(func(rs *appsv1.ReplicaSet) {
+		if rs.Spec.Replicas == nil {
+			rs.Spec.Replicas = ptrTo[int32](1)
+		}
+		defaultPodSpec(&rs.Spec.Template.Spec)
+	})
+
 	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}
 	out = append(out, rbacKinds()...)
+	for _, d := range tableKinds() {
+		if k := d.build(); k != nil {
+			out = append(out, k)
+		}
+	}
 	for _, k := range out {
-		k.singular = strings.ToLower(k.kind)
-		k.listKind = k.kind + "List"
-		k.verbs = allVerbs
-		if k.storageResource == "" {
-			k.storageResource = k.gvr.Group + "/" + k.gvr.Resource
-			k.storageVersion = k.apiVersion()
-		}
-		if k.nameValidation == nil {
-			k.nameValidation = apivalidation.NameIsDNSSubdomain
-		}
+		finishKind(k)
 	}
 	return out
 }

@@ -235,7 +235,7 @@ func (c fmConverter) Default(obj runtime.Object) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
 		return // the write path's validation reports it
 	}
-	if !defaultTyped(typed) {
+	if !c.k.applyDefaults(typed) {
 		return
 	}
 	m, err := toMap(typed)

@@ -20,24 +20,34 @@ import (
 // builtin.go; custom resources get theirs from their CRD (crd.go). A kind is
 // immutable once registered.
 type kind struct {
-	gvr              schema.GroupVersionResource
-	kind, listKind   string
-	singular         string
-	namespaced       bool
-	shortNames       []string
-	categories       []string
-	verbs            []string
-	storageResource  string // key of the store resource: "group/resource"
-	storageVersion   string // apiVersion of stored objects
-	status           bool   // has a /status subresource
-	scale            *scaleInfo
-	generation       bool // maintains metadata.generation
-	nameValidation   func(name string, prefix bool) []string
-	newTyped         func() any // built-ins: Go type for decoding and strategic merge patch
-	fields           []selectableField
-	fieldAliases     map[string]string // served field label -> stored one (events.k8s.io)
-	columns          []column
-	tableNoName      bool                     // Table output without the leading Name column (events: theirs is last)
+	gvr             schema.GroupVersionResource
+	kind, listKind  string
+	singular        string
+	namespaced      bool
+	shortNames      []string
+	categories      []string
+	verbs           []string
+	storageResource string // key of the store resource: "group/resource"
+	storageVersion  string // apiVersion of stored objects
+	status          bool   // has a /status subresource
+	scale           *scaleInfo
+	generation      bool // maintains metadata.generation
+	nameValidation  func(name string, prefix bool) []string
+	newTyped        func() any    // built-ins: Go type for decoding and strategic merge patch
+	defaults        func(obj any) // built-ins: the scheme's defaults of a decoded object (newTyped's type)
+	approval        bool          // has an /approval subresource (CertificateSigningRequests)
+	fields          []selectableField
+	fieldAliases    map[string]string // served field label -> stored one (events.k8s.io)
+	columns         []column
+	tableNoName     bool // Table output without the leading Name column (events: theirs is last)
+	// cells, when set, gives a row's cells after Name (one per column,
+	// whose value functions are then unused): kinds printed from their Go
+	// type (kinds_*.go).
+	cells func(obj map[string]any, now time.Time) []any
+	// internalMeta, when set, turns an object's metadata into the form
+	// kube-apiserver's internal type has, which its Table rows carry
+	// (DaemonSets: without the template generation annotation).
+	internalMeta     func(md map[string]any)
 	prepareCreate    func(obj map[string]any) // resets and defaults on create (decoding's work: the field manager sees them)
 	strategyCreate   func(obj map[string]any) // what kube-apiserver's strategy and admission set on create, after the field manager
 	stored           func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
@@ -121,6 +131,15 @@ type kind struct {
 	// the object goes when the period is 0, or a later deletion shortens
 	// it to 0.
 	gracePeriod func(obj map[string]any, opts metav1.DeleteOptions) int64
+
+	// deprecated, when set, is the Warning kube-apiserver adds to every
+	// request of a deprecated kind (core/v1 Endpoints).
+	deprecated string
+
+	// zeroStatusOnce guards zeroStatus, computed on first use
+	// (resetStatus): the status of a new object, never written.
+	zeroStatusOnce sync.Once
+	zeroStatus     any
 
 	// schemaOnce guards schema, computed on first use (typedSchema): the
 	// description of newTyped's type for fastTyped, nil when it serves none.
@@ -328,9 +347,12 @@ type groupVersions struct {
 	versions []string // preferred first
 }
 
-// kube-apiserver orders groups by priority: apiextensions.k8s.io comes
-// before coordination.k8s.io.
-var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"}
+// kube-apiserver orders groups by priority (its /apis lists them so):
+// apiextensions.k8s.io comes before coordination.k8s.io, for one.
+var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+	"autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
+	"storage.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
+	"coordination.k8s.io", "node.k8s.io", "discovery.k8s.io"}
 
 func groupRank(g string) int {
 	if i := slices.Index(builtinGroupOrder, g); i >= 0 {

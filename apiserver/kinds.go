@@ -1,0 +1,327 @@
+package apiserver
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// The table of built-in kinds served beside the ones of builtin.go: one row
+// per kind, with what discovery, the router and the write path need (its
+// group, version and resource, scope, short names, categories,
+// subresources, selectable fields, storage) and a setup function, grouped
+// by API group in kinds_<group>.go, that gives the kind its behaviour
+// (defaults, strategy, validation, printer columns) as kube-apiserver v1.37
+// has it. The Go type of each kind comes from client-go's scheme (every
+// k8s.io/api kind); its OpenAPI schema is derived from that type
+// (internal/openapi) and its apply schema is client-go's. A row costs
+// nothing until its kind is used: the scheme is read, and derived data
+// (the zero status of a create, the fast-path schema, field managers) are
+// built, at first use.
+
+// kindDef is one row of the table.
+type kindDef struct {
+	gv         schema.GroupVersion
+	resource   string
+	kind       string
+	namespaced bool
+	shortNames []string
+	categories []string
+	// status and scale are the /status and /scale subresources; approval
+	// is CSRs' /approval.
+	status, approval bool
+	scale            *scaleInfo
+	// generation: the strategy keeps metadata.generation (1 on create,
+	// +1 on each change outside metadata and status).
+	generation bool
+	fields     []selectableField
+	// storage, when set, is the group version objects are stored at when
+	// it is not gv (autoscaling/v1 HorizontalPodAutoscalers are stored as
+	// autoscaling/v2 ones); convert then converts between the two.
+	storage schema.GroupVersion
+	convert *conversion
+	// setup gives the kind its behaviour; nil: none beyond the generic one.
+	setup func(k *kind)
+}
+
+// tableKinds is the table: the built-in kinds a controller commonly
+// watches or writes, beyond builtin.go's.
+func tableKinds() []kindDef {
+	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	all := []string{"all"}
+	return []kindDef{
+		{gv: apps, resource: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"}, categories: all,
+			status: true, generation: true, scale: replicasScale(), setup: setupStatefulSet},
+		{gv: apps, resource: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: []string{"ds"}, categories: all,
+			status: true, generation: true, setup: setupDaemonSet},
+		{gv: apps, resource: "controllerrevisions", kind: "ControllerRevision", namespaced: true, setup: setupControllerRevision},
+	}
+}
+
+// replicasScale is the /scale of kinds with spec.replicas, status.replicas
+// and a label selector in spec.selector.
+func replicasScale() *scaleInfo {
+	return &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
+}
+
+// build makes the kind a row describes; nil when client-go's scheme does
+// not know it (the table's test checks that every row is known).
+func (d *kindDef) build() *kind {
+	gvk := d.gv.WithKind(d.kind)
+	typ, ok := builtinScheme.AllKnownTypes()[gvk]
+	if !ok {
+		return nil
+	}
+	k := &kind{
+		gvr:        d.gv.WithResource(d.resource),
+		kind:       d.kind,
+		namespaced: d.namespaced,
+		shortNames: d.shortNames,
+		categories: d.categories,
+		status:     d.status,
+		approval:   d.approval,
+		scale:      d.scale,
+		generation: d.generation,
+		fields:     d.fields,
+		convert:    d.convert,
+		newTyped:   func() any { return reflect.New(typ).Interface() },
+	}
+	if !d.storage.Empty() {
+		k.storageResource = d.storage.Group + "/" + d.resource
+		k.storageVersion = d.storage.String()
+	}
+	if d.status {
+		// kube-apiserver's strategies reset the status of a create; the
+		// stored object is read back with its type's defaults.
+		k.prepareCreate = k.resetStatus
+	}
+	if d.setup != nil {
+		d.setup(k)
+	}
+	return k
+}
+
+// resetStatus replaces the status of a new object by its type's zero
+// status, defaulted: what a create through kube-apiserver leaves there.
+func (k *kind) resetStatus(obj map[string]any) {
+	k.zeroStatusOnce.Do(func() {
+		typed := k.newTyped()
+		k.applyDefaults(typed)
+		m, err := toMap(typed)
+		if err == nil {
+			k.zeroStatus = m["status"]
+		}
+	})
+	if k.zeroStatus == nil {
+		delete(obj, "status")
+		return
+	}
+	obj["status"] = runtime.DeepCopyJSONValue(k.zeroStatus)
+}
+
+// applyDefaults applies the defaults of a decoded built-in object (a
+// pointer to its Go type), as kube-apiserver's scheme defaulter does on
+// decoding; it reports whether the kind has any.
+func (k *kind) applyDefaults(obj any) bool {
+	if k.defaults == nil {
+		return false
+	}
+	k.defaults(obj)
+	return true
+}
+
+// typedFunc adapts a function of a kind's Go type T (a pointer) to the
+// write path's objects: obj is converted into T, and back into obj when
+// f reports a change. An object that does not convert is left to
+// validation.
+func typedFunc[T any](f func(t *T) bool) func(obj map[string]any) {
+	return func(obj map[string]any) {
+		t := new(T)
+		if err := fromMap(obj, t); err != nil {
+			return
+		}
+		if !f(t) {
+			return
+		}
+		m, err := toMap(t)
+		if err != nil {
+			return
+		}
+		clear(obj)
+		for key, v := range m {
+			obj[key] = v
+		}
+	}
+}
+
+// typedValidation adapts a validation of a kind's Go type T to the write
+// path's objects.
+func typedValidation[T any](f func(t *T) field.ErrorList) func(obj map[string]any) field.ErrorList {
+	return func(obj map[string]any) field.ErrorList {
+		t := new(T)
+		if err := fromMap(obj, t); err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+		}
+		return f(t)
+	}
+}
+
+// typedUpdateValidation adapts an update validation of a kind's Go type.
+func typedUpdateValidation[T any](f func(t, old *T) field.ErrorList) func(obj, old map[string]any) field.ErrorList {
+	return func(obj, old map[string]any) field.ErrorList {
+		t, o := new(T), new(T)
+		if err := fromMap(obj, t); err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+		}
+		if err := fromMap(old, o); err != nil {
+			return nil
+		}
+		return f(t, o)
+	}
+}
+
+// typedDefaults adapts a defaulting function of a Go type to kind.defaults.
+func typedDefaults[T any](f func(t *T)) func(obj any) {
+	return func(obj any) {
+		if t, ok := obj.(*T); ok {
+			f(t)
+		}
+	}
+}
+
+// finishKind fills in what every kind derives from its row: singular and
+// list names, verbs, the store resource and name validation.
+func finishKind(k *kind) {
+	k.singular = strings.ToLower(k.kind)
+	k.listKind = k.kind + "List"
+	k.verbs = allVerbs
+	if k.storageResource == "" {
+		k.storageResource = k.gvr.Group + "/" + k.gvr.Resource
+		k.storageVersion = k.apiVersion()
+	}
+	if k.nameValidation == nil {
+		k.nameValidation = apivalidation.NameIsDNSSubdomain
+	}
+}
+
+// validatePodTemplate checks a pod template as far as kube-apiserver's
+// ValidatePodTemplateSpec is followed here (the rules a controller's
+// template commonly breaks): at least one container, each with a unique
+// name and an image, and the enums of its pull, restart and DNS policies.
+func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	spec := path.Child("spec")
+	cs := t.Spec.Containers
+	if len(cs) == 0 {
+		errs = append(errs, field.Required(spec.Child("containers"), ""))
+	}
+	for i, c := range cs {
+		p := spec.Child("containers").Index(i)
+		switch {
+		case c.Name == "":
+			errs = append(errs, field.Required(p.Child("name"), ""))
+		case slices.ContainsFunc(cs[:i], func(o corev1.Container) bool { return o.Name == c.Name }):
+			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+		}
+		if c.Image == "" {
+			errs = append(errs, field.Required(p.Child("image"), ""))
+		}
+		errs = append(errs, oneOf(p.Child("imagePullPolicy"), string(c.ImagePullPolicy), "Always", "IfNotPresent", "Never")...)
+	}
+	errs = append(errs, oneOf(spec.Child("restartPolicy"), string(t.Spec.RestartPolicy), "Always", "OnFailure", "Never")...)
+	errs = append(errs, oneOf(spec.Child("dnsPolicy"), string(t.Spec.DNSPolicy), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
+	return errs
+}
+
+// validateSelector checks a workload's label selector and that it selects
+// its pod template's labels, with kube-apiserver's errors; what names the
+// kind in "empty selector is invalid for <what>".
+func validateSelector(sel *metav1.LabelSelector, tmplLabels map[string]string, path *field.Path, what string) field.ErrorList {
+	selPath := path.Child("selector")
+	if sel == nil {
+		return field.ErrorList{field.Required(selPath, "")}
+	}
+	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, selPath)
+	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		errs = append(errs, field.Invalid(selPath, sel, "empty selector is invalid for "+what))
+	}
+	if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && !s.Empty() && !s.Matches(labels.Set(tmplLabels)) {
+		errs = append(errs, field.Invalid(path.Child("template", "metadata", "labels"), tmplLabels, "`selector` does not match template `labels`"))
+	}
+	return errs
+}
+
+// nonNegative is kube-apiserver's ValidateNonnegativeField.
+func nonNegative(v int64, p *field.Path) field.ErrorList {
+	if v < 0 {
+		return field.ErrorList{field.Invalid(p, v, "must be greater than or equal to 0")}
+	}
+	return nil
+}
+
+// immutable is kube-apiserver's ValidateImmutableField.
+func immutable(v, old any, p *field.Path) field.ErrorList {
+	if !equality.Semantic.DeepEqual(v, old) {
+		return field.ErrorList{field.Invalid(p, v, "field is immutable")}
+	}
+	return nil
+}
+
+// typedCells adapts a kind's printer (the cells after Name) to the write
+// path's objects.
+func typedCells[T any](f func(t *T, now time.Time) []any) func(obj map[string]any, now time.Time) []any {
+	return func(obj map[string]any, now time.Time) []any {
+		t := new(T)
+		if err := fromMap(obj, t); err != nil {
+			return nil
+		}
+		return f(t, now)
+	}
+}
+
+// since is kube's printers' translateTimestampSince.
+func since(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// containerCells are the Containers and Images cells of a pod template.
+func containerCells(cs []corev1.Container) (names, images string) {
+	n, i := make([]string, len(cs)), make([]string, len(cs))
+	for j, c := range cs {
+		n[j], i[j] = c.Name, c.Image
+	}
+	return strings.Join(n, ","), strings.Join(i, ",")
+}
+
+// defCols makes the columns of a kind whose cells come from kind.cells.
+func defCols(cols ...metav1.TableColumnDefinition) []column {
+	out := make([]column, len(cols))
+	for i, c := range cols {
+		out[i] = column{def: c}
+	}
+	return out
+}
+
+func wide(name, typ, desc string) metav1.TableColumnDefinition {
+	return metav1.TableColumnDefinition{Name: name, Type: typ, Description: desc, Priority: 1}
+}
+
+var (
+	containersCol = wide("Containers", "string", "Names of each container in the template.")
+	imagesCol     = wide("Images", "string", "Images referenced by each container in the template.")
+)
