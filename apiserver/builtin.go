@@ -47,7 +47,7 @@ func builtinKinds() []*kind {
 	ns.shortNames = []string{"ns"}
 	ns.status = true
 	ns.nameValidation = apivalidation.ValidateNamespaceName
-	ns.fields = []selectableField{{"status.phase", []string{"status", "phase"}}}
+	ns.fields = []selectableField{{name: "status.phase", path: []string{"status", "phase"}}}
 	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "status", "phase") }}}
 	ns.strategyCreate = func(o map[string]any) {
 		if jsontree.Get(o, "spec", "finalizers") == nil {
@@ -77,7 +77,7 @@ func builtinKinds() []*kind {
 	cm.validate, cm.validateUpdate = validateConfigMap, validateConfigMapUpdate
 
 	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
-	secret.fields = []selectableField{{"type", []string{"type"}}}
+	secret.fields = []selectableField{{name: "type", path: []string{"type"}}}
 	secret.columns = []column{
 		{def("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "type") }},
 		{def("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "data")) }},
@@ -115,14 +115,14 @@ func builtinKinds() []*kind {
 	pod.shortNames, pod.categories = []string{"po"}, []string{"all"}
 	pod.status, pod.generation = true, true
 	pod.fields = []selectableField{
-		{"spec.nodeName", []string{"spec", "nodeName"}},
-		{"spec.restartPolicy", []string{"spec", "restartPolicy"}},
-		{"spec.schedulerName", []string{"spec", "schedulerName"}},
-		{"spec.serviceAccountName", []string{"spec", "serviceAccountName"}},
-		{"spec.hostNetwork", []string{"spec", "hostNetwork"}},
-		{"status.phase", []string{"status", "phase"}},
-		{"status.podIP", []string{"status", "podIP"}},
-		{"status.nominatedNodeName", []string{"status", "nominatedNodeName"}},
+		{name: "spec.nodeName", path: []string{"spec", "nodeName"}},
+		{name: "spec.restartPolicy", path: []string{"spec", "restartPolicy"}},
+		{name: "spec.schedulerName", path: []string{"spec", "schedulerName"}},
+		{name: "spec.serviceAccountName", path: []string{"spec", "serviceAccountName"}},
+		{name: "spec.hostNetwork", path: []string{"spec", "hostNetwork"}, absent: "false"},
+		{name: "status.phase", path: []string{"status", "phase"}},
+		{name: "status.podIP", path: []string{"status", "podIP"}},
+		{name: "status.nominatedNodeName", path: []string{"status", "nominatedNodeName"}},
 	}
 	pod.columns = podColumns()
 	pod.strategyCreate, pod.carryOver = preparePodCreate, carryOverPod
@@ -224,7 +224,7 @@ func builtinKinds() []*kind {
 	rs.shortNames, rs.categories = []string{"rs"}, []string{"all"}
 	rs.status, rs.generation = true, true
 	rs.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
-	rs.fields = []selectableField{{"status.replicas", []string{"status", "replicas"}}}
+	rs.fields = []selectableField{{name: "status.replicas", path: []string{"status", "replicas"}}}
 	rs.columns = []column{
 		{def("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "spec", "replicas") }},
 		{def("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "replicas") }},
@@ -295,13 +295,13 @@ func def(name, typ, desc string) metav1.TableColumnDefinition {
 func coreEventFields() []selectableField {
 	var out []selectableField
 	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
-		out = append(out, selectableField{"involvedObject." + f, []string{"involvedObject", f}})
+		out = append(out, selectableField{name: "involvedObject." + f, path: []string{"involvedObject", f}})
 	}
 	return append(out,
-		selectableField{"reason", []string{"reason"}},
-		selectableField{"reportingComponent", []string{"reportingComponent"}},
-		selectableField{"source", []string{"source", "component"}},
-		selectableField{"type", []string{"type"}},
+		selectableField{name: "reason", path: []string{"reason"}},
+		selectableField{name: "reportingComponent", path: []string{"reportingComponent"}},
+		selectableField{name: "source", path: []string{"source", "component"}},
+		selectableField{name: "type", path: []string{"type"}},
 	)
 }
 

@@ -60,6 +60,7 @@ type kindDef struct {
 // watches or writes, beyond builtin.go's.
 func tableKinds() []kindDef {
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
 	all := []string{"all"}
 	return []kindDef{
 		{gv: apps, resource: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"}, categories: all,
@@ -67,6 +68,10 @@ func tableKinds() []kindDef {
 		{gv: apps, resource: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: []string{"ds"}, categories: all,
 			status: true, generation: true, setup: setupDaemonSet},
 		{gv: apps, resource: "controllerrevisions", kind: "ControllerRevision", namespaced: true, setup: setupControllerRevision},
+		{gv: batch, resource: "jobs", kind: "Job", namespaced: true, categories: all, status: true, generation: true,
+			fields: []selectableField{{name: "status.successful", path: []string{"status", "succeeded"}, absent: "0"}}, setup: setupJob},
+		{gv: batch, resource: "cronjobs", kind: "CronJob", namespaced: true, shortNames: []string{"cj"}, categories: all,
+			status: true, generation: true, setup: setupCronJob},
 	}
 }
 
@@ -247,14 +252,15 @@ func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.Erro
 
 // validateSelector checks a workload's label selector and that it selects
 // its pod template's labels, with kube-apiserver's errors; what names the
-// kind in "empty selector is invalid for <what>".
+// kind in "empty selector is invalid for <what>" (none: an empty selector
+// is valid).
 func validateSelector(sel *metav1.LabelSelector, tmplLabels map[string]string, path *field.Path, what string) field.ErrorList {
 	selPath := path.Child("selector")
 	if sel == nil {
 		return field.ErrorList{field.Required(selPath, "")}
 	}
 	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, selPath)
-	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+	if what != "" && len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
 		errs = append(errs, field.Invalid(selPath, sel, "empty selector is invalid for "+what))
 	}
 	if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && !s.Empty() && !s.Matches(labels.Set(tmplLabels)) {

@@ -53,6 +53,7 @@ type kind struct {
 	stored           func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
 	validate         func(obj map[string]any) field.ErrorList
 	validateUpdate   func(obj, old map[string]any) field.ErrorList
+	validateCreate   func(obj map[string]any) field.ErrorList         // beside validate, on create only
 	carryOver        func(obj, old map[string]any)                    // fills fields an update may leave out (the strategy's: after the field manager)
 	normalize        func(obj map[string]any) (map[string]any, error) // canonical form before validation
 	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
@@ -185,6 +186,9 @@ type scaleInfo struct {
 type selectableField struct {
 	name string
 	path []string
+	// absent is the field's value when the object has none (kube's
+	// printing of the Go zero value: "0" for counts, "false" for flags).
+	absent string
 }
 
 // column is one column of Table output.

@@ -74,6 +74,9 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 	} else {
 		errs = validateMetaUpdate(u, old, field.NewPath("metadata"))
 	}
+	if old == nil && k.validateCreate != nil {
+		errs = append(errs, k.validateCreate(u.Object)...)
+	}
 	if k.validate != nil {
 		errs = append(errs, k.validate(u.Object)...)
 	}

@@ -10,12 +10,14 @@ import (
 // kinds.go), each created, read, updated, listed, watched and printed,
 // through its status and scale subresources where it has them, with one
 // refused write a controller would hit (kube-apiserver's 422).
-var kindTranscripts = slices.Concat(appsKindTranscripts)
+var kindTranscripts = slices.Concat(appsKindTranscripts, batchKindTranscripts)
 
 const (
 	statefulsets        = "/apis/apps/v1/namespaces/{ns}/statefulsets"
 	daemonsets          = "/apis/apps/v1/namespaces/{ns}/daemonsets"
 	controllerrevisions = "/apis/apps/v1/namespaces/{ns}/controllerrevisions"
+	jobs                = "/apis/batch/v1/namespaces/{ns}/jobs"
+	cronjobs            = "/apis/batch/v1/namespaces/{ns}/cronjobs"
 )
 
 const stsBody = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},
@@ -91,5 +93,63 @@ var appsKindTranscripts = []transcript{
 		tr.Post(controllerrevisions, `{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"nodata"},"revision":1}`).Want(http.StatusUnprocessableEntity)
 		tr.Post(controllerrevisions, `{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"neg"},"revision":-1,"data":{}}`).Want(http.StatusUnprocessableEntity)
 		tr.Delete(controllerrevisions+"/r", "").Want(http.StatusOK)
+	}},
+}
+
+const jobBody = `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},
+ "spec":{"template":{"metadata":{"labels":{"app":"j"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox:1.36","command":["true"]}]}}},
+ "status":{"succeeded":3}}`
+
+const cronJobBody = `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"cj"},
+ "spec":{"schedule":"*/5 * * * *","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"OnFailure","containers":[{"name":"c","image":"busybox:1.36"}]}}}}}}`
+
+var batchKindTranscripts = []transcript{
+	{"job-crud-status", func(tr *T) {
+		// The selector and the template's labels are generated; the
+		// Job's labels are its template's.
+		c := tr.Post(jobs, jobBody).Want(http.StatusCreated)
+		tr.Get(jobs + "/j").Want(http.StatusOK)
+		// Suspending is a spec change; the template is immutable.
+		tr.Patch(jobs+"/j", "merge", `{"spec":{"suspend":true,"activeDeadlineSeconds":600}}`).Want(http.StatusOK)
+		tr.Patch(jobs+"/j/status", "merge", `{"spec":{"parallelism":5},"status":{"active":1,"ready":1,"startTime":"2026-01-01T00:00:00Z"}}`).Want(http.StatusOK)
+		tr.Patch(jobs+"/j/status", "merge", `{"status":{"active":0,"ready":0,"succeeded":1,"completionTime":"2026-01-01T00:01:00Z","conditions":[{"type":"SuccessCriteriaMet","status":"True","lastProbeTime":"2026-01-01T00:01:00Z","lastTransitionTime":"2026-01-01T00:01:00Z"},{"type":"Complete","status":"True","lastProbeTime":"2026-01-01T00:01:00Z","lastTransitionTime":"2026-01-01T00:01:00Z"}]}}`).Want(http.StatusOK)
+		tr.Watch(jobs+"?watch=1&resourceVersion="+c.RV(), Events(3)).Want(http.StatusOK)
+		tr.Get(jobs + "?fieldSelector=status.successful%3D1").Want(http.StatusOK)
+		tr.Get(jobs + "?fieldSelector=status.successful%3D0").Want(http.StatusOK)
+		tr.Get(jobs + "?labelSelector=batch.kubernetes.io%2Fjob-name%3Dj").Want(http.StatusOK)
+		tr.GetTable(jobs).Want(http.StatusOK)
+		tr.Get(jobs + "/j/scale").Want(http.StatusNotFound)
+		// A controller's usual mistakes: a Job that restarts Always, a
+		// manual selector that does not match, changing the selector.
+		tr.Post(jobs, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"always"},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(jobs, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"manual"},"spec":{"manualSelector":true,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"c"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(jobs+"/j", "merge", `{"spec":{"selector":{"matchLabels":{"x":"y"}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(jobs+"/j", "merge", `{"spec":{"completions":4}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(jobs+"/j/status", "merge", `{"status":{"failed":-1}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(jobs+"/j", `{"propagationPolicy":"Background"}`).Want(http.StatusOK)
+	}},
+	{"job-manual-selector-and-put", func(tr *T) {
+		tr.Post(jobs, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"m","labels":{"team":"a"}},"spec":{"manualSelector":true,"parallelism":2,"selector":{"matchLabels":{"app":"m"}},"template":{"metadata":{"labels":{"app":"m"}},"spec":{"restartPolicy":"OnFailure","containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusCreated)
+		g := tr.Get(jobs + "/m").Want(http.StatusOK)
+		tr.Put(jobs+"/m", fmt.Sprintf(`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"m","resourceVersion":%q},"spec":{"manualSelector":true,"parallelism":3,"selector":{"matchLabels":{"app":"m"}},"template":{"metadata":{"labels":{"app":"m"}},"spec":{"restartPolicy":"OnFailure","containers":[{"name":"c","image":"busybox"}]}}}}`, g.RV())).Want(http.StatusOK)
+		tr.Post(jobs, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"Bad.Name"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(jobs, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"dotted.name"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusCreated)
+		tr.GetTable(jobs).Want(http.StatusOK)
+	}},
+	{"cronjob-crud-status", func(tr *T) {
+		c := tr.Post(cronjobs, cronJobBody).Want(http.StatusCreated)
+		tr.Get(cronjobs + "/cj").Want(http.StatusOK)
+		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"schedule":"0 * * * *","suspend":true,"timeZone":"Europe/Paris"}}`).Want(http.StatusOK)
+		tr.Patch(cronjobs+"/cj/status", "merge", `{"status":{"lastScheduleTime":"2026-01-01T00:00:00Z","active":[{"apiVersion":"batch/v1","kind":"Job","name":"cj-1","namespace":"{ns}"}]}}`).Want(http.StatusOK)
+		tr.Watch(cronjobs+"?watch=1&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.Get(cronjobs).Want(http.StatusOK)
+		tr.GetTable(cronjobs).Want(http.StatusOK)
+		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"schedule":"every minute"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"schedule":"61 * * * *"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"concurrencyPolicy":"Sometimes"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"timeZone":"Mars/Olympus"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"jobTemplate":{"spec":{"selector":{"matchLabels":{"a":"b"}}}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(cronjobs, `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"a-very-long-cronjob-name-that-is-longer-than-fifty-two-chars"},"spec":{"schedule":"@hourly","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(cronjobs+"/cj", "").Want(http.StatusOK)
 	}},
 }
