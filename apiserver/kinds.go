@@ -61,6 +61,7 @@ type kindDef struct {
 func tableKinds() []kindDef {
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
 	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
+	core := schema.GroupVersion{Version: "v1"}
 	all := []string{"all"}
 	return []kindDef{
 		{gv: apps, resource: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"}, categories: all,
@@ -72,6 +73,17 @@ func tableKinds() []kindDef {
 			fields: []selectableField{{name: "status.successful", path: []string{"status", "succeeded"}, absent: "0"}}, setup: setupJob},
 		{gv: batch, resource: "cronjobs", kind: "CronJob", namespaced: true, shortNames: []string{"cj"}, categories: all,
 			status: true, generation: true, setup: setupCronJob},
+		{gv: core, resource: "nodes", kind: "Node", shortNames: []string{"no"}, status: true,
+			fields: []selectableField{{name: "spec.unschedulable", path: []string{"spec", "unschedulable"}, absent: "false"}}, setup: setupNode},
+		{gv: core, resource: "persistentvolumes", kind: "PersistentVolume", shortNames: []string{"pv"}, status: true, setup: setupPersistentVolume},
+		{gv: core, resource: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, shortNames: []string{"pvc"}, status: true,
+			setup: setupPersistentVolumeClaim},
+		{gv: core, resource: "endpoints", kind: "Endpoints", namespaced: true, shortNames: []string{"ep"}, setup: setupEndpoints},
+		{gv: core, resource: "resourcequotas", kind: "ResourceQuota", namespaced: true, shortNames: []string{"quota"}, status: true, setup: setupResourceQuota},
+		{gv: core, resource: "limitranges", kind: "LimitRange", namespaced: true, shortNames: []string{"limits"}, setup: setupLimitRange},
+		{gv: core, resource: "replicationcontrollers", kind: "ReplicationController", namespaced: true, shortNames: []string{"rc"}, categories: all,
+			status: true, generation: true, scale: replicasScale(), fields: []selectableField{{name: "status.replicas", path: []string{"status", "replicas"}, absent: "0"}},
+			setup: setupReplicationController},
 	}
 }
 
@@ -276,6 +288,10 @@ func nonNegative(v int64, p *field.Path) field.ErrorList {
 	}
 	return nil
 }
+
+// equalSemantic is kube's apiequality.Semantic.DeepEqual (quantities by
+// value).
+func equalSemantic(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
 
 // immutable is kube-apiserver's ValidateImmutableField.
 func immutable(v, old any, p *field.Path) field.ErrorList {

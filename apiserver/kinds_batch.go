@@ -26,6 +26,7 @@ import (
 // written until its status is written.
 
 func setupJob(k *kind) {
+	k.orphanByDefault = true
 	k.defaults = typedDefaults(defaultJob)
 	k.strategyCreate = typedFunc(func(j *batchv1.Job) bool {
 		// Decoding defaulted a Job without labels to its template's:

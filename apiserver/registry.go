@@ -64,6 +64,13 @@ type kind struct {
 	// object, not a Status (kube-apiserver's ReturnDeletedObject: pods,
 	// services, service accounts, namespaces).
 	returnsDeleted bool
+	// orphanByDefault: a deletion without a propagation policy orphans the
+	// object's dependents (kube-apiserver's DefaultGarbageCollectionPolicy
+	// of batch/v1 Jobs and core/v1 ReplicationControllers).
+	orphanByDefault bool
+	// admitUpdate, when set, is the admission check of an update of the
+	// main resource, after validation (PersistentVolumeClaims' resize).
+	admitUpdate func(s *Server, obj, old map[string]any) error
 	// warnings returns the Warning headers of a valid write (nil: none).
 	warnings func(obj map[string]any) []string
 	// statusKeepsMeta lists the metadata fields a write to /status cannot
@@ -180,6 +187,7 @@ type scaleInfo struct {
 	statusReplicas []string
 	selector       []string // label selector (an object) or, for CRDs, a string path
 	selectorString bool     // the selector path holds a serialized selector (CRDs)
+	selectorMap    bool     // the selector path holds a map of labels (ReplicationControllers)
 }
 
 // selectableField is a field usable in field selectors.

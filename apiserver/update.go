@@ -242,6 +242,11 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if err := s.validate(k, u, oldU); err != nil {
 		return nil, false, false, err
 	}
+	if k.admitUpdate != nil && ri.subresource == "" {
+		if err := k.admitUpdate(s, obj, old); err != nil {
+			return nil, false, false, err
+		}
+	}
 	if ri.subresource == "" {
 		wo.strategyWarnings(k, obj)
 	}

@@ -10,7 +10,7 @@ import (
 // kinds.go), each created, read, updated, listed, watched and printed,
 // through its status and scale subresources where it has them, with one
 // refused write a controller would hit (kube-apiserver's 422).
-var kindTranscripts = slices.Concat(appsKindTranscripts, batchKindTranscripts)
+var kindTranscripts = slices.Concat(appsKindTranscripts, batchKindTranscripts, coreKindTranscripts)
 
 const (
 	statefulsets        = "/apis/apps/v1/namespaces/{ns}/statefulsets"
@@ -18,6 +18,13 @@ const (
 	controllerrevisions = "/apis/apps/v1/namespaces/{ns}/controllerrevisions"
 	jobs                = "/apis/batch/v1/namespaces/{ns}/jobs"
 	cronjobs            = "/apis/batch/v1/namespaces/{ns}/cronjobs"
+	nodes               = "/api/v1/nodes"
+	pvs                 = "/api/v1/persistentvolumes"
+	pvcs                = "/api/v1/namespaces/{ns}/persistentvolumeclaims"
+	endpoints           = "/api/v1/namespaces/{ns}/endpoints"
+	quotas              = "/api/v1/namespaces/{ns}/resourcequotas"
+	limitranges         = "/api/v1/namespaces/{ns}/limitranges"
+	rcs                 = "/api/v1/namespaces/{ns}/replicationcontrollers"
 )
 
 const stsBody = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},
@@ -151,5 +158,93 @@ var batchKindTranscripts = []transcript{
 		tr.Patch(cronjobs+"/cj", "merge", `{"spec":{"jobTemplate":{"spec":{"selector":{"matchLabels":{"a":"b"}}}}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Post(cronjobs, `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"a-very-long-cronjob-name-that-is-longer-than-fifty-two-chars"},"spec":{"schedule":"@hourly","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Delete(cronjobs+"/cj", "").Want(http.StatusOK)
+	}},
+}
+
+// coreKindTranscripts: cluster-scoped objects (Nodes, PersistentVolumes)
+// are named after the transcript's namespace and listed by name: the real
+// server is shared.
+var coreKindTranscripts = []transcript{
+	{"node-crud-status", func(tr *T) {
+		c := tr.Post(nodes, `{"apiVersion":"v1","kind":"Node","metadata":{"name":"{ns}-n","labels":{"node-role.kubernetes.io/worker":""}},"spec":{"podCIDR":"10.244.1.0/24","podCIDRs":["10.244.1.0/24"]},
+ "status":{"capacity":{"cpu":"2","memory":"4Gi","pods":"110"},"nodeInfo":{"kubeletVersion":"v1.37.2","osImage":"Debian","architecture":"amd64"},"addresses":[{"type":"InternalIP","address":"192.168.0.10"}]}}`).Want(http.StatusCreated)
+		tr.Get(nodes + "/{ns}-n").Want(http.StatusOK)
+		tr.Patch(nodes+"/{ns}-n", "strategic", `{"spec":{"unschedulable":true},"status":{"capacity":{"cpu":"9"}}}`).Want(http.StatusOK)
+		tr.Patch(nodes+"/{ns}-n/status", "strategic", `{"spec":{"unschedulable":false},"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"2026-01-01T00:00:00Z","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`).Want(http.StatusOK)
+		tr.Watch(nodes+"?watch=1&fieldSelector=metadata.name%3D{ns}-n&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.Get(nodes + "?fieldSelector=metadata.name%3D{ns}-n,spec.unschedulable%3Dtrue").Want(http.StatusOK)
+		tr.GetTable(nodes + "/{ns}-n").Want(http.StatusOK)
+		tr.Patch(nodes+"/{ns}-n", "merge", `{"spec":{"taints":[{"key":"a","effect":"Sometimes"}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(nodes+"/{ns}-n", "").Want(http.StatusOK)
+	}},
+	{"persistentvolume-crud-status", func(tr *T) {
+		c := tr.Post(pvs, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"{ns}-pv"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/tmp/pv"}},"status":{"phase":"Bound"}}`).Want(http.StatusCreated)
+		tr.Get(pvs + "/{ns}-pv").Want(http.StatusOK)
+		tr.Patch(pvs+"/{ns}-pv", "merge", `{"spec":{"persistentVolumeReclaimPolicy":"Delete","storageClassName":"fast"}}`).Want(http.StatusOK)
+		tr.Patch(pvs+"/{ns}-pv/status", "merge", `{"status":{"phase":"Available"}}`).Want(http.StatusOK)
+		tr.Watch(pvs+"?watch=1&fieldSelector=metadata.name%3D{ns}-pv&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.Get(pvs + "?fieldSelector=name%3D{ns}-pv").Want(http.StatusBadRequest)
+		tr.GetTable(pvs + "/{ns}-pv").Want(http.StatusOK)
+		tr.Post(pvs, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"{ns}-bad"},"spec":{"capacity":{"storage":"1Gi"},"hostPath":{"path":"/tmp/pv"}}}`).Want(http.StatusUnprocessableEntity)
+		// The volume's protection finalizer holds it.
+		tr.Delete(pvs+"/{ns}-pv", "").Want(http.StatusOK)
+		tr.Patch(pvs+"/{ns}-pv", "merge", `{"metadata":{"finalizers":null}}`).Want(http.StatusOK)
+		tr.Get(pvs + "/{ns}-pv").Want(http.StatusNotFound)
+	}},
+	{"persistentvolumeclaim-crud-status", func(tr *T) {
+		c := tr.Post(pvcs, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`).Want(http.StatusCreated)
+		tr.Get(pvcs + "/c").Want(http.StatusOK)
+		tr.Patch(pvcs+"/c", "merge", `{"metadata":{"labels":{"a":"b"}},"spec":{"volumeName":"vol-1"}}`).Want(http.StatusOK)
+		tr.Patch(pvcs+"/c/status", "merge", `{"status":{"phase":"Bound","accessModes":["ReadWriteOnce"],"capacity":{"storage":"1Gi"}}}`).Want(http.StatusOK)
+		// Growing a claim needs a StorageClass that allows it.
+		tr.Patch(pvcs+"/c", "merge", `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`).Want(http.StatusForbidden)
+		// A claim without a class may get one, once.
+		tr.Patch(pvcs+"/c", "merge", `{"spec":{"storageClassName":"fast"}}`).Want(http.StatusOK)
+		tr.Watch(pvcs+"?watch=1&resourceVersion="+c.RV(), Events(3)).Want(http.StatusOK)
+		tr.Get(pvcs + "?fieldSelector=metadata.name%3Dc").Want(http.StatusOK)
+		tr.GetTable(pvcs).Want(http.StatusOK)
+		tr.Post(pvcs, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"nostorage"},"spec":{"accessModes":["ReadWriteOnce"]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(pvcs, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"nomodes"},"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(pvcs+"/c", "").Want(http.StatusOK)
+		tr.Get(pvcs + "/c").Want(http.StatusOK)
+	}},
+	{"endpoints-crud", func(tr *T) {
+		c := tr.Post(endpoints, `{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"e"},"subsets":[{"addresses":[{"ip":"10.0.0.1"},{"ip":"10.0.0.2"}],"ports":[{"name":"http","port":80},{"name":"https","port":443}]}]}`).Want(http.StatusCreated)
+		tr.Get(endpoints + "/e").Want(http.StatusOK)
+		tr.Put(endpoints+"/e", `{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"e"},"subsets":[{"addresses":[{"ip":"10.0.0.3"}],"ports":[{"port":8080}]}]}`).Want(http.StatusOK)
+		tr.Watch(endpoints+"?watch=1&resourceVersion="+c.RV(), Events(1)).Want(http.StatusOK)
+		tr.Get(endpoints).Want(http.StatusOK)
+		tr.GetTable(endpoints).Want(http.StatusOK)
+		tr.Post(endpoints, `{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"bad"},"subsets":[{"addresses":[{"ip":"10.0.0.1"}],"ports":[{"port":0}]}]}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(endpoints+"/e", "").Want(http.StatusOK)
+	}},
+	{"resourcequota-limitrange-crud", func(tr *T) {
+		c := tr.Post(quotas, `{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q"},"spec":{"hard":{"count/widgets.example.com":"5","requests.cpu":"1500m"}},"status":{"used":{"pods":"1"}}}`).Want(http.StatusCreated)
+		tr.Patch(quotas+"/q/status", "merge", `{"spec":{"hard":{"x":"1"}},"status":{"hard":{"count/widgets.example.com":"5","requests.cpu":"1500m"},"used":{"count/widgets.example.com":"1","requests.cpu":"500m"}}}`).Want(http.StatusOK)
+		tr.Watch(quotas+"?watch=1&resourceVersion="+c.RV(), Events(1)).Want(http.StatusOK)
+		tr.GetTable(quotas).Want(http.StatusOK)
+		tr.Patch(quotas+"/q", "merge", `{"spec":{"hard":{"pods":"-1"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(quotas+"/q", "merge", `{"spec":{"hard":{"pods":"1500m"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(quotas+"/q", "").Want(http.StatusOK)
+		l := tr.Post(limitranges, `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"l"},"spec":{"limits":[{"type":"Container","max":{"cpu":"2"},"min":{"memory":"64Mi"}}]}}`).Want(http.StatusCreated)
+		tr.Patch(limitranges+"/l", "merge", `{"spec":{"limits":[{"type":"Container","max":{"cpu":"1"}},{"type":"Pod","max":{"memory":"1Gi"}}]}}`).Want(http.StatusOK)
+		tr.Watch(limitranges+"?watch=1&resourceVersion="+l.RV(), Events(1)).Want(http.StatusOK)
+		tr.GetTable(limitranges).Want(http.StatusOK)
+		tr.Patch(limitranges+"/l", "merge", `{"spec":{"limits":[{"type":"Pod","default":{"cpu":"1"}}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(limitranges+"/l", "").Want(http.StatusOK)
+	}},
+	{"replicationcontroller-crud-status-scale", func(tr *T) {
+		c := tr.Post(rcs, `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"rc"},"spec":{"template":{"metadata":{"labels":{"app":"rc"}},"spec":{"containers":[{"name":"c","image":"nginx:1"}]}}}}`).Want(http.StatusCreated)
+		tr.Get(rcs + "/rc").Want(http.StatusOK)
+		tr.Patch(rcs+"/rc", "merge", `{"spec":{"minReadySeconds":3}}`).Want(http.StatusOK)
+		tr.Patch(rcs+"/rc/status", "merge", `{"status":{"replicas":1,"readyReplicas":1,"availableReplicas":1,"observedGeneration":2}}`).Want(http.StatusOK)
+		tr.Get(rcs + "/rc/scale").Want(http.StatusOK)
+		tr.Put(rcs+"/rc/scale", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"rc"},"spec":{"replicas":3}}`).Want(http.StatusOK)
+		tr.Watch(rcs+"?watch=1&resourceVersion="+c.RV(), Events(3)).Want(http.StatusOK)
+		tr.Get(rcs + "?fieldSelector=status.replicas%3D1").Want(http.StatusOK)
+		tr.GetTable(rcs).Want(http.StatusOK)
+		tr.Patch(rcs+"/rc", "merge", `{"spec":{"selector":{"app":"other"}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(rcs+"/rc/status", "merge", `{"status":{"readyReplicas":4}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(rcs+"/rc", `{"propagationPolicy":"Background"}`).Want(http.StatusOK)
 	}},
 }
