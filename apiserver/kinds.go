@@ -62,6 +62,10 @@ func tableKinds() []kindDef {
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
 	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
 	core := schema.GroupVersion{Version: "v1"}
+	gv := func(group, version string) schema.GroupVersion {
+		return schema.GroupVersion{Group: group, Version: version}
+	}
+	networking, admission := gv("networking.k8s.io", "v1"), gv("admissionregistration.k8s.io", "v1")
 	all := []string{"all"}
 	return []kindDef{
 		{gv: apps, resource: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"}, categories: all,
@@ -84,6 +88,21 @@ func tableKinds() []kindDef {
 		{gv: core, resource: "replicationcontrollers", kind: "ReplicationController", namespaced: true, shortNames: []string{"rc"}, categories: all,
 			status: true, generation: true, scale: replicasScale(), fields: []selectableField{{name: "status.replicas", path: []string{"status", "replicas"}, absent: "0"}},
 			setup: setupReplicationController},
+		{gv: gv("discovery.k8s.io", "v1"), resource: "endpointslices", kind: "EndpointSlice", namespaced: true, generation: true, setup: setupEndpointSlice},
+		{gv: networking, resource: "ingresses", kind: "Ingress", namespaced: true, shortNames: []string{"ing"}, status: true, generation: true, setup: setupIngress},
+		{gv: networking, resource: "ingressclasses", kind: "IngressClass", generation: true, setup: setupIngressClass},
+		{gv: networking, resource: "networkpolicies", kind: "NetworkPolicy", namespaced: true, shortNames: []string{"netpol"}, generation: true, setup: setupNetworkPolicy},
+		{gv: gv("policy", "v1"), resource: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true, shortNames: []string{"pdb"}, status: true, generation: true,
+			setup: setupPodDisruptionBudget},
+		{gv: gv("storage.k8s.io", "v1"), resource: "storageclasses", kind: "StorageClass", shortNames: []string{"sc"}, setup: setupStorageClass},
+		{gv: gv("autoscaling", "v2"), resource: "horizontalpodautoscalers", kind: "HorizontalPodAutoscaler", namespaced: true, shortNames: []string{"hpa"}, categories: all,
+			status: true, generation: true, setup: setupHorizontalPodAutoscaler},
+		{gv: admission, resource: "validatingwebhookconfigurations", kind: "ValidatingWebhookConfiguration", categories: []string{"api-extensions"}, generation: true,
+			setup: setupValidatingWebhookConfiguration},
+		{gv: admission, resource: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration", categories: []string{"api-extensions"}, generation: true,
+			setup: setupMutatingWebhookConfiguration},
+		{gv: gv("certificates.k8s.io", "v1"), resource: "certificatesigningrequests", kind: "CertificateSigningRequest", shortNames: []string{"csr"},
+			status: true, approval: true, setup: setupCertificateSigningRequest},
 	}
 }
 
@@ -206,6 +225,31 @@ func typedUpdateValidation[T any](f func(t, old *T) field.ErrorList) func(obj, o
 			return nil
 		}
 		return f(t, o)
+	}
+}
+
+// typedSubresourceUpdate adapts a kind's subresourceUpdate on its Go type.
+func typedSubresourceUpdate[T any](f func(sub string, t, old *T, now metav1.Time)) func(sub string, obj, old map[string]any, now time.Time) {
+	return func(sub string, obj, old map[string]any, now time.Time) {
+		prev := new(T)
+		if err := fromMap(old, prev); err != nil {
+			return
+		}
+		typedFunc(func(t *T) bool {
+			f(sub, t, prev, metav1.NewTime(now.UTC().Truncate(time.Second)))
+			return true
+		})(obj)
+	}
+}
+
+// typedSubresourceValidation adapts a kind's validateSubresource.
+func typedSubresourceValidation[T any](f func(sub string, t, old *T) field.ErrorList) func(sub string, obj, old map[string]any) field.ErrorList {
+	return func(sub string, obj, old map[string]any) field.ErrorList {
+		t, o := new(T), new(T)
+		if fromMap(obj, t) != nil || fromMap(old, o) != nil {
+			return nil // validate reports what does not convert
+		}
+		return f(sub, t, o)
 	}
 }
 
@@ -347,3 +391,27 @@ var (
 	containersCol = wide("Containers", "string", "Names of each container in the template.")
 	imagesCol     = wide("Images", "string", "Images referenced by each container in the template.")
 )
+
+// betaDeclarative is kind.declarative for kinds whose declarative
+// validation is beta in kube-apiserver v1.37 (and so decides): the errors
+// of the rules it covers (marked with MarkCoveredByDeclarative) come
+// after the others, in its form: an immutable field's value is not
+// quoted (null), a required field's error has no detail.
+func betaDeclarative(errs field.ErrorList, _ map[string]any, _ bool) field.ErrorList {
+	var out, covered field.ErrorList
+	for _, e := range errs {
+		if !e.CoveredByDeclarative {
+			out = append(out, e)
+			continue
+		}
+		c := *e
+		switch {
+		case c.Type == field.ErrorTypeInvalid && c.Detail == "field is immutable":
+			c.BadValue = nil
+		case c.Type == field.ErrorTypeRequired:
+			c.Detail = ""
+		}
+		covered = append(covered, &c)
+	}
+	return append(out, covered...)
+}

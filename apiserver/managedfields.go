@@ -109,7 +109,9 @@ func (k *kind) managesFields() bool { return k.managed != nil }
 // metadata the status strategy keeps.
 func resetFields(k *kind, sub string) map[fieldpath.APIVersion]fieldpath.Filter {
 	var paths []fieldpath.Path
-	switch {
+	switch own, ok := k.resetFields[sub]; {
+	case ok:
+		paths = own
 	case sub == "" && k.status:
 		paths = append(paths, fieldpath.MakePathOrDie("status"))
 	case sub == "status":

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
 	"kloop.dev/kloop/apiserver/internal/typed"
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -47,13 +49,24 @@ type kind struct {
 	// internalMeta, when set, turns an object's metadata into the form
 	// kube-apiserver's internal type has, which its Table rows carry
 	// (DaemonSets: without the template generation annotation).
-	internalMeta     func(md map[string]any)
-	prepareCreate    func(obj map[string]any) // resets and defaults on create (decoding's work: the field manager sees them)
-	strategyCreate   func(obj map[string]any) // what kube-apiserver's strategy and admission set on create, after the field manager
-	stored           func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
-	validate         func(obj map[string]any) field.ErrorList
-	validateUpdate   func(obj, old map[string]any) field.ErrorList
-	validateCreate   func(obj map[string]any) field.ErrorList         // beside validate, on create only
+	internalMeta func(md map[string]any)
+	// nameCell, when set, is a row's Name cell (IngressClasses: the
+	// default one says so).
+	nameCell       func(obj map[string]any) string
+	prepareCreate  func(obj map[string]any) // resets and defaults on create (decoding's work: the field manager sees them)
+	strategyCreate func(obj map[string]any) // what kube-apiserver's strategy and admission set on create, after the field manager
+	stored         func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
+	validate       func(obj map[string]any) field.ErrorList
+	validateUpdate func(obj, old map[string]any) field.ErrorList
+	validateCreate func(obj map[string]any) field.ErrorList // beside validate, on create only
+	// validateSubresource, when set, is the update validation of the
+	// strategy of a subresource ("" for the main resource).
+	validateSubresource func(sub string, obj, old map[string]any) field.ErrorList
+	// declarative, when set, rewrites a write's validation errors as
+	// kube-apiserver v1.37 reports them for kinds whose declarative
+	// validation (beta) has taken over some rules: those errors, in their
+	// declarative form, come after the others.
+	declarative      func(errs field.ErrorList, obj map[string]any, update bool) field.ErrorList
 	carryOver        func(obj, old map[string]any)                    // fills fields an update may leave out (the strategy's: after the field manager)
 	normalize        func(obj map[string]any) (map[string]any, error) // canonical form before validation
 	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
@@ -64,6 +77,17 @@ type kind struct {
 	// object, not a Status (kube-apiserver's ReturnDeletedObject: pods,
 	// services, service accounts, namespaces).
 	returnsDeleted bool
+	// createdBy, when set, records the creating user in a new object
+	// (CertificateSigningRequests' requester), after the field manager.
+	createdBy func(obj map[string]any, u *identity)
+	// subresourceUpdate, when set, applies what the kind's strategy for
+	// sub ("" for the main resource) keeps of old in an update, after the
+	// generic rules (CertificateSigningRequests: their spec, approval).
+	subresourceUpdate func(sub string, obj, old map[string]any, now time.Time)
+	// resetFields, when set, are the fields a write to each subresource
+	// never sets, for the field manager (kube's GetResetFields), instead
+	// of the generic ones (status on the main resource, spec on /status).
+	resetFields map[string][]fieldpath.Path
 	// orphanByDefault: a deletion without a propagation policy orphans the
 	// object's dependents (kube-apiserver's DefaultGarbageCollectionPolicy
 	// of batch/v1 Jobs and core/v1 ReplicationControllers).
@@ -84,6 +108,9 @@ type kind struct {
 	// metadata.generation as a spec change does (deployments, in
 	// kube-apiserver's strategy), except through /status.
 	annotationsMoveGeneration bool
+	// labelsMoveGeneration: a change of labels moves metadata.generation
+	// (EndpointSlices, in kube-apiserver's strategy).
+	labelsMoveGeneration bool
 	// review, when set, makes the kind a create-only one that stores
 	// nothing (access and identity reviews): a create answers 201 with what
 	// review returns for the call (reviews.go).

@@ -48,6 +48,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 			s.notFound(w, r)
 			return
 		}
+	case "approval":
+		if !k.approval {
+			s.notFound(w, r)
+			return
+		}
 	case "token":
 		if k.gvr.Resource != "serviceaccounts" || k.gvr.Group != "" || ri.name == "" || ri.namespace == "" || ri.watchPath {
 			s.notFound(w, r)

@@ -70,7 +70,11 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 		case k.crd != nil:
 			row.Cells = k.crd.columns.Cells(obj, now)
 		case k.cells != nil:
-			row.Cells = append([]any{o.Name}, k.cells(obj, now)...)
+			name := o.Name
+			if k.nameCell != nil {
+				name = k.nameCell(obj)
+			}
+			row.Cells = append([]any{name}, k.cells(obj, now)...)
 		default:
 			row.Cells = make([]any, 0, len(cols)+1)
 			if !k.tableNoName {

@@ -1,16 +1,25 @@
 package conformance
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net/http"
 	"slices"
+	"time"
 )
 
 // kindTranscripts: the kinds of the table of built-in kinds (apiserver's
 // kinds.go), each created, read, updated, listed, watched and printed,
 // through its status and scale subresources where it has them, with one
 // refused write a controller would hit (kube-apiserver's 422).
-var kindTranscripts = slices.Concat(appsKindTranscripts, batchKindTranscripts, coreKindTranscripts)
+var kindTranscripts = slices.Concat(appsKindTranscripts, batchKindTranscripts, coreKindTranscripts, otherKindTranscripts)
 
 const (
 	statefulsets        = "/apis/apps/v1/namespaces/{ns}/statefulsets"
@@ -25,6 +34,17 @@ const (
 	quotas              = "/api/v1/namespaces/{ns}/resourcequotas"
 	limitranges         = "/api/v1/namespaces/{ns}/limitranges"
 	rcs                 = "/api/v1/namespaces/{ns}/replicationcontrollers"
+	endpointslices      = "/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices"
+	ingresses           = "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses"
+	ingressclasses      = "/apis/networking.k8s.io/v1/ingressclasses"
+	networkpolicies     = "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"
+	pdbs                = "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"
+	storageclasses      = "/apis/storage.k8s.io/v1/storageclasses"
+	hpas                = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
+	hpasV1              = "/apis/autoscaling/v1/namespaces/{ns}/horizontalpodautoscalers"
+	vwebhooks           = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+	mwebhooks           = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+	csrs                = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 )
 
 const stsBody = `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},
@@ -246,5 +266,157 @@ var coreKindTranscripts = []transcript{
 		tr.Patch(rcs+"/rc", "merge", `{"spec":{"selector":{"app":"other"}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(rcs+"/rc/status", "merge", `{"status":{"readyReplicas":4}}`).Want(http.StatusUnprocessableEntity)
 		tr.Delete(rcs+"/rc", `{"propagationPolicy":"Background"}`).Want(http.StatusOK)
+	}},
+}
+
+// csrRequest and csrCertificate are a PEM certificate request and a
+// certificate (base64, as JSON carries bytes), made once per run: both
+// targets see the same bytes.
+var csrRequest, csrCertificate = func() (string, string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	subject := pkix.Name{CommonName: "alice", Organization: []string{"dev"}}
+	req, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: subject, NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<32, 0)}
+	cert, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	enc := func(typ string, b []byte) string {
+		return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}))
+	}
+	return enc("CERTIFICATE REQUEST", req), enc("CERTIFICATE", cert)
+}()
+
+// otherKindTranscripts: discovery.k8s.io, networking.k8s.io, policy,
+// storage.k8s.io, autoscaling, admissionregistration.k8s.io and
+// certificates.k8s.io. Cluster-scoped objects are named after the
+// transcript's namespace.
+var otherKindTranscripts = []transcript{
+	{"endpointslice-crud", func(tr *T) {
+		c := tr.Post(endpointslices, `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"es","labels":{"kubernetes.io/service-name":"web"}},"addressType":"IPv4",
+ "endpoints":[{"addresses":["10.0.0.1"],"conditions":{"ready":true},"nodeName":"n1"},{"addresses":["10.0.0.2"]}],"ports":[{"name":"http","port":80},{"port":443,"protocol":"TCP","appProtocol":"https"}]}`).Want(http.StatusCreated)
+		// Labels move the generation of an EndpointSlice.
+		tr.Patch(endpointslices+"/es", "merge", `{"metadata":{"labels":{"x":"1"}}}`).Want(http.StatusOK)
+		tr.Patch(endpointslices+"/es", "merge", `{"metadata":{"annotations":{"a":"b"}}}`).Want(http.StatusOK)
+		tr.Patch(endpointslices+"/es", "merge", `{"endpoints":[{"addresses":["10.0.0.3"]}]}`).Want(http.StatusOK)
+		tr.Watch(endpointslices+"?watch=1&resourceVersion="+c.RV(), Events(3)).Want(http.StatusOK)
+		tr.Get(endpointslices + "?labelSelector=kubernetes.io%2Fservice-name%3Dweb").Want(http.StatusOK)
+		tr.GetTable(endpointslices).Want(http.StatusOK)
+		tr.Patch(endpointslices+"/es", "merge", `{"addressType":"IPv6"}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(endpointslices, `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"bad"},"addressType":"IPv4","endpoints":[{"addresses":[]}]}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(endpointslices, `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"none"},"endpoints":[]}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(endpointslices+"/es", "").Want(http.StatusOK)
+	}},
+	{"ingress-ingressclass-crud-status", func(tr *T) {
+		ic := tr.Post(ingressclasses, `{"apiVersion":"networking.k8s.io/v1","kind":"IngressClass","metadata":{"name":"{ns}-ic"},"spec":{"controller":"example.com/ingress","parameters":{"kind":"Params","name":"p","apiGroup":"example.com"}}}`).Want(http.StatusCreated)
+		tr.Patch(ingressclasses+"/{ns}-ic", "merge", `{"metadata":{"labels":{"a":"b"}}}`).Want(http.StatusOK)
+		tr.Patch(ingressclasses+"/{ns}-ic", "merge", `{"spec":{"parameters":{"name":"q"}}}`).Want(http.StatusOK)
+		tr.Watch(ingressclasses+"?watch=1&fieldSelector=metadata.name%3D{ns}-ic&resourceVersion="+ic.RV(), Events(2)).Want(http.StatusOK)
+		tr.GetTable(ingressclasses + "/{ns}-ic").Want(http.StatusOK)
+		tr.Patch(ingressclasses+"/{ns}-ic", "merge", `{"spec":{"controller":"example.com/other"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(ingressclasses, `{"apiVersion":"networking.k8s.io/v1","kind":"IngressClass","metadata":{"name":"{ns}-bad"},"spec":{"controller":"nopath"}}`).Want(http.StatusUnprocessableEntity)
+		c := tr.Post(ingresses, `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"i"},"spec":{"ingressClassName":"{ns}-ic",
+ "tls":[{"hosts":["a.example.com"],"secretName":"tls"}],
+ "rules":[{"host":"a.example.com","http":{"paths":[{"path":"/","pathType":"Prefix","backend":{"service":{"name":"web","port":{"number":80}}}}]}},{"host":"b.example.com","http":{"paths":[{"path":"/api","pathType":"Exact","backend":{"service":{"name":"api","port":{"name":"http"}}}}]}}]},
+ "status":{"loadBalancer":{"ingress":[{"ip":"1.2.3.4"}]}}}`).Want(http.StatusCreated)
+		tr.Patch(ingresses+"/i", "merge", `{"spec":{"defaultBackend":{"service":{"name":"web","port":{"number":8080}}}}}`).Want(http.StatusOK)
+		tr.Patch(ingresses+"/i/status", "merge", `{"spec":{"rules":[]},"status":{"loadBalancer":{"ingress":[{"ip":"1.2.3.4"},{"hostname":"lb.example.com"}]}}}`).Want(http.StatusOK)
+		tr.Watch(ingresses+"?watch=1&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.Get(ingresses).Want(http.StatusOK)
+		tr.GetTable(ingresses).Want(http.StatusOK)
+		tr.Post(ingresses, `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"nopathtype"},"spec":{"rules":[{"http":{"paths":[{"path":"/","backend":{"service":{"name":"web","port":{"number":80}}}}]}}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(ingresses, `{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"empty"},"spec":{}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(ingresses+"/i", "").Want(http.StatusOK)
+		tr.Delete(ingressclasses+"/{ns}-ic", "").Want(http.StatusOK)
+	}},
+	{"networkpolicy-crud", func(tr *T) {
+		c := tr.Post(networkpolicies, `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"np"},"spec":{"podSelector":{"matchLabels":{"app":"web"}},
+ "ingress":[{"from":[{"podSelector":{}}],"ports":[{"port":80},{"port":"http","protocol":"UDP"}]}],"egress":[{"ports":[{"port":53,"endPort":60}]}]}}`).Want(http.StatusCreated)
+		tr.Patch(networkpolicies+"/np", "merge", `{"metadata":{"labels":{"a":"b"}}}`).Want(http.StatusOK)
+		tr.Patch(networkpolicies+"/np", "merge", `{"spec":{"egress":null}}`).Want(http.StatusOK)
+		tr.Watch(networkpolicies+"?watch=1&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.GetTable(networkpolicies).Want(http.StatusOK)
+		tr.Patch(networkpolicies+"/np", "merge", `{"spec":{"ingress":[{"ports":[{"port":70000}]}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(networkpolicies+"/np", "merge", `{"spec":{"policyTypes":["Sideways"]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(networkpolicies+"/np", "").Want(http.StatusOK)
+	}},
+	{"poddisruptionbudget-crud-status", func(tr *T) {
+		c := tr.Post(pdbs, `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"pdb"},"spec":{"minAvailable":"50%","selector":{"matchLabels":{"app":"web"}}},"status":{"disruptionsAllowed":3}}`).Want(http.StatusCreated)
+		tr.Patch(pdbs+"/pdb", "merge", `{"spec":{"minAvailable":2,"unhealthyPodEvictionPolicy":"AlwaysAllow"}}`).Want(http.StatusOK)
+		tr.Patch(pdbs+"/pdb/status", "merge", `{"status":{"observedGeneration":2,"disruptionsAllowed":1,"currentHealthy":3,"desiredHealthy":2,"expectedPods":3,
+ "conditions":[{"type":"DisruptionAllowed","status":"True","reason":"SufficientPods","message":"","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":2}]}}`).Want(http.StatusOK)
+		tr.Watch(pdbs+"?watch=1&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.GetTable(pdbs).Want(http.StatusOK)
+		tr.Patch(pdbs+"/pdb", "merge", `{"spec":{"minAvailable":"150%"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(pdbs+"/pdb/status", "merge", `{"status":{"disruptionsAllowed":-1}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(pdbs+"/pdb", "").Want(http.StatusOK)
+	}},
+	{"storageclass-crud-and-claim-resize", func(tr *T) {
+		c := tr.Post(storageclasses, `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"{ns}-sc"},"provisioner":"example.com/csi","parameters":{"type":"ssd"},"allowVolumeExpansion":true}`).Want(http.StatusCreated)
+		tr.Patch(storageclasses+"/{ns}-sc", "merge", `{"metadata":{"labels":{"a":"b"}},"mountOptions":["ro"]}`).Want(http.StatusOK)
+		tr.Watch(storageclasses+"?watch=1&fieldSelector=metadata.name%3D{ns}-sc&resourceVersion="+c.RV(), Events(1)).Want(http.StatusOK)
+		tr.GetTable(storageclasses + "/{ns}-sc").Want(http.StatusOK)
+		tr.Patch(storageclasses+"/{ns}-sc", "merge", `{"parameters":{"type":"hdd"}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(storageclasses+"/{ns}-sc", "merge", `{"reclaimPolicy":"Retain"}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(storageclasses, `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"{ns}-bad"},"provisioner":"","volumeBindingMode":"Later"}`).Want(http.StatusUnprocessableEntity)
+		// A bound claim of a class that allows expansion grows.
+		tr.Post(pvcs, `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"c"},"spec":{"storageClassName":"{ns}-sc","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"volumeName":"v"}}`).Want(http.StatusCreated)
+		tr.Patch(pvcs+"/c/status", "merge", `{"status":{"phase":"Bound","capacity":{"storage":"1Gi"}}}`).Want(http.StatusOK)
+		tr.Patch(pvcs+"/c", "merge", `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`).Want(http.StatusOK)
+		tr.Patch(pvcs+"/c", "merge", `{"spec":{"resources":{"requests":{"storage":"512Mi"}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(storageclasses+"/{ns}-sc", "").Want(http.StatusOK)
+	}},
+	{"horizontalpodautoscaler-crud-status", func(tr *T) {
+		c := tr.Post(hpas, `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"h"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":5,
+ "behavior":{"scaleDown":{"stabilizationWindowSeconds":60}}},"status":{"currentReplicas":3}}`).Want(http.StatusCreated)
+		tr.Patch(hpas+"/h", "merge", `{"spec":{"minReplicas":2,"metrics":[{"type":"Resource","resource":{"name":"memory","target":{"type":"AverageValue","averageValue":"500Mi"}}},{"type":"Pods","pods":{"metric":{"name":"qps"},"target":{"type":"AverageValue","averageValue":"10"}}}]}}`).Want(http.StatusOK)
+		tr.Patch(hpas+"/h/status", "merge", `{"status":{"observedGeneration":2,"currentReplicas":2,"desiredReplicas":3,"currentMetrics":[{"type":"Resource","resource":{"name":"memory","current":{"averageValue":"200Mi"}}}]}}`).Want(http.StatusOK)
+		tr.Watch(hpas+"?watch=1&resourceVersion="+c.RV(), Events(2)).Want(http.StatusOK)
+		tr.Get(hpas + "/h").Want(http.StatusOK)
+		tr.GetTable(hpas).Want(http.StatusOK)
+		tr.Patch(hpas+"/h", "merge", `{"spec":{"minReplicas":9}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(hpas+"/h", "merge", `{"spec":{"scaleTargetRef":{"name":""}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(hpas+"/h", "").Want(http.StatusOK)
+	}},
+	{"webhookconfigurations-crud", func(tr *T) {
+		v := tr.Post(vwebhooks, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"{ns}-v"},"webhooks":[{"name":"v.example.com","clientConfig":{"url":"https://example.com/validate"},
+ "sideEffects":"None","admissionReviewVersions":["v1"],"rules":[{"operations":["CREATE","UPDATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}]}]}`).Want(http.StatusCreated)
+		tr.Patch(vwebhooks+"/{ns}-v", "merge", `{"metadata":{"labels":{"a":"b"}}}`).Want(http.StatusOK)
+		tr.Patch(vwebhooks+"/{ns}-v", "json", `[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]`).Want(http.StatusOK)
+		tr.Watch(vwebhooks+"?watch=1&fieldSelector=metadata.name%3D{ns}-v&resourceVersion="+v.RV(), Events(2)).Want(http.StatusOK)
+		tr.GetTable(vwebhooks + "/{ns}-v").Want(http.StatusOK)
+		tr.Post(vwebhooks, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"{ns}-bad"},"webhooks":[{"name":"v.example.com","clientConfig":{"url":"http://example.com/validate"},"admissionReviewVersions":["v1"]}]}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(vwebhooks+"/{ns}-v", "").Want(http.StatusOK)
+		m := tr.Post(mwebhooks, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"{ns}-m"},"webhooks":[{"name":"m.example.com","clientConfig":{"service":{"namespace":"{ns}","name":"hook","path":"/mutate"}},
+ "sideEffects":"NoneOnDryRun","admissionReviewVersions":["v1","v1beta1"],"timeoutSeconds":5}]}`).Want(http.StatusCreated)
+		tr.Patch(mwebhooks+"/{ns}-m", "json", `[{"op":"replace","path":"/webhooks/0/reinvocationPolicy","value":"IfNeeded"}]`).Want(http.StatusOK)
+		tr.Watch(mwebhooks+"?watch=1&fieldSelector=metadata.name%3D{ns}-m&resourceVersion="+m.RV(), Events(1)).Want(http.StatusOK)
+		tr.GetTable(mwebhooks + "/{ns}-m").Want(http.StatusOK)
+		tr.Patch(mwebhooks+"/{ns}-m", "json", `[{"op":"replace","path":"/webhooks/0/timeoutSeconds","value":60}]`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(mwebhooks+"/{ns}-m", "").Want(http.StatusOK)
+	}},
+	{"certificatesigningrequest-approval-status", func(tr *T) {
+		c := tr.Post(csrs, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"{ns}-csr"},"spec":{"request":"`+csrRequest+`","signerName":"example.com/signer","usages":["client auth","digital signature"],"expirationSeconds":3600,"username":"mallory"},"status":{"certificate":"`+csrCertificate+`"}}`).Want(http.StatusCreated)
+		tr.Get(csrs + "/{ns}-csr").Want(http.StatusOK)
+		// The spec never changes; metadata does.
+		tr.Patch(csrs+"/{ns}-csr", "merge", `{"metadata":{"labels":{"a":"b"}},"spec":{"usages":["server auth"]}}`).Want(http.StatusOK)
+		// Approval through /approval only.
+		tr.Patch(csrs+"/{ns}-csr/status", "merge", `{"status":{"conditions":[{"type":"Approved","status":"True","reason":"Sneaky"}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(csrs+"/{ns}-csr/approval", "merge", `{"status":{"certificate":"`+csrCertificate+`","conditions":[{"type":"Approved","status":"True","reason":"AutoApproved","message":"ok"}]}}`).Want(http.StatusOK)
+		tr.Patch(csrs+"/{ns}-csr/status", "merge", `{"status":{"certificate":"`+csrCertificate+`"}}`).Want(http.StatusOK)
+		tr.Get(csrs + "/{ns}-csr/approval").Want(http.StatusOK)
+		tr.Watch(csrs+"?watch=1&fieldSelector=metadata.name%3D{ns}-csr&resourceVersion="+c.RV(), Events(3)).Want(http.StatusOK)
+		tr.GetTable(csrs + "/{ns}-csr").Want(http.StatusOK)
+		tr.Patch(csrs+"/{ns}-csr/approval", "json", `[{"op":"replace","path":"/status/conditions","value":[]}]`).Want(http.StatusUnprocessableEntity)
+		tr.Patch(csrs+"/{ns}-csr/status", "merge", `{"status":{"certificate":"bm90IGEgY2VydA=="}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(csrs, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"{ns}-bad"},"spec":{"request":"bm90IGEgcmVxdWVzdA==","signerName":"example.com/signer","usages":["client auth"]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(csrs, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"{ns}-bad2"},"spec":{"request":"`+csrRequest+`","signerName":"signer","usages":["flying"]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(csrs+"/{ns}-csr", "").Want(http.StatusOK)
 	}},
 }
