@@ -97,6 +97,8 @@ func tableKinds() []kindDef {
 		{gv: gv("storage.k8s.io", "v1"), resource: "storageclasses", kind: "StorageClass", shortNames: []string{"sc"}, setup: setupStorageClass},
 		{gv: gv("autoscaling", "v2"), resource: "horizontalpodautoscalers", kind: "HorizontalPodAutoscaler", namespaced: true, shortNames: []string{"hpa"}, categories: all,
 			status: true, generation: true, setup: setupHorizontalPodAutoscaler},
+		{gv: gv("autoscaling", "v1"), resource: "horizontalpodautoscalers", kind: "HorizontalPodAutoscaler", namespaced: true, shortNames: []string{"hpa"}, categories: all,
+			status: true, generation: true, storage: gv("autoscaling", "v2"), convert: hpaV1Conversion(), setup: setupHorizontalPodAutoscalerV1},
 		{gv: admission, resource: "validatingwebhookconfigurations", kind: "ValidatingWebhookConfiguration", categories: []string{"api-extensions"}, generation: true,
 			setup: setupValidatingWebhookConfiguration},
 		{gv: admission, resource: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration", categories: []string{"api-extensions"}, generation: true,

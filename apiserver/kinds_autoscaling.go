@@ -17,6 +17,7 @@ import (
 // pkg/registry/autoscaling). No autoscaler acts on them.
 
 func setupHorizontalPodAutoscaler(k *kind) {
+	k.declarative = betaDeclarative
 	k.defaults = typedDefaults(defaultHPA)
 	k.validate = typedValidation(func(h *autoscalingv2.HorizontalPodAutoscaler) field.ErrorList {
 		return validateHPASpec(&h.Spec, field.NewPath("spec"))
@@ -80,14 +81,16 @@ func cpuUtilization(percent int32) autoscalingv2.MetricSpec {
 
 func validateHPASpec(sp *autoscalingv2.HorizontalPodAutoscalerSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
+	// Replica bounds are decided by kube-apiserver's declarative
+	// validation (beta): their errors come last (betaDeclarative).
 	if sp.MinReplicas != nil && *sp.MinReplicas < 1 {
-		errs = append(errs, field.Invalid(path.Child("minReplicas"), int64(*sp.MinReplicas), "must be greater than or equal to 1"))
+		errs = append(errs, field.Invalid(path.Child("minReplicas"), int64(*sp.MinReplicas), "must be greater than or equal to 1").MarkCoveredByDeclarative())
 	}
 	switch {
 	case sp.MaxReplicas == 0:
-		errs = append(errs, field.Required(path.Child("maxReplicas"), "must be set and greater than 0"))
+		errs = append(errs, field.Required(path.Child("maxReplicas"), "must be set and greater than 0").MarkCoveredByDeclarative())
 	case sp.MaxReplicas < 0:
-		errs = append(errs, field.Invalid(path.Child("maxReplicas"), int64(sp.MaxReplicas), "must be greater than or equal to 1"))
+		errs = append(errs, field.Invalid(path.Child("maxReplicas"), int64(sp.MaxReplicas), "must be greater than or equal to 1").MarkCoveredByDeclarative())
 	}
 	if sp.MinReplicas != nil && sp.MaxReplicas < *sp.MinReplicas {
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), int64(sp.MaxReplicas), "must be greater than or equal to `minReplicas`"))

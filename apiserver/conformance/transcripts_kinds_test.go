@@ -384,6 +384,28 @@ var otherKindTranscripts = []transcript{
 		tr.Patch(hpas+"/h", "merge", `{"spec":{"scaleTargetRef":{"name":""}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Delete(hpas+"/h", "").Want(http.StatusOK)
 	}},
+	{"horizontalpodautoscaler-v1-v2", func(tr *T) {
+		// autoscaling/v1 and v2 are two forms of the same objects.
+		c := tr.Post(hpasV1, `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"one"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,"targetCPUUtilizationPercentage":60}}`).Want(http.StatusCreated)
+		tr.Get(hpas + "/one").Want(http.StatusOK)
+		tr.Post(hpas, `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"two","annotations":{"keep":"me"}},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"StatefulSet","name":"db"},"minReplicas":2,"maxReplicas":6,
+ "metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":70}}},{"type":"Pods","pods":{"metric":{"name":"qps"},"target":{"type":"AverageValue","averageValue":"100"}}},{"type":"External","external":{"metric":{"name":"queue"},"target":{"type":"Value","value":"30"}}}],
+ "behavior":{"scaleUp":{"stabilizationWindowSeconds":30}}}}`).Want(http.StatusCreated)
+		tr.Patch(hpas+"/two/status", "merge", `{"status":{"currentReplicas":2,"desiredReplicas":3,"lastScaleTime":"2026-01-01T00:00:00Z",
+ "currentMetrics":[{"type":"Resource","resource":{"name":"cpu","current":{"averageUtilization":85,"averageValue":"850m"}}},{"type":"Pods","pods":{"metric":{"name":"qps"},"current":{"averageValue":"120"}}}],
+ "conditions":[{"type":"AbleToScale","status":"True","reason":"ReadyForNewScale","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`).Want(http.StatusOK)
+		two := tr.Get(hpasV1 + "/two").Want(http.StatusOK)
+		// A v1 client writes back what it read: nothing of v2 is lost.
+		tr.Put(hpasV1+"/two", fmt.Sprintf(`{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"two","resourceVersion":%q,"annotations":{"keep":"me"}},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"StatefulSet","name":"db"},"minReplicas":2,"maxReplicas":8,"targetCPUUtilizationPercentage":75}}`, two.RV())).Want(http.StatusOK)
+		tr.Get(hpas + "/two").Want(http.StatusOK)
+		tr.Patch(hpasV1+"/one/status", "merge", `{"status":{"currentReplicas":1,"desiredReplicas":2,"currentCPUUtilizationPercentage":90}}`).Want(http.StatusOK)
+		tr.Get(hpas + "/one").Want(http.StatusOK)
+		tr.Watch(hpasV1+"?watch=1&resourceVersion="+c.RV(), Events(4)).Want(http.StatusOK)
+		tr.Get(hpasV1).Want(http.StatusOK)
+		tr.GetTable(hpasV1).Want(http.StatusOK)
+		tr.Patch(hpasV1+"/one", "merge", `{"spec":{"maxReplicas":0}}`).Want(http.StatusUnprocessableEntity)
+		tr.Delete(hpasV1+"/one", "").Want(http.StatusOK)
+	}},
 	{"webhookconfigurations-crud", func(tr *T) {
 		v := tr.Post(vwebhooks, `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"{ns}-v"},"webhooks":[{"name":"v.example.com","clientConfig":{"url":"https://example.com/validate"},
  "sideEffects":"None","admissionReviewVersions":["v1"],"rules":[{"operations":["CREATE","UPDATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"]}]}]}`).Want(http.StatusCreated)
