@@ -26,10 +26,11 @@ import (
 // (defaults, strategy, validation, printer columns) as kube-apiserver v1.37
 // has it. The Go type of each kind comes from client-go's scheme (every
 // k8s.io/api kind); its OpenAPI schema is derived from that type
-// (internal/openapi) and its apply schema is client-go's. A row costs
-// nothing until its kind is used: the scheme is read, and derived data
-// (the zero status of a create, the fast-path schema, field managers) are
-// built, at first use.
+// (internal/openapi) and its apply schema is client-go's. New only
+// builds each row's kind (a few fields); its setup (hooks, columns) runs
+// at the kind's first use through the registry (kind.ready), and what is
+// derived from it (the zero status of a create, the fast-path schema,
+// field managers) at the first write that needs it.
 
 // kindDef is one row of the table.
 type kindDef struct {
@@ -145,9 +146,9 @@ func (d *kindDef) build() *kind {
 		// stored object is read back with its type's defaults.
 		k.prepareCreate = k.resetStatus
 	}
-	if d.setup != nil {
-		d.setup(k)
-	}
+	// The kind's behaviour is set at its first use (kind.ready): New
+	// stays cheap however many kinds the table has.
+	k.setup = d.setup
 	return k
 }
 

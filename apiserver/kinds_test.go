@@ -17,7 +17,7 @@ func TestTableKinds(t *testing.T) {
 	s := newTestServer(t, Options{})
 	for _, d := range tableKinds() {
 		t.Run(d.gv.WithResource(d.resource).String(), func(t *testing.T) {
-			k := d.build()
+			k := d.build().ready()
 			if k == nil {
 				t.Fatalf("%s is not in client-go's scheme", d.gv.WithKind(d.kind))
 			}

@@ -171,6 +171,13 @@ type kind struct {
 	// request of a deprecated kind (core/v1 Endpoints).
 	deprecated string
 
+	// setup, when set, gives a kind of the table of built-in kinds its
+	// behaviour (its hooks and columns), at its first use (ready):
+	// setupOnce guards the fields it sets, which are read only through
+	// the registry (get, all), which calls ready.
+	setup     func(k *kind)
+	setupOnce sync.Once
+
 	// zeroStatusOnce guards zeroStatus, computed on first use
 	// (resetStatus): the status of a new object, never written.
 	zeroStatusOnce sync.Once
@@ -336,8 +343,9 @@ func (r *registry) crdKinds(crdName string) []*kind {
 
 func (r *registry) get(gvr schema.GroupVersionResource) *kind {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.kinds[gvr]
+	k := r.kinds[gvr]
+	r.mu.RUnlock()
+	return k.ready()
 }
 
 // all returns the kinds sorted by group, version and resource.
@@ -348,6 +356,9 @@ func (r *registry) all() []*kind {
 		out = append(out, k)
 	}
 	r.mu.RUnlock()
+	for _, k := range out {
+		k.ready()
+	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].gvr, out[j].gvr
 		if a.Group != b.Group {
@@ -457,4 +468,12 @@ func parseVersion(v string) (rank, major, minor int, ok bool) {
 		minor = minor*10 + int(c-'0')
 	}
 	return rank, major, minor, true
+}
+
+// ready completes k's setup, once (nil for nil).
+func (k *kind) ready() *kind {
+	if k != nil && k.setup != nil {
+		k.setupOnce.Do(func() { k.setup(k) })
+	}
+	return k
 }
