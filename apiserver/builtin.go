@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,20 +33,26 @@ var (
 	crdGVR       = schema.GroupVersionResource{Group: apiext.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// builtinKinds returns the kinds served from the start.
+// builtinKinds returns the kinds served from the start: the rows of the
+// table of built-in kinds (kinds.go).
 func builtinKinds() []*kind {
-	core := func(resource, k string, namespaced bool, newTyped func() any) *kind {
-		return &kind{gvr: schema.GroupVersionResource{Version: "v1", Resource: resource}, kind: k, namespaced: namespaced, newTyped: newTyped}
+	defs := tableKinds()
+	out := make([]*kind, 0, len(defs))
+	for i := range defs {
+		if k := defs[i].build(); k != nil {
+			finishKind(k)
+			out = append(out, k)
+		}
 	}
-	group := func(g, v, resource, k string, namespaced bool, newTyped func() any) *kind {
-		return &kind{gvr: schema.GroupVersionResource{Group: g, Version: v, Resource: resource}, kind: k, namespaced: namespaced, newTyped: newTyped}
-	}
+	return out
+}
 
-	ns := core("namespaces", "Namespace", false, func() any { return &corev1.Namespace{} })
-	ns.shortNames = []string{"ns"}
-	ns.status = true
+// The behaviour of the core/v1, apps/v1, coordination.k8s.io and
+// apiextensions.k8s.io kinds served before the table grew (the setup of
+// their rows in kinds.go).
+
+func setupNamespace(ns *kind) {
 	ns.nameValidation = apivalidation.ValidateNamespaceName
-	ns.fields = []selectableField{{name: "status.phase", path: []string{"status", "phase"}}}
 	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "status", "phase") }}}
 	ns.strategyCreate = func(o map[string]any) {
 		if jsontree.Get(o, "spec", "finalizers") == nil {
@@ -68,16 +73,18 @@ func builtinKinds() []*kind {
 	ns.terminate = func(o map[string]any) { jsontree.Set(o, "Terminating", "status", "phase") }
 	ns.deleteContent = (*Server).deleteNamespaceContent
 	ns.waitsForContent = func(s *Server, name string) bool { return !s.namespaceEmpty(name) }
+	ns.validate = validateNamespace
+	ns.returnsDeleted = true
+}
 
-	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
-	cm.shortNames = []string{"cm"}
+func setupConfigMap(cm *kind) {
 	cm.columns = []column{{def("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any {
 		return int64(jsontree.Len(o, "data") + jsontree.Len(o, "binaryData"))
 	}}}
 	cm.validate, cm.validateUpdate = validateConfigMap, validateConfigMapUpdate
+}
 
-	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
-	secret.fields = []selectableField{{name: "type", path: []string{"type"}}}
+func setupSecret(secret *kind) {
 	secret.columns = []column{
 		{def("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "type") }},
 		{def("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "data")) }},
@@ -89,32 +96,34 @@ func builtinKinds() []*kind {
 	}
 	secret.normalize = mergeStringData
 	secret.validate, secret.validateUpdate, secret.warnings = validateSecret, validateSecretUpdate, secretWarnings
+	secret.defaults = typedDefaults(func(s *corev1.Secret) {
+		if s.Type == "" {
+			s.Type = corev1.SecretTypeOpaque
+		}
+	})
+}
 
-	ev := core("events", "Event", true, func() any { return &corev1.Event{} })
-	ev.shortNames = []string{"ev"}
-	ev.fields = coreEventFields()
+func setupCoreEvent(ev *kind) {
 	ev.columns, ev.tableNoName = eventColumns(false), true
 	ev.validate = validateCoreEvent // events.k8s.io/v1 writes are not validated yet
+}
 
-	evv1 := group("events.k8s.io", "v1", "events", "Event", true, func() any { return &eventsv1.Event{} })
-	evv1.shortNames = []string{"ev"}
-	evv1.storageResource, evv1.storageVersion = "/events", "v1"
-	evv1.convert = &conversion{toStorage: eventToCore, fromStorage: eventFromCore}
-	evv1.fields = coreEventFields() // selectors apply to the stored (core) form
+func setupEventV1(evv1 *kind) {
 	evv1.fieldAliases = map[string]string{"reportingController": "reportingComponent"}
 	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
 		evv1.fieldAliases["regarding."+f] = "involvedObject." + f
 	}
 	evv1.columns, evv1.tableNoName = eventColumns(true), true
+}
 
-	sa := core("serviceaccounts", "ServiceAccount", true, func() any { return &corev1.ServiceAccount{} })
-	sa.shortNames = []string{"sa"}
+func setupServiceAccount(sa *kind) {
 	sa.columns = []column{{def("Secrets", "string", "Number of secrets"), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "secrets")) }}}
+	sa.returnsDeleted = true
+}
 
-	pod := core("pods", "Pod", true, func() any { return &corev1.Pod{} })
-	pod.shortNames, pod.categories = []string{"po"}, []string{"all"}
-	pod.status, pod.generation = true, true
-	pod.fields = []selectableField{
+// podFields are the fields pods select on.
+func podFields() []selectableField {
+	return []selectableField{
 		{name: "spec.nodeName", path: []string{"spec", "nodeName"}},
 		{name: "spec.restartPolicy", path: []string{"spec", "restartPolicy"}},
 		{name: "spec.schedulerName", path: []string{"spec", "schedulerName"}},
@@ -124,6 +133,10 @@ func builtinKinds() []*kind {
 		{name: "status.podIP", path: []string{"status", "podIP"}},
 		{name: "status.nominatedNodeName", path: []string{"status", "nominatedNodeName"}},
 	}
+}
+
+func setupPod(pod *kind) {
+	pod.prepareCreate = nil // the strategy sets the status (strategyCreate)
 	pod.columns = podColumns()
 	pod.strategyCreate, pod.carryOver = preparePodCreate, carryOverPod
 	pod.validate = func(o map[string]any) field.ErrorList {
@@ -149,10 +162,13 @@ func builtinKinds() []*kind {
 		errs = append(errs, oneOf(field.NewPath("spec", "dnsPolicy"), jsontree.Str(o, "spec", "dnsPolicy"), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
 		return errs
 	}
+	pod.gracePeriod = podGracePeriod
+	pod.statusKeepsMeta = []string{"ownerReferences"}
+	pod.returnsDeleted = true
+	pod.defaults = typedDefaults(defaultPod)
+}
 
-	svc := core("services", "Service", true, func() any { return &corev1.Service{} })
-	svc.shortNames, svc.categories = []string{"svc"}, []string{"all"}
-	svc.status = true
+func setupService(svc *kind) {
 	svc.nameValidation = apivalidation.NameIsDNSLabel // RFC 1123 labels (kube-apiserver 1.37)
 	svc.columns = serviceColumns()
 	svc.carryOver = func(obj, old map[string]any) {
@@ -189,11 +205,12 @@ func builtinKinds() []*kind {
 			}
 		}
 	}
+	svc.validate = validateService
+	svc.returnsDeleted = true
+	svc.defaults = typedDefaults(defaultService)
+}
 
-	deploy := group("apps", "v1", "deployments", "Deployment", true, func() any { return &appsv1.Deployment{} })
-	deploy.shortNames, deploy.categories = []string{"deploy"}, []string{"all"}
-	deploy.status, deploy.generation = true, true
-	deploy.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
+func setupDeployment(deploy *kind) {
 	deploy.columns = []column{
 		{def("Ready", "string", "Number of the pod with ready state"), func(o map[string]any, _ time.Time) any {
 			return fmt.Sprintf("%d/%d", jsontree.Int(o, "status", "readyReplicas"), jsontree.Int(o, "spec", "replicas"))
@@ -219,12 +236,12 @@ func builtinKinds() []*kind {
 		}
 	}
 	deploy.validate = validateDeployment
+	deploy.statusKeepsMeta = []string{"labels"}
+	deploy.annotationsMoveGeneration = true
+	deploy.defaults = typedDefaults(defaultDeployment)
+}
 
-	rs := group("apps", "v1", "replicasets", "ReplicaSet", true, func() any { return &appsv1.ReplicaSet{} })
-	rs.shortNames, rs.categories = []string{"rs"}, []string{"all"}
-	rs.status, rs.generation = true, true
-	rs.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
-	rs.fields = []selectableField{{name: "status.replicas", path: []string{"status", "replicas"}}}
+func setupReplicaSet(rs *kind) {
 	rs.columns = []column{
 		{def("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "spec", "replicas") }},
 		{def("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "replicas") }},
@@ -241,51 +258,26 @@ func builtinKinds() []*kind {
 		}
 	}
 	rs.validate = validateSelectorMatchesTemplate
-
-	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
-	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "spec", "holderIdentity") }}}
-	lease.validate = validateLease
-	lease.strategyCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
-	lease.carryOver = dropLeaseStrategy
-
-	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })
-	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true
-	crdKind(crd)
-	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "metadata", "creationTimestamp") }}}
-
-	pod.gracePeriod = podGracePeriod
-	svc.validate, ns.validate = validateService, validateNamespace
-	deploy.statusKeepsMeta, pod.statusKeepsMeta = []string{"labels"}, []string{"ownerReferences"}
-	deploy.annotationsMoveGeneration = true
-	lease.requireResourceVersion, crd.requireResourceVersion = true, true
-	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
-
-	pod.defaults = typedDefaults(defaultPod)
-	svc.defaults = typedDefaults(defaultService)
-	secret.defaults = typedDefaults(func(s *corev1.Secret) {
-		if s.Type == "" {
-			s.Type = corev1.SecretTypeOpaque
-		}
-	})
-	deploy.defaults = typedDefaults(defaultDeployment)
 	rs.defaults = typedDefaults(func(rs *appsv1.ReplicaSet) {
 		if rs.Spec.Replicas == nil {
 			rs.Spec.Replicas = ptrTo[int32](1)
 		}
 		defaultPodSpec(&rs.Spec.Template.Spec)
 	})
+}
 
-	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}
-	out = append(out, rbacKinds()...)
-	for _, d := range tableKinds() {
-		if k := d.build(); k != nil {
-			out = append(out, k)
-		}
-	}
-	for _, k := range out {
-		finishKind(k)
-	}
-	return out
+func setupLease(lease *kind) {
+	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "spec", "holderIdentity") }}}
+	lease.validate = validateLease
+	lease.strategyCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
+	lease.carryOver = dropLeaseStrategy
+	lease.requireResourceVersion = true
+}
+
+func setupCRD(crd *kind) {
+	crdKind(crd)
+	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "metadata", "creationTimestamp") }}}
+	crd.requireResourceVersion = true
 }
 
 func def(name, typ, desc string) metav1.TableColumnDefinition {

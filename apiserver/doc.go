@@ -25,9 +25,10 @@
 //	impersonate.go the Impersonate-* headers, checked as kube-apiserver's constrained impersonation
 //	rbac.go       the RBAC kinds, the bootstrap roles, ClusterRole aggregation, escalation checks
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
-//	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
-//	kinds.go      the table of further built-in kinds, one row each; their behaviour per API
-//	              group in kinds_<group>.go (defaults, strategies, validation, columns)
+//	registry.go   the served kinds and their hooks
+//	kinds.go      the table of built-in kinds, one row each; their behaviour per API group in
+//	              builtin.go (the first ones) and kinds_<group>.go (defaults, strategies,
+//	              validation, columns)
 //	resource.go   get and list (selectors.go: label and field selectors)
 //	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
 //	write.go      what writes share: the stored form, validation; write_decode.go request

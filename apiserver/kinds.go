@@ -16,10 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
-// The table of built-in kinds served beside the ones of builtin.go: one row
-// per kind, with what discovery, the router and the write path need (its
+// The table of built-in kinds: one row per kind, with what discovery, the router and the write path need (its
 // group, version and resource, scope, short names, categories,
 // subresources, selectable fields, storage) and a setup function, grouped
 // by API group in kinds_<group>.go, that gives the kind its behaviour
@@ -53,22 +54,50 @@ type kindDef struct {
 	// autoscaling/v2 ones); convert then converts between the two.
 	storage schema.GroupVersion
 	convert *conversion
+	// newTyped, when set, makes the kind's Go values, for a kind that is
+	// not in client-go's scheme (CustomResourceDefinitions).
+	newTyped func() any
 	// setup gives the kind its behaviour; nil: none beyond the generic one.
 	setup func(k *kind)
 }
 
-// tableKinds is the table: the built-in kinds a controller commonly
-// watches or writes, beyond builtin.go's.
+// tableKinds is the table: every built-in kind served but the reviews
+// (reviews.go), which store nothing.
 func tableKinds() []kindDef {
-	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
-	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
-	core := schema.GroupVersion{Version: "v1"}
 	gv := func(group, version string) schema.GroupVersion {
 		return schema.GroupVersion{Group: group, Version: version}
 	}
+	core, apps, batch, rbac := gv("", "v1"), gv("apps", "v1"), gv("batch", "v1"), gv("rbac.authorization.k8s.io", "v1")
 	networking, admission := gv("networking.k8s.io", "v1"), gv("admissionregistration.k8s.io", "v1")
 	all := []string{"all"}
 	return []kindDef{
+		// The kinds served from the start (builtin.go, rbac.go).
+		{gv: core, resource: "namespaces", kind: "Namespace", shortNames: []string{"ns"}, status: true,
+			fields: []selectableField{{name: "status.phase", path: []string{"status", "phase"}}}, setup: setupNamespace},
+		{gv: core, resource: "configmaps", kind: "ConfigMap", namespaced: true, shortNames: []string{"cm"}, setup: setupConfigMap},
+		{gv: core, resource: "secrets", kind: "Secret", namespaced: true, fields: []selectableField{{name: "type", path: []string{"type"}}}, setup: setupSecret},
+		{gv: core, resource: "events", kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: coreEventFields(), setup: setupCoreEvent},
+		// Selectors of events.k8s.io/v1 Events apply to the stored (core) form.
+		{gv: gv("events.k8s.io", "v1"), resource: "events", kind: "Event", namespaced: true, shortNames: []string{"ev"}, fields: coreEventFields(),
+			storage: core, convert: &conversion{toStorage: eventToCore, fromStorage: eventFromCore}, setup: setupEventV1},
+		{gv: core, resource: "serviceaccounts", kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"}, setup: setupServiceAccount},
+		{gv: core, resource: "pods", kind: "Pod", namespaced: true, shortNames: []string{"po"}, categories: all, status: true, generation: true,
+			fields: podFields(), setup: setupPod},
+		{gv: core, resource: "services", kind: "Service", namespaced: true, shortNames: []string{"svc"}, categories: all, status: true, setup: setupService},
+		{gv: apps, resource: "deployments", kind: "Deployment", namespaced: true, shortNames: []string{"deploy"}, categories: all, status: true, generation: true,
+			scale: replicasScale(), setup: setupDeployment},
+		{gv: apps, resource: "replicasets", kind: "ReplicaSet", namespaced: true, shortNames: []string{"rs"}, categories: all, status: true, generation: true,
+			scale: replicasScale(), fields: []selectableField{{name: "status.replicas", path: []string{"status", "replicas"}}}, setup: setupReplicaSet},
+		{gv: gv("coordination.k8s.io", "v1"), resource: "leases", kind: "Lease", namespaced: true, setup: setupLease},
+		// apiextensions.k8s.io is not in client-go's scheme: its Go type is
+		// kloop's own (internal/apiext).
+		{gv: gv(apiext.GroupName, "v1"), resource: "customresourcedefinitions", kind: "CustomResourceDefinition", shortNames: []string{"crd", "crds"},
+			status: true, generation: true, newTyped: func() any { return &apiext.CustomResourceDefinition{} }, setup: setupCRD},
+		{gv: rbac, resource: "roles", kind: "Role", namespaced: true, setup: setupRBAC(roleGVR)},
+		{gv: rbac, resource: "clusterroles", kind: "ClusterRole", setup: setupRBAC(clusterRoleGVR)},
+		{gv: rbac, resource: "rolebindings", kind: "RoleBinding", namespaced: true, setup: setupRBAC(roleBindingGVR)},
+		{gv: rbac, resource: "clusterrolebindings", kind: "ClusterRoleBinding", setup: setupRBAC(clusterRoleBindingGVR)},
+		// The other kinds a controller commonly watches or writes.
 		{gv: apps, resource: "statefulsets", kind: "StatefulSet", namespaced: true, shortNames: []string{"sts"}, categories: all,
 			status: true, generation: true, scale: replicasScale(), setup: setupStatefulSet},
 		{gv: apps, resource: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: []string{"ds"}, categories: all,
@@ -118,10 +147,13 @@ func replicasScale() *scaleInfo {
 // build makes the kind a row describes; nil when client-go's scheme does
 // not know it (the table's test checks that every row is known).
 func (d *kindDef) build() *kind {
-	gvk := d.gv.WithKind(d.kind)
-	typ, ok := builtinScheme.AllKnownTypes()[gvk]
-	if !ok {
-		return nil
+	newTyped := d.newTyped
+	if newTyped == nil {
+		typ, ok := builtinScheme.AllKnownTypes()[d.gv.WithKind(d.kind)]
+		if !ok {
+			return nil
+		}
+		newTyped = func() any { return reflect.New(typ).Interface() }
 	}
 	k := &kind{
 		gvr:        d.gv.WithResource(d.resource),
@@ -135,7 +167,7 @@ func (d *kindDef) build() *kind {
 		generation: d.generation,
 		fields:     d.fields,
 		convert:    d.convert,
-		newTyped:   func() any { return reflect.New(typ).Interface() },
+		newTyped:   newTyped,
 	}
 	if !d.storage.Empty() {
 		k.storageResource = d.storage.Group + "/" + d.resource

@@ -18,9 +18,9 @@ import (
 )
 
 // kind describes one served resource at one group version: how it is named,
-// stored, validated, selected and printed. Built-in kinds are declared in
-// builtin.go; custom resources get theirs from their CRD (crd.go). A kind is
-// immutable once registered.
+// stored, validated, selected and printed. Built-in kinds are rows of the
+// table in kinds.go; custom resources get theirs from their CRD (crd.go).
+// A kind is immutable once ready (ready: its setup done).
 type kind struct {
 	gvr             schema.GroupVersionResource
 	kind, listKind  string
@@ -123,8 +123,8 @@ type kind struct {
 
 	// Hooks: what a kind does around the generic write path (create.go,
 	// update.go, delete.go, lifecycle.go), which has no kind of its own;
-	// nil does nothing. They are set where the kind is declared (builtin.go,
-	// crd.go).
+	// nil does nothing. They are set by the setup of the kind's row
+	// (kinds.go) or by crd.go.
 
 	// admit checks and completes a new object (stored form) just before it
 	// is stored, reserving what it needs (CRDs: names no other CRD serves,
