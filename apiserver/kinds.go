@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
@@ -314,30 +315,126 @@ func finishKind(k *kind) {
 
 // validatePodTemplate checks a pod template as far as kube-apiserver's
 // ValidatePodTemplateSpec is followed here (the rules a controller's
-// template commonly breaks): at least one container, each with a unique
-// name and an image, and the enums of its pull, restart and DNS policies.
-func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+// template commonly breaks): its volumes' names, at least one container,
+// each with a unique DNS-label name and an image, valid ports and
+// environment variable names, mounts of volumes that exist (those of the
+// template and, for a StatefulSet, of its claim templates: claimVolumes),
+// and the enums of its pull, restart and DNS policies.
+func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path, claimVolumes ...string) field.ErrorList {
 	var errs field.ErrorList
 	spec := path.Child("spec")
+	volumes := map[string]bool{}
+	for _, v := range claimVolumes {
+		volumes[v] = true
+	}
+	for i, v := range t.Spec.Volumes {
+		p := spec.Child("volumes").Index(i).Child("name")
+		switch {
+		case v.Name == "":
+			errs = append(errs, field.Required(p, ""))
+		case volumes[v.Name] && !slices.Contains(claimVolumes, v.Name):
+			errs = append(errs, field.Duplicate(p, v.Name))
+		default:
+			for _, msg := range validation.IsDNS1123Label(v.Name) {
+				errs = append(errs, field.Invalid(p, v.Name, msg))
+			}
+		}
+		volumes[v.Name] = true
+	}
 	cs := t.Spec.Containers
 	if len(cs) == 0 {
 		errs = append(errs, field.Required(spec.Child("containers"), ""))
 	}
+	names := map[string]bool{}
 	for i, c := range cs {
 		p := spec.Child("containers").Index(i)
-		switch {
-		case c.Name == "":
+		if c.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), ""))
-		case slices.ContainsFunc(cs[:i], func(o corev1.Container) bool { return o.Name == c.Name }):
-			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+		} else {
+			for _, msg := range validation.IsDNS1123Label(c.Name) {
+				errs = append(errs, field.Invalid(p.Child("name"), c.Name, msg))
+			}
 		}
 		if c.Image == "" {
 			errs = append(errs, field.Required(p.Child("image"), ""))
 		}
+		errs = append(errs, validateContainerPorts(c.Ports, p.Child("ports"))...)
+		for j, e := range c.Env {
+			ep := p.Child("env").Index(j).Child("name")
+			if e.Name == "" {
+				errs = append(errs, field.Required(ep, ""))
+			}
+			for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
+				if e.Name != "" {
+					errs = append(errs, field.Invalid(ep, e.Name, msg))
+				}
+			}
+		}
+		mountPaths := map[string]bool{}
+		for j, m := range c.VolumeMounts {
+			mp := p.Child("volumeMounts").Index(j)
+			if m.Name == "" {
+				errs = append(errs, field.Required(mp.Child("name"), ""))
+			}
+			if !volumes[m.Name] {
+				errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
+			}
+			if m.MountPath == "" {
+				errs = append(errs, field.Required(mp.Child("mountPath"), ""))
+			}
+			if mountPaths[m.MountPath] {
+				errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be unique"))
+			}
+			mountPaths[m.MountPath] = true
+		}
 		errs = append(errs, oneOf(p.Child("imagePullPolicy"), string(c.ImagePullPolicy), "Always", "IfNotPresent", "Never")...)
+		if names[c.Name] {
+			errs = append(errs, field.Duplicate(p.Child("name"), c.Name))
+		}
+		names[c.Name] = true
 	}
 	errs = append(errs, oneOf(spec.Child("restartPolicy"), string(t.Spec.RestartPolicy), "Always", "OnFailure", "Never")...)
 	errs = append(errs, oneOf(spec.Child("dnsPolicy"), string(t.Spec.DNSPolicy), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
+	return errs
+}
+
+// validateContainerPorts is kube-apiserver's check of a container's ports.
+func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i, port := range ports {
+		p := path.Index(i)
+		if port.Name != "" {
+			if msgs := validation.IsValidPortName(port.Name); len(msgs) != 0 {
+				for _, msg := range msgs {
+					errs = append(errs, field.Invalid(p.Child("name"), port.Name, msg))
+				}
+			} else if names[port.Name] {
+				errs = append(errs, field.Duplicate(p.Child("name"), port.Name))
+			} else {
+				names[port.Name] = true
+			}
+		}
+		if port.ContainerPort == 0 {
+			errs = append(errs, field.Required(p.Child("containerPort"), ""))
+		} else {
+			for _, msg := range validation.IsValidPortNum(int(port.ContainerPort)) {
+				errs = append(errs, field.Invalid(p.Child("containerPort"), int64(port.ContainerPort), msg))
+			}
+		}
+		if port.HostPort != 0 {
+			for _, msg := range validation.IsValidPortNum(int(port.HostPort)) {
+				errs = append(errs, field.Invalid(p.Child("hostPort"), int64(port.HostPort), msg))
+			}
+		}
+		switch port.Protocol {
+		case "":
+			errs = append(errs, field.Required(p.Child("protocol"), ""))
+		case corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("protocol"), string(port.Protocol), []string{"SCTP", "TCP", "UDP"}))
+		}
+	}
 	return errs
 }
 

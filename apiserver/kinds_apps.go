@@ -27,6 +27,14 @@ func setupStatefulSet(k *kind) {
 	k.nameValidation = apivalidation.NameIsDNSLabel
 	k.defaults = typedDefaults(defaultStatefulSet)
 	k.validate = typedValidation(validateStatefulSet)
+	// Claim templates are checked on create only (they are immutable).
+	k.validateCreate = typedValidation(func(ss *appsv1.StatefulSet) field.ErrorList {
+		var errs field.ErrorList
+		for i := range ss.Spec.VolumeClaimTemplates {
+			errs = append(errs, validatePVCSpec(&ss.Spec.VolumeClaimTemplates[i].Spec, field.NewPath("spec", "volumeClaimTemplates").Index(i).Child("spec"))...)
+		}
+		return errs
+	})
 	k.validateUpdate = typedUpdateValidation(func(ss, old *appsv1.StatefulSet) field.ErrorList {
 		spec := field.NewPath("spec")
 		var errs field.ErrorList
@@ -147,7 +155,11 @@ func validateStatefulSet(ss *appsv1.StatefulSet) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateSelector(sp.Selector, sp.Template.Labels, spec, "statefulset")...)
-	errs = append(errs, validatePodTemplate(&sp.Template, spec.Child("template"))...)
+	claims := make([]string, len(sp.VolumeClaimTemplates))
+	for i, c := range sp.VolumeClaimTemplates {
+		claims[i] = c.Name
+	}
+	errs = append(errs, validatePodTemplate(&sp.Template, spec.Child("template"), claims...)...)
 	if sp.Template.Spec.RestartPolicy != corev1.RestartPolicyAlways {
 		errs = append(errs, field.NotSupported(spec.Child("template", "spec", "restartPolicy"), string(sp.Template.Spec.RestartPolicy), []string{"Always"}))
 	}

@@ -18,10 +18,16 @@ func TestAppsKinds(t *testing.T) {
 	tmpl := `"template":{"metadata":{"labels":{"app":"a"}},"spec":{"containers":[{"name":"c","image":"i"}]}}`
 	runKindCases(t, []kindCase{
 		{name: "statefulset defaults", path: sts, code: http.StatusCreated,
-			body: `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"selector":{"matchLabels":{"app":"a"}},` + tmpl + `,"volumeClaimTemplates":[{"metadata":{"name":"d"},"spec":{}}]},"status":{"replicas":3}}`,
+			body: `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"selector":{"matchLabels":{"app":"a"}},` + tmpl + `,"volumeClaimTemplates":[{"metadata":{"name":"d"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}]},"status":{"replicas":3}}`,
 			want: []string{`"generation":1`, `"replicas":1`, `"podManagementPolicy":"OrderedReady"`, `"updateStrategy":{"rollingUpdate":{"maxUnavailable":1,"partition":0},"type":"RollingUpdate"}`,
 				`"revisionHistoryLimit":10`, `"persistentVolumeClaimRetentionPolicy":{"whenDeleted":"Retain","whenScaled":"Retain"}`,
 				`"volumeClaimTemplates":[{"apiVersion":"v1","kind":"PersistentVolumeClaim"`, `"volumeMode":"Filesystem"`, `"dnsPolicy":"ClusterFirst"`, `"status":{"availableReplicas":0,"replicas":0}`}},
+		{name: "statefulset claim template without storage", path: sts, code: http.StatusUnprocessableEntity,
+			body: `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"t"},"spec":{"selector":{"matchLabels":{"app":"a"}},` + tmpl + `,"volumeClaimTemplates":[{"metadata":{"name":"d"},"spec":{"accessModes":["ReadWriteOnce"]}}]}}`,
+			want: []string{`spec.volumeClaimTemplates[0].spec.resources[storage]: Required value`}},
+		{name: "statefulset container name", path: sts, code: http.StatusUnprocessableEntity,
+			body: `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"u"},"spec":{"selector":{"matchLabels":{"app":"a"}},"template":{"metadata":{"labels":{"app":"a"}},"spec":{"containers":[{"name":"C","image":"i"}]}}}}`,
+			want: []string{`spec.template.spec.containers[0].name: Invalid value: \"C\": a lowercase RFC 1123 label`}},
 		{name: "statefulset scale", method: http.MethodPatch, path: sts + "/s/scale", body: `{"spec":{"replicas":4}}`, code: http.StatusOK, want: []string{`"kind":"Scale"`, `"replicas":4`, `"selector":"app=a"`}},
 		{name: "statefulset service name immutable", method: http.MethodPatch, path: sts + "/s", body: `{"spec":{"serviceName":"x"}}`, code: http.StatusUnprocessableEntity,
 			want: []string{`spec.serviceName: Invalid value: \"x\": field is immutable`}},

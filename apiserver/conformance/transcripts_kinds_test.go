@@ -109,6 +109,20 @@ var appsKindTranscripts = []transcript{
 		tr.Patch(daemonsets+"/d", "merge", `{"spec":{"updateStrategy":{"rollingUpdate":{"maxUnavailable":0}}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Delete(daemonsets+"/d", "").Want(http.StatusOK)
 	}},
+	{"workload-pod-template-errors", func(tr *T) {
+		// The pod template errors a controller's manifests commonly have,
+		// one per write, in the workloads of the table.
+		tr.Post(statefulsets, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"a"},"spec":{"selector":{"matchLabels":{"app":"a"}},"template":{"metadata":{"labels":{"app":"a"}},"spec":{"containers":[{"name":"Web_1","image":"nginx"}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(statefulsets, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"b"},"spec":{"selector":{"matchLabels":{"app":"b"}},"template":{"metadata":{"labels":{"app":"b"}},"spec":{"containers":[{"name":"c","image":"nginx","volumeMounts":[{"name":"data","mountPath":"/data"}]}]}},
+ "volumeClaimTemplates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"]}}]}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(statefulsets, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"c"},"spec":{"selector":{"matchLabels":{"app":"c"}},"template":{"metadata":{"labels":{"app":"c"}},"spec":{"containers":[{"name":"c","image":"nginx","volumeMounts":[{"name":"data","mountPath":"/data"}]}]}},
+ "volumeClaimTemplates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}]}}`).Want(http.StatusCreated)
+		tr.Post(jobs, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"p"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox","ports":[{"containerPort":70000}]}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(daemonsets, `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"m"},"spec":{"selector":{"matchLabels":{"app":"m"}},"template":{"metadata":{"labels":{"app":"m"}},"spec":{"containers":[{"name":"c","image":"nginx","volumeMounts":[{"name":"missing","mountPath":"/x"}]}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(rcs, `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"e"},"spec":{"template":{"metadata":{"labels":{"app":"e"}},"spec":{"containers":[{"name":"c","image":"nginx","env":[{"name":"A=B","value":"1"}]}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(rcs, `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"i"},"spec":{"template":{"metadata":{"labels":{"app":"i"}},"spec":{"containers":[{"name":"c"}]}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(cronjobs, `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"d"},"spec":{"schedule":"@hourly","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"},{"name":"c","image":"busybox"}]}}}}}}`).Want(http.StatusUnprocessableEntity)
+	}},
 	{"controllerrevision-crud", func(tr *T) {
 		c := tr.Post(controllerrevisions, `{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"r","ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"s","uid":"6f1d1f2c-0000-4000-8000-000000000001","controller":true}]},"revision":1,"data":{"spec":{"x":1}}}`).Want(http.StatusCreated)
 		tr.Patch(controllerrevisions+"/r", "merge", `{"revision":2}`).Want(http.StatusOK)
