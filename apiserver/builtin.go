@@ -235,7 +235,7 @@ func setupDeployment(deploy *kind) {
 			spec["strategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": "25%"}}
 		}
 	}
-	deploy.validate = validateDeployment
+	deploy.validate = typedValidation(validateDeployment)
 	deploy.statusKeepsMeta = []string{"labels"}
 	deploy.annotationsMoveGeneration = true
 	deploy.defaults = typedDefaults(defaultDeployment)
@@ -257,7 +257,7 @@ func setupReplicaSet(rs *kind) {
 			defaultInt(spec, "replicas", 1)
 		}
 	}
-	rs.validate = validateSelectorMatchesTemplate
+	rs.validate = typedValidation(validateReplicaSet)
 	rs.defaults = typedDefaults(func(rs *appsv1.ReplicaSet) {
 		if rs.Spec.Replicas == nil {
 			rs.Spec.Replicas = ptrTo[int32](1)
@@ -516,39 +516,6 @@ func selectorString(o map[string]any) string {
 		return "<invalid>"
 	}
 	return s.String()
-}
-
-// validateSelectorMatchesTemplate is the selector rule of Deployments and ReplicaSets.
-func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
-	sel, ok := jsontree.Get(o, "spec", "selector").(map[string]any)
-	if !ok {
-		return field.ErrorList{field.Required(field.NewPath("spec", "selector"), "")}
-	}
-	ls := &metav1.LabelSelector{}
-	if err := fromMap(sel, ls); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, err.Error())}
-	}
-	selector, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, err.Error())}
-	}
-	if selector.Empty() {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, "empty selector is invalid for deployment")}
-	}
-	tl, _ := jsontree.Get(o, "spec", "template", "metadata", "labels").(map[string]any)
-	set := labels.Set{}
-	for k, v := range tl {
-		set[k], _ = v.(string)
-	}
-	if !selector.Matches(set) {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), tl, "`selector` does not match template `labels`")}
-	}
-	// The pod template's spec, as kube's pod spec validation: at least one
-	// container (null and [] alike).
-	if jsontree.Len(o, "spec", "template", "spec", "containers") == 0 {
-		return field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers"), "")}
-	}
-	return nil
 }
 
 // mergeStringData folds a Secret's write-only stringData into data (base64,

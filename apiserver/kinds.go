@@ -441,18 +441,23 @@ func validateContainerPorts(ports []corev1.ContainerPort, path *field.Path) fiel
 // validateSelector checks a workload's label selector and that it selects
 // its pod template's labels, with kube-apiserver's errors; what names the
 // kind in "empty selector is invalid for <what>" (none: an empty selector
-// is valid).
+// is valid). A missing selector is required unless what is "daemonset"
+// (kube only says it does not match), and matches no labels.
 func validateSelector(sel *metav1.LabelSelector, tmplLabels map[string]string, path *field.Path, what string) field.ErrorList {
 	selPath := path.Child("selector")
+	mismatch := field.Invalid(path.Child("template", "metadata", "labels"), tmplLabels, "`selector` does not match template `labels`")
 	if sel == nil {
-		return field.ErrorList{field.Required(selPath, "")}
+		if what == "daemonset" {
+			return field.ErrorList{mismatch}
+		}
+		return field.ErrorList{field.Required(selPath, ""), mismatch}
 	}
 	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, selPath)
 	if what != "" && len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
 		errs = append(errs, field.Invalid(selPath, sel, "empty selector is invalid for "+what))
 	}
 	if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && !s.Empty() && !s.Matches(labels.Set(tmplLabels)) {
-		errs = append(errs, field.Invalid(path.Child("template", "metadata", "labels"), tmplLabels, "`selector` does not match template `labels`"))
+		errs = append(errs, mismatch)
 	}
 	return errs
 }
