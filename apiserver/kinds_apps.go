@@ -198,14 +198,26 @@ func setupDaemonSet(k *kind) {
 	k.defaults = typedDefaults(defaultDaemonSet)
 	k.prepareCreate = func(obj map[string]any) {
 		k.resetStatus(obj)
-		gen, _ := strconv.ParseInt(jsontree.Str(obj, "metadata", "annotations", daemonSetTemplateGeneration), 10, 64)
+		gen := int64(0)
+		if v, ok := jsontree.Get(obj, "metadata", "annotations", daemonSetTemplateGeneration).(string); ok {
+			var err error
+			if gen, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return // normalize refuses it
+			}
+		}
 		setAnnotation(obj, daemonSetTemplateGeneration, strconv.FormatInt(max(gen, 1), 10))
 	}
 	k.normalize = func(obj map[string]any) (map[string]any, error) {
-		// The field manager sees the annotation apps/v1's conversion
-		// writes on every decoding.
-		if jsontree.Get(obj, "metadata", "annotations", daemonSetTemplateGeneration) == nil {
+		// apps/v1's conversion reads the annotation on every decoding
+		// (and refuses one that is not a number), and writes it back,
+		// where the field manager sees it.
+		v, ok := jsontree.Get(obj, "metadata", "annotations", daemonSetTemplateGeneration).(string)
+		if !ok {
 			setAnnotation(obj, daemonSetTemplateGeneration, "0")
+			return obj, nil
+		}
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+			return nil, &decodeFailure{gvk: appsv1.SchemeGroupVersion.WithKind("DaemonSet"), target: "DaemonSet", err: err}
 		}
 		return obj, nil
 	}

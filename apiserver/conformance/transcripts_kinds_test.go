@@ -107,6 +107,7 @@ var appsKindTranscripts = []transcript{
 		tr.Patch(daemonsets+"/d", "merge", `{"spec":{"selector":{"matchLabels":{"app":"e"}},"template":{"metadata":{"labels":{"app":"e"}}}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(daemonsets+"/d", "merge", `{"spec":{"template":{"spec":{"restartPolicy":"Never"}}}}`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(daemonsets+"/d", "merge", `{"spec":{"updateStrategy":{"rollingUpdate":{"maxUnavailable":0}}}}`).Want(http.StatusUnprocessableEntity)
+		tr.Post(daemonsets, `{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"x","annotations":{"deprecated.daemonset.template.generation":"x"}},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`).Want(http.StatusBadRequest)
 		tr.Delete(daemonsets+"/d", "").Want(http.StatusOK)
 	}},
 	{"workload-pod-template-errors", func(tr *T) {
