@@ -17,8 +17,8 @@ const kubectlStatefulSet = `{"apiVersion":"apps/v1","kind":"StatefulSet","metada
 // TestKubectlKinds runs kubectl over the kinds of the table of built-in
 // kinds (apiserver/kinds.go) on both servers and compares the output:
 // create job, cronjob and deployment, scale a StatefulSet, rollout
-// history, get with kube's printer columns (and -o wide), and the
-// api-resources lines of these kinds.
+// history, get with kube's printer columns (and -o wide), describe, and
+// the api-resources lines of these kinds.
 func TestKubectlKinds(t *testing.T) {
 	targets := apiservertest.Targets()
 	outputs := map[apiservertest.Target]string{}
@@ -57,6 +57,10 @@ func TestKubectlKinds(t *testing.T) {
 			{`{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`, []string{"create", "-f", "-"}},
 			{"", []string{"get", "pvc", "-o", "wide"}},
 			{"", []string{"get", "all"}},
+			{"", []string{"describe", "job", "j"}},
+			{"", []string{"describe", "cronjob", "cj"}},
+			{"", []string{"describe", "statefulset", "db"}},
+			{"", []string{"describe", "hpa", "web"}},
 			{"", []string{"delete", "job", "j", "--cascade=background"}},
 			{"", []string{"get", "jobs"}},
 		} {
