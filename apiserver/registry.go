@@ -341,6 +341,21 @@ func (r *registry) crdKinds(crdName string) []*kind {
 	return out
 }
 
+// servedOver returns the built-in kind served at apiVersion over the store
+// resource storageResource (nil if none).
+func (r *registry) servedOver(storageResource, apiVersion string) *kind {
+	r.mu.RLock()
+	var found *kind
+	for _, k := range r.kinds {
+		if k.crd == nil && k.storageResource == storageResource && k.apiVersion() == apiVersion {
+			found = k
+			break
+		}
+	}
+	r.mu.RUnlock()
+	return found.ready()
+}
+
 func (r *registry) get(gvr schema.GroupVersionResource) *kind {
 	r.mu.RLock()
 	k := r.kinds[gvr]

@@ -90,6 +90,21 @@ var appsKindTranscripts = []transcript{
 		tr.Patch(statefulsets+"/a/scale?fieldManager=hpa", "merge", `{"spec":{"replicas":5}}`).Want(http.StatusOK)
 		tr.Get(statefulsets + "/a").Want(http.StatusOK)
 	}},
+	{"kinds-server-side-apply", func(tr *T) {
+		// Server-side apply creates and updates the table's kinds; the
+		// field manager records what each manager owns.
+		tr.Patch(jobs+"/a?fieldManager=ctl", "apply", `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusCreated)
+		tr.Patch(jobs+"/a?fieldManager=ctl", "apply", `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a","labels":{"team":"x"}},"spec":{"suspend":true,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}`).Want(http.StatusOK)
+		tr.Patch(jobs+"/a/status?fieldManager=job-controller", "apply", `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"a"},"status":{"active":1}}`).Want(http.StatusOK)
+		tr.Patch(cronjobs+"/c?fieldManager=ctl", "apply", `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"c"},"spec":{"schedule":"@daily","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"busybox"}]}}}}}}`).Want(http.StatusCreated)
+		tr.Patch(cronjobs+"/c?fieldManager=other", "apply", `{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"c"},"spec":{"schedule":"@hourly"}}`).Want(http.StatusConflict)
+		tr.Patch(hpasV1+"/h?fieldManager=ctl", "apply", `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"h"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"d"},"maxReplicas":3,"targetCPUUtilizationPercentage":50}}`).Want(http.StatusCreated)
+		tr.Patch(hpas+"/h?fieldManager=v2ctl", "apply", `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"h"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"d"},"maxReplicas":4}}`).Want(http.StatusConflict)
+		tr.Patch(hpas+"/h?fieldManager=v2ctl&force=true", "apply", `{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"h"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"d"},"maxReplicas":4}}`).Want(http.StatusOK)
+		tr.Get(hpasV1 + "/h").Want(http.StatusOK)
+		tr.Patch("/api/v1/namespaces/{ns}/persistentvolumeclaims/p?fieldManager=ctl", "apply", `{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"p"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}`).Want(http.StatusCreated)
+		tr.Patch(networkpolicies+"/n?fieldManager=ctl", "apply", `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"n"},"spec":{"podSelector":{},"ingress":[{"ports":[{"port":80}]}]}}`).Want(http.StatusCreated)
+	}},
 	{"daemonset-crud-status", func(tr *T) {
 		c := tr.Post(daemonsets, dsBody).Want(http.StatusCreated)
 		// A spec change outside the template: generation moves, the
