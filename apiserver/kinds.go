@@ -84,7 +84,8 @@ func tableKinds() []kindDef {
 		{gv: core, resource: "serviceaccounts", kind: "ServiceAccount", namespaced: true, shortNames: []string{"sa"}, setup: setupServiceAccount},
 		{gv: core, resource: "pods", kind: "Pod", namespaced: true, shortNames: []string{"po"}, categories: all, status: true, generation: true,
 			fields: podFields(), setup: setupPod},
-		{gv: core, resource: "services", kind: "Service", namespaced: true, shortNames: []string{"svc"}, categories: all, status: true, setup: setupService},
+		{gv: core, resource: "services", kind: "Service", namespaced: true, shortNames: []string{"svc"}, categories: all, status: true,
+			fields: []selectableField{{name: "spec.clusterIP", path: []string{"spec", "clusterIP"}}, {name: "spec.type", path: []string{"spec", "type"}}}, setup: setupService},
 		{gv: apps, resource: "deployments", kind: "Deployment", namespaced: true, shortNames: []string{"deploy"}, categories: all, status: true, generation: true,
 			scale: replicasScale(), setup: setupDeployment},
 		{gv: apps, resource: "replicasets", kind: "ReplicaSet", namespaced: true, shortNames: []string{"rs"}, categories: all, status: true, generation: true,
@@ -135,7 +136,7 @@ func tableKinds() []kindDef {
 		{gv: admission, resource: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration", categories: []string{"api-extensions"}, generation: true,
 			setup: setupMutatingWebhookConfiguration},
 		{gv: gv("certificates.k8s.io", "v1"), resource: "certificatesigningrequests", kind: "CertificateSigningRequest", shortNames: []string{"csr"},
-			status: true, approval: true, setup: setupCertificateSigningRequest},
+			status: true, approval: true, fields: []selectableField{{name: "spec.signerName", path: []string{"spec", "signerName"}}}, setup: setupCertificateSigningRequest},
 	}
 }
 

@@ -371,6 +371,13 @@ var otherKindTranscripts = []transcript{
 		tr.Delete(ingresses+"/i", "").Want(http.StatusOK)
 		tr.Delete(ingressclasses+"/{ns}-ic", "").Want(http.StatusOK)
 	}},
+	{"service-field-selectors", func(tr *T) {
+		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"headless"},"spec":{"clusterIP":"None","selector":{"app":"web"},"ports":[{"port":80}]}}`).Want(http.StatusCreated)
+		tr.Post(services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"ext"},"spec":{"type":"ExternalName","externalName":"example.com"}}`).Want(http.StatusCreated)
+		tr.Get(services + "?fieldSelector=spec.clusterIP%3DNone").Want(http.StatusOK)
+		tr.Get(services + "?fieldSelector=spec.type%3DExternalName").Want(http.StatusOK)
+		tr.Get(services + "?fieldSelector=spec.ports%3D80").Want(http.StatusBadRequest)
+	}},
 	{"networkpolicy-crud", func(tr *T) {
 		c := tr.Post(networkpolicies, `{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"np"},"spec":{"podSelector":{"matchLabels":{"app":"web"}},
  "ingress":[{"from":[{"podSelector":{}}],"ports":[{"port":80},{"port":"http","protocol":"UDP"}]}],"egress":[{"ports":[{"port":53,"endPort":60}]}]}}`).Want(http.StatusCreated)
@@ -471,6 +478,8 @@ var otherKindTranscripts = []transcript{
 		tr.Get(csrs + "/{ns}-csr/approval").Want(http.StatusOK)
 		tr.Watch(csrs+"?watch=1&fieldSelector=metadata.name%3D{ns}-csr&resourceVersion="+c.RV(), Events(3)).Want(http.StatusOK)
 		tr.GetTable(csrs + "/{ns}-csr").Want(http.StatusOK)
+		tr.Get(csrs + "?fieldSelector=metadata.name%3D{ns}-csr,spec.signerName%3Dexample.com%2Fsigner").Want(http.StatusOK)
+		tr.Get(csrs + "?fieldSelector=spec.username%3Dx").Want(http.StatusBadRequest)
 		tr.Patch(csrs+"/{ns}-csr/approval", "json", `[{"op":"replace","path":"/status/conditions","value":[]}]`).Want(http.StatusUnprocessableEntity)
 		tr.Patch(csrs+"/{ns}-csr/status", "merge", `{"status":{"certificate":"bm90IGEgY2VydA=="}}`).Want(http.StatusUnprocessableEntity)
 		tr.Post(csrs, `{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"{ns}-bad"},"spec":{"request":"bm90IGEgcmVxdWVzdA==","signerName":"example.com/signer","usages":["client auth"]}}`).Want(http.StatusUnprocessableEntity)
