@@ -21,12 +21,12 @@ import (
 	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
-// The table of built-in kinds: one row per kind, with what discovery, the router and the write path need (its
-// group, version and resource, scope, short names, categories,
-// subresources, selectable fields, storage) and a setup function, grouped
-// by API group in kinds_<group>.go, that gives the kind its behaviour
-// (defaults, strategy, validation, printer columns) as kube-apiserver v1.37
-// has it. The Go type of each kind comes from client-go's scheme (every
+// The table of built-in kinds: one row per kind, with what discovery, the
+// router and the write path need (its group, version and resource, scope,
+// short names, categories, subresources, selectable fields, storage) and a
+// setup function, grouped by API group in builtin.go (the first kinds) and
+// kinds_<group>.go, that gives the kind its behaviour (defaults,
+// strategy, validation, printer columns) as kube-apiserver v1.37 has it. The Go type of each kind comes from client-go's scheme (every
 // k8s.io/api kind); its OpenAPI schema is derived from that type
 // (internal/openapi) and its apply schema is client-go's. New only
 // builds each row's kind (a few fields); its setup (hooks, columns) runs
