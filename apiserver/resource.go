@@ -30,6 +30,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		return
 	}
 	gr := k.groupResource()
+	if k.deprecated != "" {
+		// kube-apiserver warns on every request of a deprecated kind.
+		for _, h := range warningHeaders([]string{k.deprecated}) {
+			w.Header().Add("Warning", h)
+		}
+	}
 	switch ri.subresource {
 	case "":
 	case "status":
@@ -39,6 +45,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		}
 	case "scale":
 		if k.scale == nil {
+			s.notFound(w, r)
+			return
+		}
+	case "approval":
+		if !k.approval {
 			s.notFound(w, r)
 			return
 		}
