@@ -1,0 +1,406 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/builder"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testcrd"
+	"kloop.dev/kloop/internal/testutil"
+	"kloop.dev/kloop/manager"
+	"kloop.dev/kloop/webhook"
+	"kloop.dev/kloop/webhook/admission"
+)
+
+// The end-to-end proof: the API server (the real kube-apiserver, and
+// kloop's embedded one) calls a kloop manager's webhook server on loopback
+// for the webhooks of the Widget CRD.
+
+type e2eDefaulter struct{}
+
+func (e2eDefaulter) Default(_ context.Context, w *testcrd.Widget) error {
+	if w.Spec.Color == "" {
+		w.Spec.Color = "blue"
+	}
+	return nil
+}
+
+type e2eValidator struct{}
+
+func (e2eValidator) ValidateCreate(_ context.Context, w *testcrd.Widget) (admission.Warnings, error) {
+	var warnings admission.Warnings
+	if w.Spec.Color == "red" {
+		warnings = append(warnings, "red widgets fade in the sun")
+	}
+	if w.Spec.Size > 10 {
+		return warnings, fmt.Errorf("size %d is larger than 10", w.Spec.Size)
+	}
+	return warnings, nil
+}
+
+func (v e2eValidator) ValidateUpdate(ctx context.Context, _, w *testcrd.Widget) (admission.Warnings, error) {
+	return v.ValidateCreate(ctx, w)
+}
+
+func (e2eValidator) ValidateDelete(context.Context, *testcrd.Widget) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// warnings records the Warning headers of a client's responses.
+type warnings struct {
+	mu   sync.Mutex // guards list
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.list
+	w.list = nil
+	return l
+}
+
+var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+
+func widget(ns, name, color string, size int64, labels map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"size": size},
+	}}
+	if color != "" {
+		_ = unstructured.SetNestedField(u.Object, color, "spec", "color")
+	}
+	if labels != nil {
+		u.Object["metadata"].(map[string]any)["labels"] = labels
+	}
+	return u
+}
+
+// closedPort returns a loopback address where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestWebhooksEndToEnd(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, testWebhooksEndToEnd)
+}
+
+func testWebhooksEndToEnd(t *testing.T, env *apiservertest.Env) {
+	if env.Target == apiservertest.Embedded {
+		t.Skip("the embedded server does not call webhooks yet")
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	testcrd.AddVersionsToScheme(scheme)
+	mgr, err := manager.New(env.Config(), manager.Options{
+		Logger:  discard,
+		Cache:   informer.FactoryOptions{Scheme: scheme},
+		Webhook: webhook.Options{BindAddress: "127.0.0.1:0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := builder.WebhookManagedBy(mgr, &testcrd.Widget{}).
+		WithDefaulter(e2eDefaulter{}).
+		WithValidator(e2eValidator{}).
+		Complete(); err != nil {
+		t.Fatal(err)
+	}
+	srv := mgr.WebhookServer()
+	slow, _ := admission.New(admission.HandlerFunc(func(ctx context.Context, _ admission.Request) admission.Response {
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+		return admission.Allowed("")
+	}), admission.Options{Logger: discard})
+	if err := srv.Register("/slow", slow); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	select {
+	case <-srv.Started():
+	case err := <-done:
+		t.Fatalf("manager: %v", err)
+	}
+	ca := srv.CABundle()
+
+	// The Widget CRD at v1alpha1 and v1, converted by the manager. On the
+	// real server it is shared by the tests of this binary: its conversion
+	// is pointed at this test's server.
+	tctx, tcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer tcancel()
+	crd := testcrd.VersionedCRD(srv.URL(builder.ConversionPath), ca)
+	if err := installOrUpdate(tctx, env.Config(), crd); err != nil {
+		t.Fatal(err)
+	}
+
+	cs := kubernetes.NewForConfigOrDie(env.Config())
+	ns := env.Namespace
+	scope := &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}},
+	}}
+	none := admissionregistrationv1.SideEffectClassNone
+	fail, ignore := admissionregistrationv1.Fail, admissionregistrationv1.Ignore
+	url := func(path string) *string { u := srv.URL(path); return &u }
+	down := "https://" + closedPort(t) + "/validate"
+	one := int32(1)
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "kloop-e2e-" + ns},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "default.widgets.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: url("/mutate-example-com-v1-widget"), CABundle: ca},
+			Rules:                   rules,
+			NamespaceSelector:       scope,
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "kloop-e2e-" + ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:                    "validate.widgets.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: url("/validate-example-com-v1-widget"), CABundle: ca},
+			Rules:                   rules,
+			NamespaceSelector:       scope,
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "checked", Expression: "object.metadata.name != 'unchecked'"}},
+		}, {
+			Name:                    "down-fail.widgets.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &down, CABundle: ca},
+			Rules:                   rules,
+			NamespaceSelector:       scope,
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"down": "fail"}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name:                    "down-ignore.widgets.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &down, CABundle: ca},
+			Rules:                   rules,
+			NamespaceSelector:       scope,
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"down": "ignore"}},
+			FailurePolicy:           &ignore,
+			SideEffects:             &none,
+			AdmissionReviewVersions: []string{"v1"},
+		}, {
+			Name:                    "slow.widgets.example.com",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: url("/slow"), CABundle: ca},
+			Rules:                   rules,
+			NamespaceSelector:       scope,
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"slow": "true"}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			TimeoutSeconds:          &one,
+			AdmissionReviewVersions: []string{"v1"},
+		}},
+	}
+	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(tctx, mutating, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), mutating.Name, metav1.DeleteOptions{})
+	})
+	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(tctx, validating, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), validating.Name, metav1.DeleteOptions{})
+	})
+
+	cfg := env.Config()
+	warned := &warnings{}
+	cfg.WarningHandler = warned
+	dyn := dynamic.NewForConfigOrDie(cfg).Resource(widgets).Namespace(ns)
+	// kube-apiserver follows the configurations through informers: wait
+	// until both are in force (a dry run is defaulted and then denied).
+	testutil.Eventually(t, "the webhook configurations in force", func() bool {
+		got, err := dyn.Create(tctx, widget(ns, "probe", "", 1, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil || got.Object["spec"].(map[string]any)["color"] != "blue" {
+			return false
+		}
+		_, err = dyn.Create(tctx, widget(ns, "probe", "", 11, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err)
+	})
+	warned.take()
+
+	t.Run("defaulting", func(t *testing.T) {
+		got, err := dyn.Create(tctx, widget(ns, "plain", "", 3, nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _, _ := unstructured.NestedString(got.Object, "spec", "color"); c != "blue" {
+			t.Fatalf("color %q, want the default", c)
+		}
+		got.Object["spec"].(map[string]any)["color"] = ""
+		delete(got.Object["spec"].(map[string]any), "color")
+		got, err = dyn.Update(tctx, got, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _, _ := unstructured.NestedString(got.Object, "spec", "color"); c != "blue" {
+			t.Fatalf("color %q after an update, want the default", c)
+		}
+	})
+	t.Run("denied with a reason, warned", func(t *testing.T) {
+		_, err := dyn.Create(tctx, widget(ns, "big", "red", 20, nil), metav1.CreateOptions{})
+		var st apierrors.APIStatus
+		if !errors.As(err, &st) {
+			t.Fatalf("err %v", err)
+		}
+		s := st.Status()
+		want := `admission webhook "validate.widgets.example.com" denied the request: size 20 is larger than 10`
+		if s.Code != 403 || s.Reason != metav1.StatusReasonForbidden || s.Message != want {
+			t.Fatalf("status %d %s %q; want 403 Forbidden %q", s.Code, s.Reason, s.Message, want)
+		}
+		if w := warned.take(); len(w) != 1 || w[0] != "red widgets fade in the sun" {
+			t.Fatalf("warnings %q", w)
+		}
+		if _, err := dyn.Create(tctx, widget(ns, "red", "red", 2, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if w := warned.take(); len(w) != 1 || w[0] != "red widgets fade in the sun" {
+			t.Fatalf("warnings of an allowed create %q", w)
+		}
+	})
+	t.Run("match condition", func(t *testing.T) {
+		// The validating webhook is not called for this name.
+		if _, err := dyn.Create(tctx, widget(ns, "unchecked", "", 20, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("failurePolicy Fail, webhook down", func(t *testing.T) {
+		_, err := dyn.Create(tctx, widget(ns, "down-fail", "", 1, map[string]any{"down": "fail"}), metav1.CreateOptions{})
+		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "down-fail.widgets.example.com"`) ||
+			!strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("failurePolicy Ignore, webhook down", func(t *testing.T) {
+		if _, err := dyn.Create(tctx, widget(ns, "down-ignore", "", 1, map[string]any{"down": "ignore"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		start := time.Now()
+		_, err := dyn.Create(tctx, widget(ns, "slow", "", 1, map[string]any{"slow": "true"}), metav1.CreateOptions{})
+		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), `failed calling webhook "slow.widgets.example.com"`) ||
+			!strings.Contains(err.Error(), "context deadline exceeded") {
+			t.Fatalf("err %v", err)
+		}
+		if d := time.Since(start); d > 4*time.Second {
+			t.Fatalf("took %v with timeoutSeconds 1", d)
+		}
+	})
+	t.Run("conversion through kubectl", func(t *testing.T) {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Skip("SKIPPING: kubectl is not on PATH")
+		}
+		run := func(stdin string, args ...string) string {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			home := t.TempDir()
+			c := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", env.Kubeconfig(), "--cache-dir", filepath.Join(home, "cache")}, args...)...)
+			c.Env = append(os.Environ(), "HOME="+home)
+			c.Stdin = strings.NewReader(stdin)
+			out, err := c.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		run(`apiVersion: example.com/v1alpha1
+kind: Widget
+metadata:
+  name: old
+spec:
+  colour: green
+  size: 4
+`, "apply", "-f", "-")
+		if got := run("", "get", "widgets.v1.example.com", "old", "-o", "jsonpath={.apiVersion} {.spec.color} {.spec.size}"); got != "example.com/v1 green 4" {
+			t.Fatalf("at v1: %q", got)
+		}
+		if got := run("", "get", "widgets.v1alpha1.example.com", "old", "-o", "jsonpath={.apiVersion} {.spec.colour} {.spec.size}"); got != "example.com/v1alpha1 green 4" {
+			t.Fatalf("at v1alpha1: %q", got)
+		}
+		// A v1 object (defaulted: the v1alpha1 write was too, through v1)
+		// read at v1alpha1, in a list.
+		if got := run("", "get", "widgets.v1alpha1.example.com", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.colour} {end}"); !strings.Contains(got, "plain=blue ") || !strings.Contains(got, "old=green ") {
+			t.Fatalf("list at v1alpha1: %q", got)
+		}
+	})
+}
+
+// installOrUpdate creates crd, or updates the one there to it, and waits
+// until it is served.
+func installOrUpdate(ctx context.Context, cfg *rest.Config, crd *unstructured.Unstructured) error {
+	crds := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	cur, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		crd.SetResourceVersion(cur.GetResourceVersion())
+		if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return apiservertest.InstallCRDs(ctx, cfg, crd)
+}
