@@ -53,6 +53,9 @@ type Server struct {
 	subFMMu sync.Mutex // guards subFM
 	subFM   map[string]*managedfields.FieldManager
 	crdMu   sync.Mutex // serializes syncCRD, so the registry follows the store's order
+	// hooks are the HTTP clients of the webhooks the server calls
+	// (webhookcall.go).
+	hooks webhookClients
 	ips     *ipAllocator
 	// decoded caches the decoded form of recently written objects for
 	// their next update.
@@ -283,6 +286,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("apiserver: close: %w", err)
 	}
 	s.waitInflight(time.Minute) // handlers return once their connection is closed
+	s.hooks.closeIdle()
 	return nil
 }
 

@@ -122,9 +122,6 @@ func TestWebhooksEndToEnd(t *testing.T) {
 }
 
 func testWebhooksEndToEnd(t *testing.T, env *apiservertest.Env) {
-	if env.Target == apiservertest.Embedded {
-		t.Skip("the embedded server does not call webhooks yet")
-	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -181,6 +178,147 @@ func testWebhooksEndToEnd(t *testing.T, env *apiservertest.Env) {
 		t.Fatal(err)
 	}
 
+	t.Run("admission", func(t *testing.T) {
+		if env.Target == apiservertest.Embedded {
+			t.Skip("the embedded server does not call admission webhooks yet")
+		}
+		testAdmission(t, env, srv, tctx)
+	})
+	t.Run("conversion through kubectl", func(t *testing.T) {
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Skip("SKIPPING: kubectl is not on PATH")
+		}
+		run := func(stdin string, args ...string) string {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			home := t.TempDir()
+			c := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", env.Kubeconfig(), "--cache-dir", filepath.Join(home, "cache")}, args...)...)
+			c.Env = append(os.Environ(), "HOME="+home)
+			c.Stdin = strings.NewReader(stdin)
+			out, err := c.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		run(`apiVersion: example.com/v1alpha1
+kind: Widget
+metadata:
+  name: old
+spec:
+  colour: green
+  size: 4
+`, "apply", "-f", "-")
+		if got := run("", "get", "widgets.v1.example.com", "old", "-o", "jsonpath={.apiVersion} {.spec.color} {.spec.size}"); got != "example.com/v1 green 4" {
+			t.Fatalf("at v1: %q", got)
+		}
+		if got := run("", "get", "widgets.v1alpha1.example.com", "old", "-o", "jsonpath={.apiVersion} {.spec.colour} {.spec.size}"); got != "example.com/v1alpha1 green 4" {
+			t.Fatalf("at v1alpha1: %q", got)
+		}
+		// A v1 object read at v1alpha1, in a list.
+		if _, err := dynamic.NewForConfigOrDie(env.Config()).Resource(widgets).Namespace(env.Namespace).
+			Create(tctx, widget(env.Namespace, "newer", "blue", 1, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := run("", "get", "widgets.v1alpha1.example.com", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.colour} {end}"); !strings.Contains(got, "newer=blue ") || !strings.Contains(got, "old=green ") {
+			t.Fatalf("list at v1alpha1: %q", got)
+		}
+	})
+	t.Run("watch at the other version", func(t *testing.T) {
+		dyn := dynamic.NewForConfigOrDie(env.Config())
+		alpha := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1alpha1", Resource: "widgets"}).Namespace(env.Namespace)
+		list, err := alpha.List(tctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := alpha.Watch(tctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, err := dyn.Resource(widgets).Namespace(env.Namespace).Create(tctx, widget(env.Namespace, "watched", "purple", 2, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-w.ResultChan():
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				t.Fatalf("event %v %T", ev.Type, ev.Object)
+			}
+			if c, _, _ := unstructured.NestedString(u.Object, "spec", "colour"); ev.Type != "ADDED" || u.GetAPIVersion() != "example.com/v1alpha1" || c != "purple" {
+				t.Fatalf("event %s %s colour %q", ev.Type, u.GetAPIVersion(), c)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no event")
+		}
+	})
+	t.Run("conversion webhook down", func(t *testing.T) {
+		testConversionDown(t, env, tctx)
+	})
+}
+
+// testConversionDown points the Widget's conversion at a closed port and
+// checks kube-apiserver's answers: a read of a version other than the
+// stored one is a 500 (the stored object is "corrupt" to the storage), a
+// list a 500 StorageReadError, a write at that version a 500 without a
+// reason.
+func testConversionDown(t *testing.T, env *apiservertest.Env, ctx context.Context) {
+	addr := closedPort(t)
+	if err := update(ctx, env.Config(), testcrd.VersionedCRD("https://"+addr+"/convert", nil)); err != nil {
+		t.Fatal(err)
+	}
+	dyn := dynamic.NewForConfigOrDie(env.Config())
+	alpha := dyn.Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1alpha1", Resource: "widgets"}).Namespace(env.Namespace)
+	status := func(err error) metav1.Status {
+		t.Helper()
+		var st apierrors.APIStatus
+		if !errors.As(err, &st) {
+			t.Fatalf("err %v, want a Status", err)
+		}
+		return st.Status()
+	}
+	var err error
+	testutil.Eventually(t, "the conversion webhook changed", func() bool {
+		_, err = alpha.Get(ctx, "old", metav1.GetOptions{})
+		return err != nil
+	})
+	dialErr := fmt.Sprintf(`Post "https://%s/convert?timeout=30s": dial tcp %s: connect: connection refused`, addr, addr)
+	v1, err := dyn.Resource(widgets).Namespace(env.Namespace).Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := v1.GetResourceVersion()
+	key := "/example.com/widgets/" + env.Namespace + "/old"
+	storageErr := func(key string) string {
+		return "StorageError: corrupt object, Code: 7, Key: " + key + ", ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=" + rv +
+			": conversion webhook for example.com/v1, Kind=Widget failed: " + dialErr
+	}
+	_, err = alpha.Get(ctx, "old", metav1.GetOptions{})
+	if st := status(err); st.Code != 500 || st.Reason != metav1.StatusReasonInternalError || st.Message != "Internal error occurred: "+storageErr(key) ||
+		st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0].Message != storageErr(key) {
+		t.Errorf("get: %+v", st)
+	}
+	// A list: kube-apiserver's watch cache, which lists the objects again
+	// after the CRD's update, answers 429 until its list succeeds; a list
+	// from the storage is a 500 StorageReadError (the embedded server's
+	// answer) naming the objects.
+	_, err = alpha.List(ctx, metav1.ListOptions{})
+	if st := status(err); (st.Code != 500 && st.Code != 429) || !strings.Contains(st.Message, "failed to read one or more widgets.example.com from the storage: StorageError: corrupt object") ||
+		!strings.Contains(st.Message, "conversion webhook for example.com/v1, Kind=Widget failed: "+dialErr) {
+		t.Errorf("list: %+v", st)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1alpha1", "kind": "Widget",
+		"metadata": map[string]any{"name": "unconverted"}, "spec": map[string]any{"colour": "x"}}}
+	_, err = alpha.Create(ctx, u, metav1.CreateOptions{})
+	if st := status(err); st.Code != 500 || st.Reason != "" || st.Message != "conversion webhook for example.com/v1alpha1, Kind=Widget failed: "+dialErr {
+		t.Errorf("create: %+v", st)
+	}
+}
+
+func testAdmission(t *testing.T, env *apiservertest.Env, srv *webhook.Server, tctx context.Context) {
+	ca := srv.CABundle()
 	cs := kubernetes.NewForConfigOrDie(env.Config())
 	ns := env.Namespace
 	scope := &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
@@ -343,50 +481,19 @@ func testWebhooksEndToEnd(t *testing.T, env *apiservertest.Env) {
 			t.Fatalf("took %v with timeoutSeconds 1", d)
 		}
 	})
-	t.Run("conversion through kubectl", func(t *testing.T) {
-		kubectl, err := exec.LookPath("kubectl")
-		if err != nil {
-			t.Skip("SKIPPING: kubectl is not on PATH")
-		}
-		run := func(stdin string, args ...string) string {
-			t.Helper()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			home := t.TempDir()
-			c := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", env.Kubeconfig(), "--cache-dir", filepath.Join(home, "cache")}, args...)...)
-			c.Env = append(os.Environ(), "HOME="+home)
-			c.Stdin = strings.NewReader(stdin)
-			out, err := c.CombinedOutput()
-			if err != nil {
-				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
-			return string(out)
-		}
-		run(`apiVersion: example.com/v1alpha1
-kind: Widget
-metadata:
-  name: old
-spec:
-  colour: green
-  size: 4
-`, "apply", "-f", "-")
-		if got := run("", "get", "widgets.v1.example.com", "old", "-o", "jsonpath={.apiVersion} {.spec.color} {.spec.size}"); got != "example.com/v1 green 4" {
-			t.Fatalf("at v1: %q", got)
-		}
-		if got := run("", "get", "widgets.v1alpha1.example.com", "old", "-o", "jsonpath={.apiVersion} {.spec.colour} {.spec.size}"); got != "example.com/v1alpha1 green 4" {
-			t.Fatalf("at v1alpha1: %q", got)
-		}
-		// A v1 object (defaulted: the v1alpha1 write was too, through v1)
-		// read at v1alpha1, in a list.
-		if got := run("", "get", "widgets.v1alpha1.example.com", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.colour} {end}"); !strings.Contains(got, "plain=blue ") || !strings.Contains(got, "old=green ") {
-			t.Fatalf("list at v1alpha1: %q", got)
-		}
-	})
 }
 
 // installOrUpdate creates crd, or updates the one there to it, and waits
 // until it is served.
 func installOrUpdate(ctx context.Context, cfg *rest.Config, crd *unstructured.Unstructured) error {
+	if err := update(ctx, cfg, crd); err != nil {
+		return err
+	}
+	return apiservertest.InstallCRDs(ctx, cfg, crd)
+}
+
+// update creates crd, or updates the one there to it.
+func update(ctx context.Context, cfg *rest.Config, crd *unstructured.Unstructured) error {
 	crds := dynamic.NewForConfigOrDie(cfg).Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	cur, err := crds.Get(ctx, crd.GetName(), metav1.GetOptions{})
 	switch {
@@ -397,10 +504,11 @@ func installOrUpdate(ctx context.Context, cfg *rest.Config, crd *unstructured.Un
 	case err != nil:
 		return err
 	default:
-		crd.SetResourceVersion(cur.GetResourceVersion())
-		if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
+		upd := crd.DeepCopy()
+		upd.SetResourceVersion(cur.GetResourceVersion())
+		if _, err := crds.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 	}
-	return apiservertest.InstallCRDs(ctx, cfg, crd)
+	return nil
 }
