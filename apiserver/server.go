@@ -56,7 +56,7 @@ type Server struct {
 	// hooks are the HTTP clients of the webhooks the server calls
 	// (webhookcall.go).
 	hooks webhookClients
-	ips     *ipAllocator
+	ips   *ipAllocator
 	// decoded caches the decoded form of recently written objects for
 	// their next update.
 	decoded *decodedCache
