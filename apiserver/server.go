@@ -53,10 +53,7 @@ type Server struct {
 	subFMMu sync.Mutex // guards subFM
 	subFM   map[string]*managedfields.FieldManager
 	crdMu   sync.Mutex // serializes syncCRD, so the registry follows the store's order
-	// hooks are the HTTP clients of the webhooks the server calls
-	// (webhookcall.go).
-	hooks webhookClients
-	ips   *ipAllocator
+	ips     *ipAllocator
 	// decoded caches the decoded form of recently written objects for
 	// their next update.
 	decoded *decodedCache
@@ -75,6 +72,10 @@ type Server struct {
 	users users     // bearer tokens
 	rbac  rbacState // the RBAC objects' policy
 	imp   impersonation
+
+	// hooks are the HTTP clients of the webhooks the server calls
+	// (webhookcall.go).
+	hooks webhookClients
 }
 
 // New returns a server holding the built-in kinds and the namespaces every
