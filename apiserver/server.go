@@ -74,8 +74,10 @@ type Server struct {
 	imp   impersonation
 
 	// hooks are the HTTP clients of the webhooks the server calls
-	// (webhookcall.go).
-	hooks webhookClients
+	// (webhookcall.go); admission the admission webhooks of the stored
+	// configurations (admission.go).
+	hooks     webhookClients
+	admission admissionHooks
 }
 
 // New returns a server holding the built-in kinds and the namespaces every

@@ -45,6 +45,9 @@ type writeOpts struct {
 	// keepManagedFields: a write of the server's own whose object carries
 	// the managedFields to store (what kube-apiserver records for itself).
 	keepManagedFields bool
+	// adm is the request as admission webhooks see it (admission.go); nil
+	// for the server's own writes, which no webhook sees.
+	adm *admissionCall
 }
 
 // summary is kube-apiserver's summary of a request body that did not
@@ -149,6 +152,7 @@ func (s *Server) writeRequest(r *http.Request, k *kind, q url.Values, verb strin
 	}
 	wo.user = userFrom(r)
 	wo.manager = managerName(wo.manager, r.UserAgent())
+	wo.adm = newAdmissionCall(r, verb+"Options")
 	body, wo.original, err = s.readObjectBody(r, k.kind)
 	return wo, body, err
 }
