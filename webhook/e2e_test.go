@@ -512,3 +512,126 @@ func update(ctx context.Context, cfg *rest.Config, crd *unstructured.Unstructure
 	}
 	return nil
 }
+
+// manifests is a kubebuilder config/webhook/manifests.yaml, its webhooks
+// limited to one namespace (the real server is shared by the tests of the
+// binary).
+const manifests = `---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  name: kloop-install-test-NS
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service:
+      name: webhook-service
+      namespace: system
+      path: /mutate-example-com-v1-widget
+  failurePolicy: Fail
+  name: mwidget.kb.io
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: NS
+  rules:
+  - apiGroups: [example.com]
+    apiVersions: [v1]
+    operations: [CREATE, UPDATE]
+    resources: [widgets]
+  sideEffects: None
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: kloop-install-test-NS
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service:
+      name: webhook-service
+      namespace: system
+      path: /validate-example-com-v1-widget
+  failurePolicy: Fail
+  name: vwidget.kb.io
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: NS
+  rules:
+  - apiGroups: [example.com]
+    apiVersions: [v1]
+    operations: [CREATE, UPDATE]
+    resources: [widgets]
+  sideEffects: None
+`
+
+// TestInstallWebhooks wires a manager's webhook server into the server with
+// apiservertest's one option, as envtest's WebhookInstallOptions.
+func TestInstallWebhooks(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		if env.Target == apiservertest.Embedded {
+			t.Skip("the embedded server does not serve webhook configurations yet")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := update(ctx, env.Config(), testcrd.VersionedCRD("https://"+closedPort(t)+"/convert", nil)); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "manifests.yaml"), []byte(strings.ReplaceAll(manifests, "NS", env.Namespace)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		testcrd.AddVersionsToScheme(scheme)
+		mgr, err := manager.New(env.Config(), manager.Options{
+			Logger: discard,
+			Cache:  informer.FactoryOptions{Scheme: scheme},
+			Webhook: env.InstallWebhooks(apiservertest.WebhookInstallOptions{
+				Paths:          []string{dir},
+				ConversionCRDs: []string{"widgets.example.com"},
+			}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := builder.WebhookManagedBy(mgr, &testcrd.Widget{}).WithDefaulter(e2eDefaulter{}).WithValidator(e2eValidator{}).Complete(); err != nil {
+			t.Fatal(err)
+		}
+		mctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(mctx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+		<-mgr.WebhookServer().Started()
+		// Waits until the CRD (which exists: its conversion is not changed) is usable.
+		if err := apiservertest.InstallCRDs(ctx, env.Config(), testcrd.VersionedCRD("https://unused/convert", nil)); err != nil {
+			t.Fatal(err)
+		}
+		dyn := dynamic.NewForConfigOrDie(env.Config()).Resource(widgets).Namespace(env.Namespace)
+		testutil.Eventually(t, "the installed webhooks in force", func() bool {
+			got, err := dyn.Create(ctx, widget(env.Namespace, "probe", "", 1, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil || got.Object["spec"].(map[string]any)["color"] != "blue" {
+				return false
+			}
+			_, err = dyn.Create(ctx, widget(env.Namespace, "probe", "", 11, nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			return apierrors.IsForbidden(err)
+		})
+		if _, err := dyn.Create(ctx, widget(env.Namespace, "installed", "", 2, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		alpha := dynamic.NewForConfigOrDie(env.Config()).Resource(schema.GroupVersionResource{Group: "example.com", Version: "v1alpha1", Resource: "widgets"}).Namespace(env.Namespace)
+		got, err := alpha.Get(ctx, "installed", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _, _ := unstructured.NestedString(got.Object, "spec", "colour"); c != "blue" {
+			t.Fatalf("at v1alpha1: %v", got.Object)
+		}
+	})
+}
