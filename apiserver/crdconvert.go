@@ -119,13 +119,33 @@ func (s *Server) convertCR(k *kind, obj map[string]any, desired string) (map[str
 	if av, _ := obj["apiVersion"].(string); av == desired {
 		return obj, nil
 	}
-	if _, hasKind := obj["kind"]; len(obj) == 2 && hasKind {
-		if _, hasVersion := obj["apiVersion"]; hasVersion {
-			obj["apiVersion"] = desired
-			return obj, nil
-		}
+	if isEmptyObject(obj) {
+		obj["apiVersion"] = desired
+		return obj, nil
 	}
 	return s.callConversionWebhook(context.Background(), k.crd.webhook, obj, desired)
+}
+
+// isEmptyObject reports whether obj has nothing but its apiVersion and
+// kind, which kube-apiserver converts without its webhook (the live object
+// of a create, as its field manager converts it). An empty metadata counts
+// as none: the field manager's copy of the live object has one here, and
+// none in kube-apiserver.
+func isEmptyObject(obj map[string]any) bool {
+	n := 0
+	for key, v := range obj {
+		switch key {
+		case "apiVersion", "kind":
+			n++
+		case "metadata":
+			if m, ok := v.(map[string]any); !ok || len(m) > 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return n == 2
 }
 
 // corruptObjectError is kube-apiserver's storage error for a stored object
