@@ -929,16 +929,16 @@ func (s *Server) admitValidating(a *admissionAttrs, wo *writeOpts) error {
 	return nil
 }
 
-// addWarnings records a webhook's warnings for the response.
+// addWarnings records a webhook's warnings for the response, once each,
+// after those already there.
 func addWarnings(wo *writeOpts, ws []string) {
-	if len(ws) == 0 || wo == nil {
+	if wo == nil {
 		return
 	}
-	if wo.warnings == nil {
-		wo.warnings = map[string]bool{}
-	}
 	for _, w := range ws {
-		wo.warnings[w] = true
+		if !wo.warnings[w] && !slices.Contains(wo.admissionWarnings, w) {
+			wo.admissionWarnings = append(wo.admissionWarnings, w)
+		}
 	}
 }
 

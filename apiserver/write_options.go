@@ -48,6 +48,9 @@ type writeOpts struct {
 	// adm is the request as admission webhooks see it (admission.go); nil
 	// for the server's own writes, which no webhook sees.
 	adm *admissionCall
+	// admissionWarnings are the webhooks' warnings, in the order they
+	// came (mutating, then validating), as kube-apiserver sends them.
+	admissionWarnings []string
 }
 
 // summary is kube-apiserver's summary of a request body that did not
@@ -131,13 +134,15 @@ func (wo *writeOpts) strategyWarnings(k *kind, obj map[string]any) {
 	}
 }
 
-// writeWarnings sets the Warning headers collected by wo.
+// writeWarnings sets the Warning headers collected by wo: the server's
+// own, sorted, then the admission webhooks', in their order.
 func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
-	msgs := make([]string, 0, len(wo.warnings))
+	msgs := make([]string, 0, len(wo.warnings)+len(wo.admissionWarnings))
 	for m := range wo.warnings {
 		msgs = append(msgs, m)
 	}
 	sort.Strings(msgs)
+	msgs = append(msgs, wo.admissionWarnings...)
 	for _, h := range warningHeaders(msgs) {
 		w.Header().Add("Warning", h)
 	}

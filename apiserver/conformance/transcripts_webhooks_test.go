@@ -6,9 +6,12 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"time"
 )
 
 // webhookTranscripts: calls of webhooks, to a webhook server the harness
@@ -23,16 +26,36 @@ func init() { transcripts = append(transcripts, webhookTranscripts...) }
 
 // hookServer is the harness's webhook server: /convert converts Widgets
 // between v1alpha1 (spec.colour) and v1 (spec.color), and fails on
-// purpose for an object whose colour is "fail".
+// purpose for an object whose colour is "fail"; the other paths are
+// admission webhooks (admit).
 type hookServer struct {
 	srv *httptest.Server
 	ca  string // base64 of the certificate's PEM, for caBundle
 }
 
+// hooksAddr is the address of the first hook server of the run: the
+// others listen there too (one after the other), so that the URLs in
+// error messages are the same on both targets.
+var hooksAddr struct {
+	sync.Mutex
+	addr string
+}
+
 func startHooks(tr *T) *hookServer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/convert", convertWidgets)
-	srv := httptest.NewTLSServer(mux)
+	mux.HandleFunc("/", admit)
+	srv := httptest.NewUnstartedServer(mux)
+	hooksAddr.Lock()
+	if hooksAddr.addr != "" {
+		if l, err := net.Listen("tcp", hooksAddr.addr); err == nil {
+			srv.Listener.Close()
+			srv.Listener = l
+		}
+	}
+	hooksAddr.addr = srv.Listener.Addr().String()
+	hooksAddr.Unlock()
+	srv.StartTLS()
 	tr.t.Cleanup(srv.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return &hookServer{srv: srv, ca: base64.StdEncoding.EncodeToString(ca)}
@@ -81,6 +104,56 @@ func convertWidgets(w http.ResponseWriter, r *http.Request) {
 		resp["convertedObjects"] = converted
 	}
 	out, _ := json.Marshal(map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": resp})
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// admit answers the harness's admission webhooks: /mutate adds a label
+// (and warns) but to a deletion, /validate denies a ConfigMap with
+// data.deny (new, or deleted: with a reason, a code and a warning), and
+// allows the rest; /slow answers after 2 s.
+func admit(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	type object struct {
+		Data map[string]string `json:"data"`
+	}
+	var review struct {
+		Request struct {
+			UID       string  `json:"uid"`
+			Operation string  `json:"operation"`
+			Object    *object `json:"object"`
+			OldObject *object `json:"oldObject"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(body, &review); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp := map[string]any{"uid": review.Request.UID, "allowed": true}
+	switch r.URL.Path {
+	case "/mutate":
+		if review.Request.Operation != "DELETE" {
+			resp["patchType"] = "JSONPatch"
+			resp["patch"] = []byte(`[{"op":"add","path":"/metadata/labels/admitted","value":"yes"}]`)
+			resp["warnings"] = []string{"labelled by the mutating webhook"}
+		}
+	case "/validate":
+		obj := review.Request.Object
+		if obj == nil {
+			obj = review.Request.OldObject
+		}
+		if d, ok := obj.Data["deny"]; ok {
+			resp["allowed"] = false
+			resp["status"] = map[string]any{"code": 403, "reason": "Forbidden", "message": "data.deny is " + d}
+			resp["warnings"] = []string{"denied by the validating webhook"}
+		}
+	case "/slow":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	out, _ := json.Marshal(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)
 }
