@@ -32,6 +32,7 @@ func BenchmarkAdmissionRoundTrips(b *testing.B) {
 	for _, target := range apiservertest.Targets() {
 		b.Run(string(target), func(b *testing.B) {
 			env := apiservertest.Start(b, target, apiservertest.Options{})
+			skipWithoutConfigurations(b, env)
 			scope := &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": env.Namespace}}
 			rules := []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
