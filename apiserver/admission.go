@@ -67,22 +67,41 @@ const (
 	opDelete = "DELETE"
 )
 
-// admissionCall is what admission needs of a write's request; nil for the
-// server's own writes, which no webhook sees (kube-apiserver's controllers
-// write through the API, but the embedded server has none of them).
+// admissionCall is what admission needs of a write's request; its zero
+// value (no request) stands for the server's own writes, which no webhook
+// sees (kube-apiserver's controllers write through the API, but the
+// embedded server has none of them). It is a value in writeOpts and reads
+// the request only when a webhook is called (prepare).
 type admissionCall struct {
+	r *http.Request // nil: no admission
+	// optionsKind is the kind of the write's options: CreateOptions,
+	// UpdateOptions, PatchOptions, DeleteOptions.
+	optionsKind string
+
+	// Set by prepare.
 	ctx  context.Context
 	user *identity
-	// options is the write's options object (CreateOptions, UpdateOptions,
-	// PatchOptions), as the AdmissionReview carries it.
+	// options is the write's options object, as the AdmissionReview
+	// carries it.
 	options map[string]any
 }
 
-// newAdmissionCall returns the admission view of a write request with the
+// newAdmissionCall returns the admission view of a write request with
 // options of kind optionsKind.
-func newAdmissionCall(r *http.Request, optionsKind string) *admissionCall {
-	q := r.URL.Query()
-	opts := map[string]any{"kind": optionsKind, "apiVersion": "meta.k8s.io/v1"}
+func newAdmissionCall(r *http.Request, optionsKind string) admissionCall {
+	return admissionCall{r: r, optionsKind: optionsKind}
+}
+
+// prepare reads what webhooks are sent from the request, once; it is
+// called before any webhook is (and before validating webhooks are called
+// concurrently).
+func (c *admissionCall) prepare() {
+	if c.ctx != nil {
+		return
+	}
+	c.ctx, c.user = c.r.Context(), userFrom(c.r)
+	q := c.r.URL.Query()
+	opts := map[string]any{"kind": c.optionsKind, "apiVersion": "meta.k8s.io/v1"}
 	if dry := q["dryRun"]; len(dry) > 0 {
 		opts["dryRun"] = toAnySlice(dry)
 	}
@@ -92,12 +111,21 @@ func newAdmissionCall(r *http.Request, optionsKind string) *admissionCall {
 	if fv := q.Get("fieldValidation"); fv != "" {
 		opts["fieldValidation"] = fv
 	}
-	if optionsKind == "PatchOptions" {
-		if f := q.Get("force"); f == "true" {
-			opts["force"] = true
+	if c.optionsKind == "PatchOptions" && q.Get("force") == "true" {
+		opts["force"] = true
+	}
+	c.options = opts
+}
+
+// admissionActive reports whether any webhook configuration is stored: a
+// write calls no webhook, and reads nothing for them, without one.
+func (s *Server) admissionActive() bool {
+	for _, res := range []string{mutatingConfigs, validatingConfigs} {
+		if l, err := s.store.List(res, storage.ListOptions{Limit: 1}); err == nil && len(l.Objects) > 0 {
+			return true
 		}
 	}
-	return &admissionCall{ctx: r.Context(), user: userFrom(r), options: opts}
+	return false
 }
 
 func toAnySlice(ss []string) []any {
@@ -744,13 +772,14 @@ func denied(name string, result *metav1.Status) error {
 // object as they left it (stored form; a.obj itself when none changed it).
 // Warnings go to wo.
 func (s *Server) admitMutating(a *admissionAttrs, wo *writeOpts) (map[string]any, bool, error) {
-	if a.call == nil || exemptFromWebhooks(a.k) {
+	if a.call == nil || a.call.r == nil || exemptFromWebhooks(a.k) {
 		return a.obj, false, nil
 	}
 	hooks := s.webhooks(mutatingConfigs)
 	if len(hooks) == 0 {
 		return a.obj, false, nil
 	}
+	a.call.prepare()
 	mutated := false
 	// Reinvocation, as kube-apiserver's: a webhook with reinvocationPolicy
 	// IfNeeded is called again, once, when a webhook after it changed the
@@ -858,13 +887,14 @@ func (s *Server) callMutating(a *admissionAttrs, inv *invocation, wo *writeOpts)
 // admitValidating calls the validating webhooks that match a, all at once,
 // and returns the first refusal (in the webhooks' order).
 func (s *Server) admitValidating(a *admissionAttrs, wo *writeOpts) error {
-	if a.call == nil || exemptFromWebhooks(a.k) {
+	if a.call == nil || a.call.r == nil || exemptFromWebhooks(a.k) {
 		return nil
 	}
 	hooks := s.webhooks(validatingConfigs)
 	if len(hooks) == 0 {
 		return nil
 	}
+	a.call.prepare()
 	var invs []*invocation
 	for _, h := range hooks {
 		inv, err := s.shouldCall(h, a)
@@ -946,10 +976,7 @@ func addWarnings(wo *writeOpts, ws []string) {
 // (its current state, before the deletion). Webhooks' warnings are
 // written to w.
 func (s *Server) admitDelete(w http.ResponseWriter, r *http.Request, k *kind, ns, name string, opts metav1.DeleteOptions) error {
-	if exemptFromWebhooks(k) {
-		return nil
-	}
-	if len(s.webhooks(mutatingConfigs)) == 0 && len(s.webhooks(validatingConfigs)) == 0 {
+	if exemptFromWebhooks(k) || !s.admissionActive() {
 		return nil
 	}
 	o, err := s.store.Get(k.storageResource, ns, name)
@@ -965,7 +992,8 @@ func (s *Server) admitDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 		return apierrors.NewInternalError(err)
 	}
 	optsMap["kind"], optsMap["apiVersion"] = "DeleteOptions", "meta.k8s.io/v1"
-	a := &admissionAttrs{call: newAdmissionCall(r, "DeleteOptions"), op: opDelete, k: k, namespace: ns, name: name,
+	call := newAdmissionCall(r, "DeleteOptions")
+	a := &admissionAttrs{call: &call, op: opDelete, k: k, namespace: ns, name: name,
 		old: old, dryRun: len(opts.DryRun) > 0, options: optsMap}
 	if k.gvr == namespacesGVR {
 		a.namespace = name
@@ -982,13 +1010,14 @@ func (s *Server) admitDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 // update of k (sub: its subresource), objects in stored form.
 func writeAttrs(k *kind, sub string, obj, old map[string]any, wo *writeOpts) *admissionAttrs {
 	u := &unstructured.Unstructured{Object: obj}
-	a := &admissionAttrs{call: wo.adm, op: opUpdate, k: k, subresource: sub, namespace: u.GetNamespace(), name: u.GetName(),
+	a := &admissionAttrs{call: &wo.adm, op: opUpdate, k: k, subresource: sub, namespace: u.GetNamespace(), name: u.GetName(),
 		obj: obj, old: old, dryRun: wo.dryRun}
 	if old == nil {
 		a.op = opCreate
-		if kd, _ := wo.adm.options["kind"].(string); kd != "CreateOptions" {
+		if wo.adm.optionsKind != "CreateOptions" {
 			// An apply that creates: kube-apiserver admits a create, with
 			// the patch's options as CreateOptions.
+			wo.adm.prepare()
 			opts := runtime.DeepCopyJSON(wo.adm.options)
 			opts["kind"] = "CreateOptions"
 			delete(opts, "force")
@@ -1005,7 +1034,7 @@ func writeAttrs(k *kind, sub string, obj, old map[string]any, wo *writeOpts) *ad
 // update, and returns the object they leave (a custom resource's schema
 // applied again when they changed it: defaults, pruning).
 func (s *Server) mutateWrite(k *kind, sub string, obj, old map[string]any, wo *writeOpts) (map[string]any, error) {
-	if wo.adm == nil || sub == "scale" { // a Scale's admission: not yet
+	if wo.adm.r == nil || sub == "scale" || !s.admissionActive() { // a Scale's admission: not yet
 		return obj, nil
 	}
 	out, changed, err := s.admitMutating(writeAttrs(k, sub, obj, old, wo), wo)
@@ -1021,7 +1050,7 @@ func (s *Server) mutateWrite(k *kind, sub string, obj, old map[string]any, wo *w
 // validateWrite calls the validating webhooks of a create (old nil) or an
 // update.
 func (s *Server) validateWrite(k *kind, sub string, obj, old map[string]any, wo *writeOpts) error {
-	if wo.adm == nil || sub == "scale" {
+	if wo.adm.r == nil || sub == "scale" || !s.admissionActive() {
 		return nil
 	}
 	return s.admitValidating(writeAttrs(k, sub, obj, old, wo), wo)

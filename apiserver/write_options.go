@@ -45,9 +45,9 @@ type writeOpts struct {
 	// keepManagedFields: a write of the server's own whose object carries
 	// the managedFields to store (what kube-apiserver records for itself).
 	keepManagedFields bool
-	// adm is the request as admission webhooks see it (admission.go); nil
-	// for the server's own writes, which no webhook sees.
-	adm *admissionCall
+	// adm is the request as admission webhooks see it (admission.go); its
+	// zero value for the server's own writes, which no webhook sees.
+	adm admissionCall
 	// admissionWarnings are the webhooks' warnings, in the order they
 	// came (mutating, then validating), as kube-apiserver sends them.
 	admissionWarnings []string
