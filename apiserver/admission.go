@@ -643,7 +643,7 @@ func (s *Server) callWebhook(a *admissionAttrs, inv *invocation, obj map[string]
 			timeout = left
 		}
 	}
-	data, err := s.hooks.post(ctx, h.endpoint, timeout, body)
+	data, err := s.hooks.post(ctx, h.endpoint, timeout, body, maxAdmissionResponse)
 	if err != nil {
 		return nil, &callError{h.hook.Name, fmt.Errorf("failed to call webhook: %w", err)}
 	}

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/pem"
 	"io"
@@ -15,6 +14,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -380,7 +381,6 @@ func TestAdmissionReinvocationAndTimeout(t *testing.T) {
 	if d := time.Since(start); d > 1400*time.Millisecond {
 		t.Fatalf("took %v with timeoutSeconds 1", d)
 	}
-	_ = context.Background
 }
 
 func TestAdmissionNamespaceSelectorAndEquivalent(t *testing.T) {
@@ -429,4 +429,39 @@ func TestAdmissionNamespaceSelectorAndEquivalent(t *testing.T) {
 	if last.Kind.Group != "" || last.RequestKind.Group != "events.k8s.io" || !strings.Contains(string(last.Object.Raw), `"involvedObject"`) {
 		t.Fatalf("review kind %+v request kind %+v object %s", last.Kind, last.RequestKind, last.Object.Raw)
 	}
+}
+
+// A webhook's answer is input the server does not control: whatever it
+// holds, reading it returns a response or an error.
+func FuzzWebhookResponses(f *testing.F) {
+	f.Add(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u","allowed":true,"patchType":"JSONPatch","patch":"W10="}}`, true)
+	f.Add(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u","allowed":false,"status":{"code":403,"message":"no"},"warnings":["w"]}}`, false)
+	f.Add(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"u","result":{"status":"Success"},"convertedObjects":[{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","labels":{"a":"b"}}}]}}`, true)
+	f.Add(`{"response":{"uid":"u","result":{"status":"Failure","message":"m"}}}`, false)
+	in := map[string]any{"apiVersion": "example.com/v1alpha1", "kind": "Widget", "metadata": map[string]any{"name": "w", "uid": "x"}}
+	f.Fuzz(func(t *testing.T, body string, v1 bool) {
+		version := "admission.k8s.io/v1beta1"
+		if v1 {
+			version = "admission.k8s.io/v1"
+		}
+		for _, mutating := range []bool{true, false} {
+			if r, err := verifyAdmissionResponse([]byte(body), version, "u", mutating); err == nil {
+				if !mutating && len(r.patch) > 0 {
+					t.Fatal("a validating webhook's patch accepted")
+				}
+				_ = denied("hook", r.result)
+			}
+		}
+		cv := "apiextensions.k8s.io/v1beta1"
+		if v1 {
+			cv = "apiextensions.k8s.io/v1"
+		}
+		obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(in)}
+		if out, err := checkConversionResponse([]byte(body), cv, "u", obj, "example.com/v1"); err == nil {
+			u := &unstructured.Unstructured{Object: out}
+			if u.GetName() != "w" || u.GetUID() != "x" || u.GetAPIVersion() != "example.com/v1" {
+				t.Fatalf("accepted a conversion that changed what it may not: %v", out)
+			}
+		}
+	})
 }

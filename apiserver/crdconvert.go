@@ -220,10 +220,19 @@ func (s *Server) callConversionWebhook(ctx context.Context, wh *crdWebhook, obj 
 	if err != nil {
 		return nil, err
 	}
-	data, err := s.hooks.post(ctx, wh.endpoint, conversionWebhookTimeout, body)
+	data, err := s.hooks.post(ctx, wh.endpoint, conversionWebhookTimeout, body, maxConversionResponse)
 	if err != nil {
 		return nil, failed(err)
 	}
+	return checkConversionResponse(data, wh.reviewVersion, uid, in, desired)
+}
+
+// checkConversionResponse reads a webhook's ConversionReview answer for the
+// one object in, converted to desired, and checks it as kube-apiserver
+// does.
+func checkConversionResponse(data []byte, reviewVersion string, uid types.UID, in *unstructured.Unstructured, desired string) (map[string]any, error) {
+	gvk := in.GroupVersionKind()
+	failed := func(err error) error { return fmt.Errorf("conversion webhook for %v failed: %v", gvk, err) }
 	var review struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -239,7 +248,7 @@ func (s *Server) callConversionWebhook(ctx context.Context, wh *crdWebhook, obj 
 	if err := json.Unmarshal(data, &review); err != nil {
 		return nil, failed(err)
 	}
-	if wh.reviewVersion == "apiextensions.k8s.io/v1" {
+	if reviewVersion == "apiextensions.k8s.io/v1" {
 		want := schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "ConversionReview"}
 		if got := schema.FromAPIVersionAndKind(review.APIVersion, review.Kind); got != want {
 			return nil, failed(fmt.Errorf("expected webhook response of %v, got %v", want, got))
@@ -249,7 +258,7 @@ func (s *Server) callConversionWebhook(ctx context.Context, wh *crdWebhook, obj 
 	switch {
 	case r == nil:
 		return nil, failed(errors.New("no response provided"))
-	case wh.reviewVersion == "apiextensions.k8s.io/v1" && r.UID != uid:
+	case reviewVersion == "apiextensions.k8s.io/v1" && r.UID != uid:
 		return nil, failed(fmt.Errorf("expected response.uid=%q, got %q", uid, r.UID))
 	case r.Result.Status != "Success" && r.Result.Message != "":
 		return nil, failed(errors.New(r.Result.Message))

@@ -25,9 +25,13 @@ import (
 // where a client configuration points, an HTTP client per CA bundle, and
 // the POST of a review with kube-apiserver's timeout parameter.
 
-// maxWebhookResponse bounds what is read of a webhook's answer: a
-// ConversionReview answer holds the objects of a whole list.
-const maxWebhookResponse = 256 << 20
+// Bounds of what is read of a webhook's answer: an AdmissionReview's holds
+// a patch of one object (at most 3 MiB written), a ConversionReview's one
+// object (the server converts objects one by one).
+const (
+	maxAdmissionResponse  = 16 << 20
+	maxConversionResponse = 16 << 20
+)
 
 // maxWebhookClients bounds the cached HTTP clients (one per CA bundle and
 // server name); past it they are all closed and made again.
@@ -139,7 +143,7 @@ func (c *webhookClients) closeIdle() {
 // kube-apiserver's webhook client does) and returns the answer's body. An
 // error is what kube-apiserver's client would report: the transport's
 // error (`Post "<url>": …`), or the status of an answer other than 200.
-func (c *webhookClients) post(ctx context.Context, ep webhookEndpoint, timeout time.Duration, body []byte) ([]byte, error) {
+func (c *webhookClients) post(ctx context.Context, ep webhookEndpoint, timeout time.Duration, body []byte, limit int) ([]byte, error) {
 	hc, err := c.client(ep)
 	if err != nil {
 		return nil, err
@@ -162,12 +166,12 @@ func (c *webhookClients) post(ctx context.Context, ep webhookEndpoint, timeout t
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxWebhookResponse+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxWebhookResponse {
-		return nil, fmt.Errorf("the webhook's response is larger than %d bytes", maxWebhookResponse)
+	if len(data) > limit {
+		return nil, fmt.Errorf("the webhook's response is larger than %d bytes", limit)
 	}
 	if resp.StatusCode != http.StatusOK {
 		// As client-go reports an answer that is not a Status.
