@@ -1037,6 +1037,13 @@ func (s *Server) mutateWrite(k *kind, sub string, obj, old map[string]any, wo *w
 	if wo.adm.r == nil || sub == "scale" || !s.admissionActive() { // a Scale's admission: not yet
 		return obj, nil
 	}
+	if old == nil && k.namespaced {
+		// kube-apiserver's NamespaceLifecycle plugin refuses a create in a
+		// namespace that is missing or terminating before any webhook.
+		if err := s.checkNamespace((&unstructured.Unstructured{Object: obj}).GetNamespace()); err != nil {
+			return nil, err
+		}
+	}
 	out, changed, err := s.admitMutating(writeAttrs(k, sub, obj, old, wo), wo)
 	if err != nil {
 		return nil, err

@@ -257,6 +257,16 @@ func TestAdmissionWebhooks(t *testing.T) {
 			t.Fatalf("HTTP %d %s", rec.Code, rec.Body)
 		}
 	})
+	t.Run("a missing namespace before any webhook", func(t *testing.T) {
+		before := len(hooks.calls("/mutate"))
+		rec := serveOnce(t, s, http.MethodPost, "/api/v1/namespaces/nowhere/configmaps", "application/json", configMap("n", nil, nil))
+		if st := statusOf(t, rec); rec.Code != 404 || st.Message != `namespaces "nowhere" not found` {
+			t.Fatalf("HTTP %d %+v", rec.Code, st)
+		}
+		if len(hooks.calls("/mutate")) != before {
+			t.Fatal("a webhook was called")
+		}
+	})
 	t.Run("failurePolicy Fail", func(t *testing.T) {
 		rec := serveOnce(t, s, http.MethodPost, cmPath, "application/json", configMap("e", map[string]string{"down": "fail"}, nil))
 		st := statusOf(t, rec)
