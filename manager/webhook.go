@@ -49,7 +49,9 @@ func (m *Manager) WebhookServer() *webhook.Server {
 			m.log.Error("webhook server not started", "err", err)
 			return
 		}
-		_ = m.readyz.add("webhook", m.webhook.srv.ReadyCheck) // a name of the manager's own: cannot fail
+		if err := m.readyz.add("webhook", m.webhook.srv.ReadyCheck); err != nil {
+			m.log.Error("webhook server: no readiness check", "err", err)
+		}
 	})
 	return m.webhook.srv
 }
