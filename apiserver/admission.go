@@ -596,7 +596,7 @@ func (s *Server) callWebhook(a *admissionAttrs, inv *invocation, obj map[string]
 		opts = a.call.options
 	}
 	req := map[string]any{
-		"uid":                uid,
+		"uid":                string(uid),
 		"kind":               map[string]any{"group": inv.k.gvr.Group, "version": inv.k.gvr.Version, "kind": inv.k.kind},
 		"resource":           map[string]any{"group": inv.k.gvr.Group, "version": inv.k.gvr.Version, "resource": inv.k.gvr.Resource},
 		"requestKind":        map[string]any{"group": a.k.gvr.Group, "version": a.k.gvr.Version, "kind": a.k.kind},
@@ -622,7 +622,7 @@ func (s *Server) callWebhook(a *admissionAttrs, inv *invocation, obj map[string]
 	if a.namespace == "" {
 		delete(req, "namespace")
 	}
-	body, err := json.Marshal(map[string]any{"kind": "AdmissionReview", "apiVersion": version, "request": req})
+	body, err := jsontree.Append(nil, map[string]any{"kind": "AdmissionReview", "apiVersion": version, "request": req})
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -861,7 +861,7 @@ func (s *Server) callMutating(a *admissionAttrs, inv *invocation, wo *writeOpts)
 	if resp.patchType != "JSONPatch" {
 		return false, &callError{h.hook.Name, fmt.Errorf("unsupported patch type %q", resp.patchType)}
 	}
-	doc, err := json.Marshal(obj)
+	doc, err := jsontree.Append(nil, obj)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}

@@ -208,13 +208,9 @@ func (s *Server) callConversionWebhook(ctx context.Context, wh *crdWebhook, obj 
 		return nil, failed(wh.endpointErr)
 	}
 	uid := uuid.NewUUID()
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(map[string]any{
+	body, err := jsontree.Append(nil, map[string]any{
 		"apiVersion": wh.reviewVersion, "kind": "ConversionReview",
-		"request":  map[string]any{"uid": uid, "desiredAPIVersion": desired, "objects": []json.RawMessage{raw}},
+		"request":  map[string]any{"uid": string(uid), "desiredAPIVersion": desired, "objects": []any{obj}},
 		"response": map[string]any{"uid": "", "convertedObjects": nil, "result": map[string]any{"metadata": map[string]any{}}},
 	})
 	if err != nil {
