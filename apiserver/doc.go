@@ -38,7 +38,8 @@
 //	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions
+//	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
+//	              admission.go admission webhooks, webhookcall.go the calls of webhooks
 //	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
@@ -75,8 +76,10 @@
 // removed; errors are metav1.Status bodies with kube-apiserver's reasons and
 // codes and messages. The differential suite in the conformance
 // subpackage compares all of this with kube-apiserver v1.37.2, response by
-// response. Not yet: server-side apply, garbage collection of owned objects,
-// admission webhooks, conversion webhooks.
+// response. Not yet: server-side apply, garbage collection of owned objects.
+// Admission webhooks (the stored webhook configurations: admission.go) and
+// the conversion webhooks of CRDs (crdconvert.go) are called
+// (webhookcall.go).
 //
 // Every request needs a bearer token (401 otherwise; the scheme in any
 // case). Options.Token authenticates kloop-admin, in system:masters,

@@ -383,11 +383,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	}
 	buf.Grow(size)
 	fmt.Fprintf(&buf, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.listKind, k.apiVersion(), metaJSON)
+	var corrupt []*corruptObjectError // objects a conversion webhook did not convert
 	for i, o := range res.Objects {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		b, err := s.output(k, o)
+		var ce *corruptObjectError
+		if errors.As(err, &ce) {
+			corrupt = append(corrupt, ce)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -396,6 +402,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 			b = jsontree.StripTypeMeta(b)
 		}
 		buf.Write(b)
+	}
+	if len(corrupt) > 0 {
+		return storageReadError(k, corrupt)
 	}
 	buf.WriteString("]}")
 	writeJSON(w, http.StatusOK, buf.Bytes())

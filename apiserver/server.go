@@ -75,6 +75,12 @@ type Server struct {
 	users users     // bearer tokens
 	rbac  rbacState // the RBAC objects' policy
 	imp   impersonation
+
+	// hooks are the HTTP clients of the webhooks the server calls
+	// (webhookcall.go); admission the admission webhooks of the stored
+	// configurations (admission.go).
+	hooks     webhookClients
+	admission admissionHooks
 }
 
 // New returns a server holding the built-in kinds and the namespaces every
@@ -286,6 +292,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("apiserver: close: %w", err)
 	}
 	s.waitInflight(time.Minute) // handlers return once their connection is closed
+	s.hooks.closeIdle()
 	return nil
 }
 
