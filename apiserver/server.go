@@ -342,6 +342,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w = lw
 		defer s.logRequest(r, id, lw, start)
 	}
+	w = s.negotiating(w, r) // answers in the encoding r accepts (negotiate.go)
 	ar, err := s.authorize(r, id)
 	if err != nil {
 		// A refused request's body is never read: a 401 keeps no

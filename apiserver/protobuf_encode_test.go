@@ -1,0 +1,133 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+)
+
+// kubeProtobuf encodes obj as kube-apiserver's protobuf serializer does.
+func kubeProtobuf(t *testing.T, p *protobufDecoder, obj runtime.Object) []byte {
+	t.Helper()
+	if _, err := p.decoder(); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(p.sc, p.sc).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Objects, lists and watch events are encoded byte for byte as
+// kube-apiserver's serializer and framer encode them, from their JSON.
+func TestProtobufEncodingIsKubes(t *testing.T) {
+	now := metav1.Unix(1700000000, 0)
+	objs := []runtime.Object{
+		&corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+			ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u", ResourceVersion: "7", CreationTimestamp: now,
+				Labels: map[string]string{"b": "2", "a": "1"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: "Update", Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}}},
+			Data: map[string]string{"k": "v", "": "empty key"}, BinaryData: map[string][]byte{"bin": {0, 1, 255}}},
+		&corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", DeletionGracePeriodSeconds: ptr.To[int64](30)},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+				Ports: []corev1.ContainerPort{{ContainerPort: 80}}}}, TerminationGracePeriodSeconds: ptr.To[int64](0)},
+			Status: corev1.PodStatus{Phase: corev1.PodPending}},
+		&appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: "d", Generation: 3},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("25%"))}}}},
+		&coordinationv1.Lease{TypeMeta: metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: "l"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("me"), RenewTime: &metav1.MicroTime{Time: now.Add(123456000)}}},
+		&metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: "Failure", Code: 404, Reason: metav1.StatusReasonNotFound,
+			Details: &metav1.StatusDetails{Name: "a", Kind: "configmaps"}, Message: `configmaps "a" not found`},
+		&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+	}
+	var p protobufDecoder
+	for _, obj := range objs {
+		want := kubeProtobuf(t, &p, obj)
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.fromJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%T:\n got %q\nwant %q", obj, got, want)
+		}
+	}
+
+	// A list, assembled item by item.
+	cm := objs[0].(*corev1.ConfigMap)
+	list := &corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: "9", Continue: "c", RemainingItemCount: ptr.To[int64](4)},
+		Items:    []corev1.ConfigMap{*cm, *cm, {}}}
+	list.Items[1].Name = "b"
+	list.Items[2].Name = "c"
+	want := kubeProtobuf(t, &p, list)
+	got, ok, err := p.protobufList("v1", "ConfigMapList", &list.ListMeta, len(list.Items), 0, func(i int) (protobufMessage, error) {
+		return &list.Items[i], nil
+	})
+	if err != nil || !ok || !bytes.Equal(got, want) {
+		t.Errorf("list (ok %v, err %v):\n got %q\nwant %q", ok, err, got, want)
+	}
+	// An empty list too.
+	want = kubeProtobuf(t, &p, &corev1.ConfigMapList{TypeMeta: list.TypeMeta})
+	got, _, err = p.protobufList("v1", "ConfigMapList", &metav1.ListMeta{}, 0, 0, nil)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("empty list (err %v):\n got %q\nwant %q", err, got, want)
+	}
+	// meta.k8s.io/v1beta1's PartialObjectMetadataList is of another shape.
+	if _, ok, err := p.protobufList("meta.k8s.io/v1beta1", "PartialObjectMetadataList", &metav1.ListMeta{}, 0, 0, nil); ok || err != nil {
+		t.Errorf("v1beta1 PartialObjectMetadataList assembled (err %v)", err)
+	}
+	l := &metav1beta1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1beta1", Kind: "PartialObjectMetadataList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: "3"}, Items: []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}
+	data, _ := json.Marshal(l)
+	if got, err := p.fromJSON(data); err != nil || !bytes.Equal(got, kubeProtobuf(t, &p, l)) {
+		t.Errorf("v1beta1 PartialObjectMetadataList from JSON: err %v", err)
+	}
+
+	// A watch event: framed as kube-apiserver's stream encoder and
+	// protobuf.LengthDelimitedFramer write it.
+	obj := kubeProtobuf(t, &p, cm)
+	ev := metav1.WatchEvent{Type: "MODIFIED", Object: runtime.RawExtension{Raw: obj}}
+	msg, err := ev.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var framed bytes.Buffer
+	if _, err := protobuf.LengthDelimitedFramer.NewFrameWriter(&framed).Write(msg); err != nil {
+		t.Fatal(err)
+	}
+	if got := appendWatchEvent(nil, "MODIFIED", obj); !bytes.Equal(got, framed.Bytes()) {
+		t.Errorf("watch event:\n got %q\nwant %q", got, framed.Bytes())
+	}
+}
+
+// A kind with no Go type in the scheme (a custom resource) has no
+// protobuf form.
+func TestProtobufNoForm(t *testing.T) {
+	var p protobufDecoder
+	if _, err := p.fromJSON([]byte(`{"apiVersion":"example.com/v1","kind":"Widget"}`)); err == nil {
+		t.Fatal("a custom resource encoded in protobuf")
+	}
+	if p.serves(corev1.SchemeGroupVersion.WithKind("Widget")) || !p.serves(corev1.SchemeGroupVersion.WithKind("Pod")) {
+		t.Fatal("serves: wrong kinds")
+	}
+}
