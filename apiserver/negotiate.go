@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/munnerz/goautoneg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -155,6 +156,51 @@ func notAcceptable(stream bool) error {
 	return notAcceptableError("only the following media types are accepted: " + strings.Join(types, ", "))
 }
 
+// routeAccepts reports whether kube-apiserver's router (go-restful, which
+// serves the built-in kinds; not custom resources) lets a request with
+// this Accept header reach its handler: one of its media types, without
+// parameters, is one the route produces (JSON, YAML, protobuf) or */*
+// (application/* is none). Its handler negotiates next.
+func routeAccepts(accept string) bool {
+	if accept == "" {
+		return true
+	}
+	for c := range strings.SplitSeq(accept, ",") {
+		c, _, _ = strings.Cut(c, ";")
+		c = strings.Trim(c, " ")
+		if c == "*/*" {
+			return true
+		}
+		for _, mt := range servedMediaTypes {
+			if c == mt.typ+"/"+mt.subtype {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// routeNotAcceptable is the 406 of kube-apiserver's router (go-restful's
+// text in a Status), naming the media types its route produces: a
+// collection's GET (list and watch) produces the stream types too.
+func routeNotAcceptable(collection bool) error {
+	types := make([]string, 0, 2*len(servedMediaTypes))
+	for _, mt := range servedMediaTypes {
+		types = append(types, mt.typ+"/"+mt.subtype)
+	}
+	if collection {
+		for _, mt := range servedMediaTypes {
+			if mt.stream {
+				types = append(types, mt.typ+"/"+mt.subtype+";stream=watch")
+			}
+		}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: "406: Not Acceptable\n\nAvailable representations: " + strings.Join(types, ", "), Details: &metav1.StatusDetails{},
+	}}
+}
+
 // negotiatedWriter carries a request's Accept header, and the answer its
 // resource endpoint negotiated, to the functions that write its answers
 // (writeJSON, writeObject, writeStatus), which find it under any other
@@ -206,8 +252,12 @@ func answerOf(w http.ResponseWriter) answer {
 // a subresource's, which answers in protobuf as k does: a custom
 // resource's /scale neither) and records it for the writers of its
 // answer; false when it has none, after answering the 406.
-func (s *Server) negotiateAnswer(w http.ResponseWriter, r *http.Request, k *kind) bool {
+func (s *Server) negotiateAnswer(w http.ResponseWriter, r *http.Request, k *kind, ri requestInfo) bool {
 	accept := r.Header.Get("Accept")
+	if k.crd == nil && !routeAccepts(accept) {
+		writeError(w, routeNotAcceptable(r.Method == http.MethodGet && (ri.name == "" || ri.watchPath) && ri.subresource == ""), k.groupResource(), "")
+		return false
+	}
 	ep := endpoint{transforms: true, noProtobuf: k.crd != nil}
 	a, ok := negotiate(accept, ep)
 	if ok && a.format == formatProtobuf && a.as == "" && !s.protobuf.serves(k.gvr.GroupVersion().WithKind(k.kind)) {

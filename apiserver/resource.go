@@ -47,7 +47,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 			s.notFound(w, r)
 			return
 		}
-		if !s.negotiateAnswer(w, r, k) {
+		if !s.negotiateAnswer(w, r, k, ri) {
 			return
 		}
 		if err := s.serveTokenRequest(w, r, ri); err != nil {
@@ -59,7 +59,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 			s.notFound(w, r)
 			return
 		}
-		if !s.negotiateAnswer(w, r, k) {
+		if !s.negotiateAnswer(w, r, k, ri) {
 			return
 		}
 		if err := s.servePodSubresourceWrite(w, r, k, ri); err != nil {
@@ -101,7 +101,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		writeError(w, methodNotAllowed(), gr, ri.name)
 		return
 	}
-	if !s.negotiateAnswer(w, r, k) {
+	if !s.negotiateAnswer(w, r, k, ri) {
 		return
 	}
 	q := r.URL.Query()
