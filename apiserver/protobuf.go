@@ -31,8 +31,9 @@ type protobufDecoder struct {
 	ser  *protobuf.Serializer
 	err  error
 	// kinds caches serves (schema.GroupVersionKind -> bool), lists
-	// listShape (the list's reflect.Type -> bool).
-	kinds, lists sync.Map
+	// listShape (the list's reflect.Type -> bool), messages pbenc
+	// (schema.GroupVersionKind -> *pbenc.Message, nil for none).
+	kinds, lists, messages sync.Map
 }
 
 func (p *protobufDecoder) decoder() (*protobuf.Serializer, error) {

@@ -20,23 +20,15 @@ import (
 // written then.
 func (s *Server) writeProtobufList(w http.ResponseWriter, k *kind, objs []*storage.Object, lm metav1.ListMeta, md metadataOnly) (ok bool, err error) {
 	apiVersion, listKind := k.apiVersion(), k.listKind
-	var item protobufMessage
 	if md.version != "" {
 		apiVersion, listKind = md.apiVersion(), "PartialObjectMetadataList"
-		item = &metav1.PartialObjectMetadata{}
-	} else if item, err = s.protobuf.message(k.gvr.GroupVersion().WithKind(k.kind)); err != nil {
-		return false, err
 	}
 	hint := 0
 	for _, o := range objs {
 		hint += len(o.Data)
 	}
-	b, ok, err := s.protobuf.protobufList(apiVersion, listKind, &lm, len(objs), hint, func(i int) (protobufMessage, error) {
-		data, err := s.output(k, objs[i])
-		if err != nil {
-			return nil, err
-		}
-		return item, decodeInto(item, data)
+	b, ok, err := s.protobuf.protobufList(apiVersion, listKind, &lm, len(objs), hint, func(b []byte, i int) ([]byte, error) {
+		return s.protobufMessage(b, k, objs[i], md)
 	})
 	if !ok || err != nil {
 		return false, err
@@ -82,6 +74,19 @@ func (s *Server) protobufFrame(buf *bytes.Buffer, k *kind, ev *storage.Event, md
 // protobufObject returns o, an object of k, served in protobuf (in its
 // envelope), or its metadata only when md.version is set.
 func (s *Server) protobufObject(k *kind, o *storage.Object, md metadataOnly) ([]byte, error) {
+	msg, err := s.protobufMessage(nil, k, o, md)
+	if err != nil {
+		return nil, err
+	}
+	if md.version != "" {
+		return envelope(md.apiVersion(), "PartialObjectMetadata", msg), nil
+	}
+	return envelope(k.apiVersion(), k.kind, msg), nil
+}
+
+// protobufMessage appends the protobuf message of o, an object of k, as
+// served (no envelope), or of its metadata only when md.version is set.
+func (s *Server) protobufMessage(b []byte, k *kind, o *storage.Object, md metadataOnly) ([]byte, error) {
 	data, err := s.output(k, o)
 	if err != nil {
 		return nil, err
@@ -91,14 +96,7 @@ func (s *Server) protobufObject(k *kind, o *storage.Object, md metadataOnly) ([]
 		if err := decodeInto(m, data); err != nil {
 			return nil, err
 		}
-		return appendEnveloped(nil, md.apiVersion(), "PartialObjectMetadata", m)
+		return appendMessage(b, m, m.Size())
 	}
-	m, err := s.protobuf.message(k.gvr.GroupVersion().WithKind(k.kind))
-	if err != nil {
-		return nil, err
-	}
-	if err := decodeInto(m, data); err != nil {
-		return nil, err
-	}
-	return appendEnveloped(nil, k.apiVersion(), k.kind, m)
+	return s.protobuf.appendObject(b, k.gvr.GroupVersion().WithKind(k.kind), data)
 }

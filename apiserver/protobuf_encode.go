@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "sigs.k8s.io/json"
+
+	"kloop.dev/kloop/apiserver/internal/pbenc"
 )
 
 // Answers in protobuf are encoded as kube-apiserver encodes them
@@ -99,7 +101,22 @@ func (p *protobufDecoder) fromJSON(data []byte) ([]byte, error) {
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &tm); err != nil {
 		return nil, fmt.Errorf("reading the kind of an answer: %w", err)
 	}
-	gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
+	msg, err := p.appendObject(nil, schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind), data)
+	if err != nil {
+		return nil, err
+	}
+	return envelope(tm.APIVersion, tm.Kind, msg), nil
+}
+
+// appendObject appends the protobuf message (no envelope) of data, the
+// JSON of an object of gvk: straight from the JSON (pbenc) when it can
+// tell the message from it, else by decoding it into its Go type.
+func (p *protobufDecoder) appendObject(b []byte, gvk schema.GroupVersionKind, data []byte) ([]byte, error) {
+	if m := p.pbenc(gvk); m != nil {
+		if out, ok := m.Append(b, data); ok {
+			return out, nil
+		}
+	}
 	m, err := p.message(gvk)
 	if err != nil {
 		return nil, err
@@ -107,7 +124,30 @@ func (p *protobufDecoder) fromJSON(data []byte) ([]byte, error) {
 	if err := decodeInto(m, data); err != nil {
 		return nil, err
 	}
-	return appendEnveloped(nil, tm.APIVersion, tm.Kind, m)
+	return appendMessage(b, m, m.Size())
+}
+
+// pbenc returns the description of gvk's Go type that encodes its JSON
+// straight (nil when pbenc does not describe it, or the kind has no Go
+// type), made once per kind.
+func (p *protobufDecoder) pbenc(gvk schema.GroupVersionKind) *pbenc.Message {
+	if v, ok := p.messages.Load(gvk); ok {
+		return v.(*pbenc.Message)
+	}
+	var msg *pbenc.Message
+	if m, err := p.message(gvk); err == nil {
+		msg, _ = pbenc.For(reflect.TypeOf(m))
+	}
+	p.messages.Store(gvk, msg)
+	return msg
+}
+
+// envelope returns msg, a message of apiVersion/kind, in its envelope.
+func envelope(apiVersion, kind string, msg []byte) []byte {
+	b := make([]byte, 0, envelopeHeadSize(apiVersion, kind)+len(msg)+len(envelopeTail))
+	b = appendEnvelopeHead(b, apiVersion, kind, len(msg))
+	b = append(b, msg...)
+	return append(b, envelopeTail...)
 }
 
 // envelopeHeadSize bounds the bytes appendEnvelopeHead writes for a
@@ -177,11 +217,11 @@ func uvarintLen(n int) int {
 
 // protobufList assembles the enveloped message of a list of kind
 // apiVersion/listKind in one buffer: its ListMeta (field 1), then n items
-// (field 2), each the message item returns (which may be the same object
-// each time: it is encoded before the next call). ok is false when the
-// list's Go type is not of that shape (listShape); the caller encodes it
-// another way. sizeHint is the expected size of the items' messages.
-func (p *protobufDecoder) protobufList(apiVersion, listKind string, lm *metav1.ListMeta, n, sizeHint int, item func(i int) (protobufMessage, error)) (out []byte, ok bool, err error) {
+// (field 2), each the message item appends to the buffer it is given
+// (empty). ok is false when the list's Go type is not of that shape
+// (listShape); the caller encodes it another way. sizeHint is the
+// expected size of the items' messages.
+func (p *protobufDecoder) protobufList(apiVersion, listKind string, lm *metav1.ListMeta, n, sizeHint int, item func(b []byte, i int) ([]byte, error)) (out []byte, ok bool, err error) {
 	l, err := p.message(schema.FromAPIVersionAndKind(apiVersion, listKind))
 	if err != nil {
 		return nil, false, err
@@ -199,17 +239,12 @@ func (p *protobufDecoder) protobufList(apiVersion, listKind string, lm *metav1.L
 	if b, err = appendMessage(b, lm, lmSize); err != nil {
 		return nil, false, err
 	}
+	var scratch []byte
 	for i := range n {
-		m, err := item(i)
-		if err != nil {
+		if scratch, err = item(scratch[:0], i); err != nil {
 			return nil, false, err
 		}
-		size := m.Size()
-		b = append(b, 0x12)
-		b = binary.AppendUvarint(b, uint64(size))
-		if b, err = appendMessage(b, m, size); err != nil {
-			return nil, false, err
-		}
+		b = appendBytesField(b, 0x12, scratch)
 	}
 	head := appendEnvelopeHead(make([]byte, 0, room), apiVersion, listKind, len(b)-room)
 	start := room - len(head)

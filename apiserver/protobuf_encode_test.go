@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
@@ -30,8 +31,11 @@ func kubeProtobuf(t *testing.T, p *protobufDecoder, obj runtime.Object) []byte {
 	return buf.Bytes()
 }
 
-// Objects, lists and watch events are encoded byte for byte as
-// kube-apiserver's serializer and framer encode them, from their JSON.
+// Objects encoded from their JSON decode, with kube-apiserver's
+// serializer, to the objects encoded; their envelopes, lists and watch
+// events are byte for byte what its serializer and framer write (the
+// messages inside leave out the zero values the JSON leaves out: see
+// pbenc).
 func TestProtobufEncodingIsKubes(t *testing.T) {
 	now := metav1.Unix(1700000000, 0)
 	objs := []runtime.Object{
@@ -58,7 +62,6 @@ func TestProtobufEncodingIsKubes(t *testing.T) {
 	}
 	var p protobufDecoder
 	for _, obj := range objs {
-		want := kubeProtobuf(t, &p, obj)
 		data, err := json.Marshal(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -67,8 +70,21 @@ func TestProtobufEncodingIsKubes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%T:\n got %q\nwant %q", obj, got, want)
+		ser, _ := p.decoder()
+		dec, gvk, err := ser.Decode(got, nil, nil)
+		if err != nil {
+			t.Fatalf("%T: %v", obj, err)
+		}
+		dec.GetObjectKind().SetGroupVersionKind(*gvk)
+		if !equality.Semantic.DeepEqual(dec, obj) {
+			t.Errorf("%T: decodes to\n%+v\nwant\n%+v", obj, dec, obj)
+		}
+		// The envelope is kube-apiserver's.
+		want := kubeProtobuf(t, &p, obj)
+		gvk = ptr.To(obj.GetObjectKind().GroupVersionKind())
+		n := len(appendEnvelopeHead(nil, gvk.GroupVersion().String(), gvk.Kind, 0)) - 2 // up to raw
+		if !bytes.Equal(got[:n], want[:n]) || !bytes.HasSuffix(got, []byte(envelopeTail)) {
+			t.Errorf("%T: envelope %q, want %q", obj, got[:n], want[:n])
 		}
 	}
 
@@ -80,8 +96,8 @@ func TestProtobufEncodingIsKubes(t *testing.T) {
 	list.Items[1].Name = "b"
 	list.Items[2].Name = "c"
 	want := kubeProtobuf(t, &p, list)
-	got, ok, err := p.protobufList("v1", "ConfigMapList", &list.ListMeta, len(list.Items), 0, func(i int) (protobufMessage, error) {
-		return &list.Items[i], nil
+	got, ok, err := p.protobufList("v1", "ConfigMapList", &list.ListMeta, len(list.Items), 0, func(b []byte, i int) ([]byte, error) {
+		return appendMessage(b, &list.Items[i], list.Items[i].Size())
 	})
 	if err != nil || !ok || !bytes.Equal(got, want) {
 		t.Errorf("list (ok %v, err %v):\n got %q\nwant %q", ok, err, got, want)
@@ -99,8 +115,10 @@ func TestProtobufEncodingIsKubes(t *testing.T) {
 	l := &metav1beta1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1beta1", Kind: "PartialObjectMetadataList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "3"}, Items: []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}
 	data, _ := json.Marshal(l)
-	if got, err := p.fromJSON(data); err != nil || !bytes.Equal(got, kubeProtobuf(t, &p, l)) {
-		t.Errorf("v1beta1 PartialObjectMetadataList from JSON: err %v", err)
+	got, err = p.fromJSON(data)
+	ser, _ := p.decoder()
+	if dec, _, derr := ser.Decode(got, nil, nil); err != nil || derr != nil || !equality.Semantic.DeepEqual(dec.(*metav1beta1.PartialObjectMetadataList).Items, l.Items) {
+		t.Errorf("v1beta1 PartialObjectMetadataList from JSON: err %v %v", err, derr)
 	}
 
 	// A watch event: framed as kube-apiserver's stream encoder and
