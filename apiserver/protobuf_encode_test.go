@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"kloop.dev/kloop/apiserver/storage"
+	irest "kloop.dev/kloop/internal/rest"
 )
 
 // kubeProtobuf encodes obj as kube-apiserver's protobuf serializer does.
@@ -147,5 +150,52 @@ func TestProtobufNoForm(t *testing.T) {
 	}
 	if p.serves(corev1.SchemeGroupVersion.WithKind("Widget")) || !p.serves(corev1.SchemeGroupVersion.WithKind("Pod")) {
 		t.Fatal("serves: wrong kinds")
+	}
+}
+
+// A watch event's protobuf frame is encoded once, and the same bytes go to
+// every watcher; a bookmark is each watcher's own.
+func TestProtobufFrameShared(t *testing.T) {
+	s := newTestServer(t, Options{})
+	k := s.reg.get(namespaceGVR.GroupVersion().WithResource("configmaps"))
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "default"}, "data": map[string]any{"k": "v"}}
+	o, err := s.create(k, obj, "default", &writeOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames [][]byte
+	for range 2 {
+		w, err := s.store.Watch(k.storageResource, storage.WatchOptions{Namespace: "default", Revision: o.ResourceVersion - 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := w.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		f, err := s.protobufFrame(&buf, k, ev, metadataOnly{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+	}
+	if &frames[0][0] != &frames[1][0] {
+		t.Fatal("two watchers' frames of one event are two encodings")
+	}
+	var ev metav1.WatchEvent
+	if err := ev.Unmarshal(frames[0][4:]); err != nil || ev.Type != "ADDED" {
+		t.Fatalf("frame: %v %+v", err, ev)
+	}
+	var cm corev1.ConfigMap
+	if _, _, msg, err := irest.Unenvelope(ev.Object.Raw); err != nil || cm.Unmarshal(msg) != nil || cm.Data["k"] != "v" || cm.Name != "a" {
+		t.Fatalf("object: %v %+v", err, cm)
+	}
+	var buf bytes.Buffer
+	b1, _ := s.protobufFrame(&buf, k, &storage.Event{Type: storage.Bookmark, Revision: 5}, metadataOnly{})
+	var buf2 bytes.Buffer
+	b2, _ := s.protobufFrame(&buf2, k, &storage.Event{Type: storage.Bookmark, Revision: 5}, metadataOnly{})
+	if !bytes.Equal(b1, b2) || &b1[0] == &b2[0] {
+		t.Fatal("bookmarks: not each watcher's own encoding")
 	}
 }
