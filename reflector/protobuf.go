@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +60,7 @@ func decodeProtobufList[T Object](r io.Reader, newObj func() T, dropMF bool) (*L
 		return nil, fmt.Errorf("decoding a list: the answer is a %s", kind)
 	}
 	list := &List[T]{}
+	var spans [][]byte // the items' messages
 	err = irest.ForEachField(msg, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
@@ -67,21 +70,53 @@ func decodeProtobufList[T Object](r io.Reader, newObj func() T, dropMF bool) (*L
 			}
 			list.ResourceVersion, list.Continue = lm.ResourceVersion, lm.Continue
 		case 2:
-			o := newObj()
-			if err := any(o).(protobufMessage).Unmarshal(v); err != nil {
-				return fmt.Errorf("decoding item %d: %w", len(list.Items), err)
-			}
-			if dropMF {
-				o.SetManagedFields(nil)
-			}
-			list.Items = append(list.Items, o)
+			spans = append(spans, v)
 		}
 		return nil
 	})
+	if err == nil {
+		list.Items, err = decodeProtobufItems(spans, newObj, dropMF)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decoding a %s: %w", kind, err)
 	}
 	return list, nil
+}
+
+// protobufItemsPerWorker is the fewest items a goroutine of
+// decodeProtobufItems decodes.
+const protobufItemsPerWorker = 256
+
+// decodeProtobufItems decodes the items of a list, on up to GOMAXPROCS
+// goroutines (each a run of items, in order) when there are many: an
+// informer's initial list is its time to synced.
+func decodeProtobufItems[T Object](spans [][]byte, newObj func() T, dropMF bool) ([]T, error) {
+	items := make([]T, len(spans))
+	decode := func(from, to int) error {
+		for i := from; i < to; i++ {
+			o := newObj()
+			if err := any(o).(protobufMessage).Unmarshal(spans[i]); err != nil {
+				return fmt.Errorf("decoding item %d: %w", i, err)
+			}
+			if dropMF {
+				o.SetManagedFields(nil)
+			}
+			items[i] = o
+		}
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(spans)/protobufItemsPerWorker)
+	if workers <= 1 {
+		return items, decode(0, len(spans))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	per := (len(spans) + workers - 1) / workers
+	for w := range workers {
+		wg.Go(func() { errs[w] = decode(w*per, min((w+1)*per, len(spans))) })
+	}
+	wg.Wait()
+	return items, errors.Join(errs...)
 }
 
 // protobufWatch decodes a watch stream answered in protobuf.

@@ -3,6 +3,7 @@ package reflector
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -89,6 +90,21 @@ func TestProtobufDecoding(t *testing.T) {
 			if !equality.Semantic.DeepEqual(p, want) {
 				t.Fatalf("item %d:\n got %+v\nwant %+v", i, p, want)
 			}
+		}
+	}
+
+	// A long list is decoded on several goroutines, in order.
+	long := &corev1.PodList{TypeMeta: list.TypeMeta}
+	for i := range 1000 {
+		long.Items = append(long.Items, *pbPod(fmt.Sprint(i), "1"))
+	}
+	got, err := decodeProtobufList(bytes.NewReader(k.encode(long)), newPod, false)
+	if err != nil || len(got.Items) != 1000 {
+		t.Fatalf("long list: %v", err)
+	}
+	for i, p := range got.Items {
+		if p.Name != fmt.Sprint(i) {
+			t.Fatalf("item %d is %s", i, p.Name)
 		}
 	}
 
