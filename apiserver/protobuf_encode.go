@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -218,7 +220,7 @@ func uvarintLen(n int) int {
 // protobufList assembles the enveloped message of a list of kind
 // apiVersion/listKind in one buffer: its ListMeta (field 1), then n items
 // (field 2), each the message item appends to the buffer it is given
-// (empty). ok is false when the list's Go type is not of that shape
+// (empty; item may be called on several goroutines at once). ok is false when the list's Go type is not of that shape
 // (listShape); the caller encodes it another way. sizeHint is the
 // expected size of the items' messages.
 func (p *protobufDecoder) protobufList(apiVersion, listKind string, lm *metav1.ListMeta, n, sizeHint int, item func(b []byte, i int) ([]byte, error)) (out []byte, ok bool, err error) {
@@ -239,17 +241,52 @@ func (p *protobufDecoder) protobufList(apiVersion, listKind string, lm *metav1.L
 	if b, err = appendMessage(b, lm, lmSize); err != nil {
 		return nil, false, err
 	}
-	var scratch []byte
-	for i := range n {
-		if scratch, err = item(scratch[:0], i); err != nil {
+	// The items are encoded on up to GOMAXPROCS goroutines when there
+	// are many (each a run of items, in order), then joined.
+	workers := min(goruntime.GOMAXPROCS(0), n/listItemsPerWorker)
+	if workers <= 1 {
+		if b, err = appendListItems(b, 0, n, item); err != nil {
 			return nil, false, err
 		}
-		b = appendBytesField(b, 0x12, scratch)
+	} else {
+		parts := make([][]byte, workers)
+		errs := make([]error, workers)
+		per := (n + workers - 1) / workers
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				parts[w], errs[w] = appendListItems(make([]byte, 0, sizeHint/workers+64), w*per, min((w+1)*per, n), item)
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, false, err
+		}
+		for _, p := range parts {
+			b = append(b, p...)
+		}
 	}
 	head := appendEnvelopeHead(make([]byte, 0, room), apiVersion, listKind, len(b)-room)
 	start := room - len(head)
 	copy(b[start:], head)
 	return append(b[start:], envelopeTail...), true, nil
+}
+
+// listItemsPerWorker is the fewest items a goroutine of protobufList
+// encodes.
+const listItemsPerWorker = 256
+
+// appendListItems appends items [from, to) of a list as its field 2.
+func appendListItems(b []byte, from, to int, item func(b []byte, i int) ([]byte, error)) ([]byte, error) {
+	var scratch []byte
+	var err error
+	for i := from; i < to; i++ {
+		if scratch, err = item(scratch[:0], i); err != nil {
+			return nil, err
+		}
+		b = appendBytesField(b, 0x12, scratch)
+	}
+	return b, nil
 }
 
 // listShape reports whether a list's Go type is encoded as protobufList

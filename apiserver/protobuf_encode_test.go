@@ -3,6 +3,8 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -197,5 +199,40 @@ func TestProtobufFrameShared(t *testing.T) {
 	b2, _ := s.protobufFrame(&buf2, k, &storage.Event{Type: storage.Bookmark, Revision: 5}, metadataOnly{})
 	if !bytes.Equal(b1, b2) || &b1[0] == &b2[0] {
 		t.Fatal("bookmarks: not each watcher's own encoding")
+	}
+}
+
+// A long list, whose items are encoded on several goroutines, keeps its
+// order and content.
+func TestProtobufLongList(t *testing.T) {
+	s := newTestServer(t, Options{})
+	k := s.reg.get(namespaceGVR.GroupVersion().WithResource("configmaps"))
+	for i := range 1000 {
+		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("c%04d", i), "namespace": "default"}, "data": map[string]any{"i": fmt.Sprint(i)}}
+		if _, err := s.create(k, obj, "default", &writeOpts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(accept string) *corev1.ConfigMapList {
+		req := httptest.NewRequest("GET", "/api/v1/namespaces/default/configmaps", nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token())
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		l := &corev1.ConfigMapList{}
+		if accept == protobufContentType {
+			ser, _ := s.protobuf.decoder()
+			if _, _, err := ser.Decode(rec.Body.Bytes(), nil, l); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := json.Unmarshal(rec.Body.Bytes(), l); err != nil {
+			t.Fatal(err)
+		}
+		l.TypeMeta = metav1.TypeMeta{}
+		return l
+	}
+	pb, js := get(protobufContentType), get("application/json")
+	if len(pb.Items) != 1000 || !equality.Semantic.DeepEqual(pb, js) {
+		t.Fatalf("the protobuf list (%d items) differs from the JSON one (%d)", len(pb.Items), len(js.Items))
 	}
 }
