@@ -115,6 +115,10 @@ var protobufTranscripts = []transcript{
 			tr.Post(cms, labelledConfigMap("y", `"data":{"k":"v"}`)).Want(http.StatusCreated)
 			tr.Post(cms, labelledConfigMap("y", ``)).Want(http.StatusConflict)
 		})
+		// A collection's deletion answers the list deleted.
+		tr.Accepting(pbOnly, func() {
+			tr.Delete(cms+"?"+labelled, "").Want(http.StatusOK)
+		})
 	}},
 	{"protobuf-watches", func(tr *T) {
 		a := tr.Post(cms, labelledConfigMap("a", `"data":{"k":"v"}`)).Want(http.StatusCreated)
