@@ -74,7 +74,7 @@ func (s *Server) protobufFrame(buf *bytes.Buffer, k *kind, ev *storage.Event, md
 // protobufObject returns o, an object of k, served in protobuf (in its
 // envelope), or its metadata only when md.version is set.
 func (s *Server) protobufObject(k *kind, o *storage.Object, md metadataOnly) ([]byte, error) {
-	msg, err := s.protobufMessage(nil, k, o, md)
+	msg, err := s.protobufMessage(make([]byte, 0, len(o.Data)), k, o, md)
 	if err != nil {
 		return nil, err
 	}

@@ -268,25 +268,25 @@ func (e *encoder) value(b, tag []byte, v *value, i, depth int) ([]byte, int, boo
 		b = append(b, tag...)
 		switch v.kind {
 		case kInt:
-			n, err := strconv.ParseInt(num, 10, v.bits)
-			if !integer || err != nil {
+			n, ok := parseInt(num, v.bits)
+			if !integer || !ok {
 				return nil, 0, false
 			}
 			return appendUvarint(b, uint64(n)), j, true
 		case kUint:
-			n, err := strconv.ParseUint(num, 10, v.bits)
-			if !integer || err != nil {
+			n, ok := parseUint(num, v.bits)
+			if !integer || !ok {
 				return nil, 0, false
 			}
 			return appendUvarint(b, n), j, true
 		case kFloat64:
-			f, err := strconv.ParseFloat(num, 64)
+			f, err := strconv.ParseFloat(string(num), 64)
 			if err != nil {
 				return nil, 0, false
 			}
 			return binary.LittleEndian.AppendUint64(b, math.Float64bits(f)), j, true
 		default:
-			f, err := strconv.ParseFloat(num, 32)
+			f, err := strconv.ParseFloat(string(num), 32)
 			if err != nil {
 				return nil, 0, false
 			}
@@ -315,20 +315,21 @@ func (e *encoder) value(b, tag []byte, v *value, i, depth int) ([]byte, int, boo
 			return nil, 0, false
 		}
 		b = append(b, tag...)
+		start := len(b)
+		b = append(b, 0)
 		if t.IsZero() {
-			return append(b, 0), j, true
+			return b, j, true
 		}
 		// metav1.Time keeps seconds; MicroTime microseconds.
-		var ts []byte
-		ts = append(ts, 1<<3|wireVarint)
-		ts = appendUvarint(ts, uint64(t.Unix()))
-		ts = append(ts, 2<<3|wireVarint)
+		b = append(b, 1<<3|wireVarint)
+		b = appendUvarint(b, uint64(t.Unix()))
+		b = append(b, 2<<3|wireVarint)
 		if v.kind == kMicroTime {
-			ts = appendUvarint(ts, uint64(int64(time.Duration(t.Nanosecond()).Truncate(time.Microsecond))))
+			b = appendUvarint(b, uint64(int64(time.Duration(t.Nanosecond()).Truncate(time.Microsecond))))
 		} else {
-			ts = append(ts, 0)
+			b = append(b, 0)
 		}
-		return appendBytesField(b[:len(b)-len(tag)], tag, ts), j, true
+		return fixLength(b, start), j, true
 	case kDuration:
 		s, j, ok := e.stringValue(i)
 		if !ok {
@@ -338,19 +339,21 @@ func (e *encoder) value(b, tag []byte, v *value, i, depth int) ([]byte, int, boo
 		if err != nil {
 			return nil, 0, false
 		}
-		msg := appendUvarint([]byte{1<<3 | wireVarint}, uint64(int64(d)))
-		return appendBytesField(b, tag, msg), j, true
+		b = append(b, tag...)
+		start := len(b)
+		b = append(b, 0, 1<<3|wireVarint)
+		return fixLength(appendUvarint(b, uint64(int64(d))), start), j, true
 	case kQuantity:
 		// As Quantity's UnmarshalJSON: a string's bytes as they are
 		// (no escapes), or a number.
-		var text string
+		var text []byte
 		j := i
 		if e.data[i] == '"' {
 			end, escaped, ok := e.scanString(i)
 			if !ok || escaped {
 				return nil, 0, false
 			}
-			text, j = string(e.data[i+1:end-1]), end
+			text, j = e.data[i+1:end-1], end
 		} else {
 			num, end, _, ok := e.number(i)
 			if !ok {
@@ -358,43 +361,51 @@ func (e *encoder) value(b, tag []byte, v *value, i, depth int) ([]byte, int, boo
 			}
 			text, j = num, end
 		}
-		q, err := resource.ParseQuantity(strings.TrimSpace(text))
+		q, err := resource.ParseQuantity(strings.TrimSpace(string(text)))
 		if err != nil {
 			return nil, 0, false
 		}
-		msg := appendBytesField(nil, []byte{1<<3 | wireBytes}, q.String())
-		return appendBytesField(b, tag, msg), j, true
+		b = append(b, tag...)
+		start := len(b)
+		b = append(b, 0)
+		b = appendBytesField(b, []byte{1<<3 | wireBytes}, q.String())
+		return fixLength(b, start), j, true
 	case kIntOrString:
-		var msg []byte
+		b = append(b, tag...)
+		start := len(b)
+		b = append(b, 0)
 		var j int
 		if e.data[i] == '"' {
 			s, end, ok := e.stringValue(i)
 			if !ok {
 				return nil, 0, false
 			}
-			msg = append(msg, 1<<3|wireVarint, 1, 2<<3|wireVarint, 0)
-			msg, j = appendBytesField(msg, []byte{3<<3 | wireBytes}, s), end
+			b = append(b, 1<<3|wireVarint, 1, 2<<3|wireVarint, 0)
+			b, j = appendBytesField(b, []byte{3<<3 | wireBytes}, s), end
 		} else {
 			num, end, integer, ok := e.number(i)
 			if !ok {
 				return nil, 0, false
 			}
-			n, err := strconv.ParseInt(num, 10, 32)
-			if !integer || err != nil {
+			n, ok := parseInt(num, 32)
+			if !integer || !ok {
 				return nil, 0, false
 			}
-			msg = append(msg, 1<<3|wireVarint, 0, 2<<3|wireVarint)
-			msg = appendUvarint(msg, uint64(n))
-			msg, j = append(msg, 3<<3|wireBytes, 0), end
+			b = append(b, 1<<3|wireVarint, 0, 2<<3|wireVarint)
+			b = appendUvarint(b, uint64(n))
+			b, j = append(b, 3<<3|wireBytes, 0), end
 		}
-		return appendBytesField(b, tag, msg), j, true
+		return fixLength(b, start), j, true
 	case kRaw:
 		j, ok := e.skip(i, depth)
 		if !ok {
 			return nil, 0, false
 		}
-		msg := appendBytesField(nil, []byte{1<<3 | wireBytes}, e.data[i:j])
-		return appendBytesField(b, tag, msg), j, true
+		b = append(b, tag...)
+		start := len(b)
+		b = append(b, 0)
+		b = appendBytesField(b, []byte{1<<3 | wireBytes}, e.data[i:j])
+		return fixLength(b, start), j, true
 	}
 	return nil, 0, false
 }
@@ -457,7 +468,7 @@ func (e *encoder) scanString(i int) (end int, escaped, ok bool) {
 
 // number returns the JSON number at i (its text), the index after it, and
 // whether it is written as an integer (no fraction, no exponent).
-func (e *encoder) number(i int) (num string, end int, integer, ok bool) {
+func (e *encoder) number(i int) (num []byte, end int, integer, ok bool) {
 	d := e.data
 	j := i
 	if j < len(d) && d[j] == '-' {
@@ -471,7 +482,7 @@ func (e *encoder) number(i int) (num string, end int, integer, ok bool) {
 			j++
 		}
 	default:
-		return "", 0, false, false
+		return nil, 0, false, false
 	}
 	integer = true
 	if j < len(d) && d[j] == '.' {
@@ -482,7 +493,7 @@ func (e *encoder) number(i int) (num string, end int, integer, ok bool) {
 			j++
 		}
 		if j == k {
-			return "", 0, false, false
+			return nil, 0, false, false
 		}
 	}
 	if j < len(d) && (d[j] == 'e' || d[j] == 'E') {
@@ -496,10 +507,51 @@ func (e *encoder) number(i int) (num string, end int, integer, ok bool) {
 			j++
 		}
 		if j == k {
-			return "", 0, false, false
+			return nil, 0, false, false
 		}
 	}
-	return string(d[i:j]), j, integer, true
+	return d[i:j], j, integer, true
+}
+
+// parseInt is strconv.ParseInt(string(num), 10, bits) for the text of a
+// JSON integer, without allocating.
+func parseInt(num []byte, bits int) (int64, bool) {
+	neg := len(num) > 0 && num[0] == '-'
+	if neg {
+		num = num[1:]
+	}
+	u, ok := parseUint(num, 64)
+	if !ok {
+		return 0, false
+	}
+	limit := uint64(1) << (bits - 1)
+	if !neg && u >= limit || neg && u > limit {
+		return 0, false
+	}
+	if neg {
+		return -int64(u), true
+	}
+	return int64(u), true
+}
+
+// parseUint is strconv.ParseUint(string(num), 10, bits) for the text of a
+// JSON integer, without allocating.
+func parseUint(num []byte, bits int) (uint64, bool) {
+	if len(num) == 0 || num[0] == '-' {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range num {
+		d := uint64(c - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	if bits < 64 && u >= uint64(1)<<bits {
+		return 0, false
+	}
+	return u, true
 }
 
 // skip returns the index after the JSON value at i.
