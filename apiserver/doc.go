@@ -47,6 +47,8 @@
 //	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //	object.go     objects as JSON maps: decoding, metadata, resourceVersions
+//	intercept.go  the hooks of fault injection (apiservertest.Faults): an Interceptor of
+//	              authenticated requests, reads as of an older revision, per-resource compaction
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages

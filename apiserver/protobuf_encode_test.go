@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -234,5 +237,49 @@ func TestProtobufLongList(t *testing.T) {
 	pb, js := get(protobufContentType), get("application/json")
 	if len(pb.Items) != 1000 || !equality.Semantic.DeepEqual(pb, js) {
 		t.Fatalf("the protobuf list (%d items) differs from the JSON one (%d)", len(pb.Items), len(js.Items))
+	}
+}
+
+// watchEventRecorder is an Interceptor's writer: it records the events
+// the server tells it of, and unwraps to the server's writer.
+type watchEventRecorder struct {
+	http.ResponseWriter
+	events []string
+}
+
+func (w *watchEventRecorder) WatchEvent(ev WatchEvent)    { w.events = append(w.events, ev.Type) }
+func (w *watchEventRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *watchEventRecorder) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+func (w *watchEventRecorder) SetWriteDeadline(t time.Time) error { return nil }
+
+// An Interceptor's writer does not hide the encoding a request asks for.
+func TestProtobufThroughInterceptor(t *testing.T) {
+	s := newTestServer(t, Options{})
+	var rec *watchEventRecorder
+	s.SetInterceptor(func(w http.ResponseWriter, r *http.Request, req *Request, next http.Handler) {
+		rec = &watchEventRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+	})
+	k := s.reg.get(namespaceGVR.GroupVersion().WithResource("configmaps"))
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "default"}}
+	o, err := s.create(k, obj, "default", &writeOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/v1/namespaces/default/configmaps/a", "/api/v1/namespaces/default/configmaps/missing",
+		fmt.Sprintf("/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1&resourceVersion=%d", o.ResourceVersion-1)} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token())
+		req.Header.Set("Accept", protobufContentType)
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, req)
+		if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, protobufContentType) {
+			t.Fatalf("%s: answered in %q", path, ct)
+		}
+	}
+	if fmt.Sprint(rec.events) != "[ADDED]" {
+		t.Fatalf("the interceptor's writer was told of %v", rec.events)
 	}
 }

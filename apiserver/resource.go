@@ -169,7 +169,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name s
 	if err := k.checkKey(ns, name); err != nil {
 		return err
 	}
-	o, err := s.store.Get(k.storageResource, ns, name)
+	var o *storage.Object
+	var err error
+	if rev := s.readAt(r); rev > 0 {
+		o, err = s.getAt(k, ns, name, rev) // a stale view (intercept.go)
+	} else {
+		o, err = s.store.Get(k.storageResource, ns, name)
+	}
 	if err != nil {
 		return err
 	}
@@ -304,6 +310,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		}
 		opts.Revision = rv // not older than, unless Exact
 		opts.Exact = match == string(metav1.ResourceVersionMatchExact)
+		if stale := s.readAt(r); stale > 0 { // a stale view (intercept.go)
+			if rv > stale {
+				return &storage.TooLargeError{Requested: rv, Current: stale}
+			}
+			if !opts.Exact || rv == 0 {
+				opts.Revision, opts.Exact = stale, true
+			}
+		}
 	}
 	if err := k.checkKey(ns, ""); err != nil {
 		return err
