@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"kloop.dev/kloop/apiserver/internal/pbenc"
 )
 
 const protobufContentType = "application/vnd.kubernetes.protobuf"
@@ -34,6 +36,9 @@ type protobufDecoder struct {
 	// listShape (the list's reflect.Type -> bool), messages pbenc
 	// (schema.GroupVersionKind -> *pbenc.Message, nil for none).
 	kinds, lists, messages sync.Map
+	// meta describes metav1.ObjectMeta for pbenc (objectMeta), made once.
+	metaOnce sync.Once
+	meta     *pbenc.Message
 }
 
 func (p *protobufDecoder) decoder() (*protobuf.Serializer, error) {

@@ -92,6 +92,12 @@ func (s *Server) protobufMessage(b []byte, k *kind, o *storage.Object, md metada
 		return nil, err
 	}
 	if md.version != "" {
+		// A PartialObjectMetadata: its ObjectMeta as field 1.
+		if meta := s.protobuf.objectMeta(); meta != nil {
+			if msg, ok := meta.AppendMember(nil, data, "metadata"); ok {
+				return appendBytesField(b, 0x0a, msg), nil
+			}
+		}
 		m := &metav1.PartialObjectMetadata{}
 		if err := decodeInto(m, data); err != nil {
 			return nil, err

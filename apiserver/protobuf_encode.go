@@ -144,6 +144,13 @@ func (p *protobufDecoder) pbenc(gvk schema.GroupVersionKind) *pbenc.Message {
 	return msg
 }
 
+// objectMeta returns the description of metav1.ObjectMeta that encodes it
+// straight from the JSON (nil if pbenc does not describe it), made once.
+func (p *protobufDecoder) objectMeta() *pbenc.Message {
+	p.metaOnce.Do(func() { p.meta, _ = pbenc.For(reflect.TypeFor[metav1.ObjectMeta]()) })
+	return p.meta
+}
+
 // envelope returns msg, a message of apiVersion/kind, in its envelope.
 func envelope(apiVersion, kind string, msg []byte) []byte {
 	b := make([]byte, 0, envelopeHeadSize(apiVersion, kind)+len(msg)+len(envelopeTail))

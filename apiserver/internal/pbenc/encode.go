@@ -645,3 +645,62 @@ func uvarintLen(v uint64) int {
 	}
 	return n
 }
+
+// AppendMember appends to b the message of the member name of data, a
+// JSON object of any type (a custom resource's too), encoded as a value of
+// m's struct: what Append does for data[name], the other members being
+// skipped (they must be valid JSON). A member absent or null appends an
+// empty message. ok is false as for Append, or when data is not a JSON
+// object, or has the member twice.
+func (m *Message) AppendMember(b, data []byte, name string) (out []byte, ok bool) {
+	e := encoder{data: data}
+	i := e.ws(0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	found := false
+	i = e.ws(i + 1)
+	if i < len(data) && data[i] == '}' {
+		i++
+	} else {
+		for {
+			key, j, ok := e.stringValue(i)
+			if !ok {
+				return nil, false
+			}
+			if j = e.ws(j); j >= len(data) || data[j] != ':' {
+				return nil, false
+			}
+			i = e.ws(j + 1)
+			switch {
+			case string(key) != name:
+				i, ok = e.skip(i, 1)
+			case found:
+				return nil, false
+			case e.isNull(i):
+				found, i = true, i+4
+			default:
+				found = true
+				b, i, ok = e.object(b, m, i, 1)
+			}
+			if !ok {
+				return nil, false
+			}
+			if i = e.ws(i); i >= len(data) {
+				return nil, false
+			}
+			if data[i] == '}' {
+				i++
+				break
+			}
+			if data[i] != ',' {
+				return nil, false
+			}
+			i = e.ws(i + 1)
+		}
+	}
+	if e.ws(i) != len(data) {
+		return nil, false
+	}
+	return b, true
+}

@@ -11,10 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/randfill"
 )
 
@@ -193,8 +195,36 @@ func FuzzAppend(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	typ := reflect.TypeFor[corev1.Pod]()
+	meta, err := For(reflect.TypeFor[metav1.ObjectMeta]())
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		matches(t, m, typ, data)
+		// The metadata alone, as the server answers metadata-only reads
+		// (its other way decodes case-sensitively, as sigs.k8s.io/json).
+		got, ok := meta.AppendMember(nil, data, "metadata")
+		if !ok {
+			return
+		}
+		var want metav1.PartialObjectMetadata
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &want); err != nil {
+			t.Fatalf("AppendMember encoded what sigs.k8s.io/json refuses (%v): %s", err, data)
+		}
+		wantPB, err := want.ObjectMeta.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var have, wantMeta metav1.ObjectMeta
+		if err := have.Unmarshal(got); err != nil {
+			t.Fatal(err)
+		}
+		if err := wantMeta.Unmarshal(wantPB); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(have, wantMeta) {
+			t.Fatalf("metadata %+v, want %+v: %s", have, wantMeta, data)
+		}
 	})
 }
 
@@ -250,6 +280,54 @@ func TestForRefuses(t *testing.T) {
 	} {
 		if _, err := For(typ); err == nil {
 			t.Errorf("%v described", typ)
+		}
+	}
+}
+
+// AppendMember encodes one member of any JSON object as decoding the whole
+// object into a type with just that member would.
+func TestAppendMember(t *testing.T) {
+	m, err := For(reflect.TypeFor[metav1.ObjectMeta]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		json    string
+		encoded bool
+	}{
+		{`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","labels":{"a":"b"},"generation":3},"spec":{"any":[1,{"x":null}],"more":"\u00e9"}}`, true},
+		{`{"spec":{},"metadata":{"name":"late"}}`, true},
+		{`{"spec":{}}`, true},
+		{`{"metadata":null}`, true},
+		{`{}`, true},
+		{`{"metadata":{"name":"a"},"metadata":{"name":"b"}}`, false},
+		{`{"metadata":{"name":"a"},"spec":{"bad":}}`, false},
+		{`{"metadata":{"unknown":1}}`, false},
+		{`[]`, false},
+	} {
+		got, ok := m.AppendMember(nil, []byte(tc.json), "metadata")
+		if ok != tc.encoded {
+			t.Errorf("%s: encoded %v, want %v", tc.json, ok, tc.encoded)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var want metav1.PartialObjectMetadata
+		if err := json.Unmarshal([]byte(tc.json), &want); err != nil {
+			t.Fatal(err)
+		}
+		var have metav1.ObjectMeta
+		if err := have.Unmarshal(got); err != nil {
+			t.Fatal(err)
+		}
+		wantPB, _ := want.ObjectMeta.Marshal()
+		var wantMeta metav1.ObjectMeta
+		if err := wantMeta.Unmarshal(wantPB); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(have, wantMeta) {
+			t.Errorf("%s: %+v, want %+v", tc.json, have, wantMeta)
 		}
 	}
 }
