@@ -9,6 +9,8 @@
 // checks it on random objects of every kind of client-go's scheme that
 // For describes). What it does not read for certain, it refuses: the
 // caller decodes the JSON into the Go type and marshals that instead.
+// [Message.AppendMember] encodes one member of any JSON object (a custom
+// resource's metadata, for its metadata-only form).
 //
 // It knows the few types whose JSON is their own (metav1.Time, MicroTime
 // and Duration, resource.Quantity, intstr.IntOrString, runtime
