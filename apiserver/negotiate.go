@@ -212,6 +212,10 @@ type negotiatedWriter struct {
 	// set by the resource endpoint; the zero value, JSON, answers
 	// everything else (discovery, OpenAPI).
 	answer answer
+	// write: the request writes (not a GET), and its answer, an object,
+	// is transformed by encode (get, list and watch write the forms
+	// answer asks for themselves).
+	write bool
 	// codec encodes answers in protobuf.
 	codec *protobufDecoder
 }
@@ -271,18 +275,18 @@ func (s *Server) negotiateAnswer(w http.ResponseWriter, r *http.Request, k *kind
 		return false
 	}
 	if nw := negotiatedOf(w); nw != nil {
-		nw.answer = a
+		nw.answer, nw.write = a, r.Method != http.MethodGet
 	}
 	return true
 }
 
 // encode re-encodes b, an answer in JSON, as a asks; st, when not nil, is
-// the Status b encodes. Objects written (create, update, patch, delete)
-// are answered in the metadata-only form when a asks for it, as
+// the Status b encodes. Objects written (create, update, patch, delete:
+// w.write) are answered in the metadata-only form when a asks for it, as
 // kube-apiserver transforms every answer; get and list answer in the
 // forms a asks for themselves.
 func (w *negotiatedWriter) encode(a answer, b []byte, st *metav1.Status) ([]byte, error) {
-	if a.as == "PartialObjectMetadata" && st == nil {
+	if a.as == "PartialObjectMetadata" && st == nil && w.write {
 		var err error
 		if b, err = asPartialObjectMetadata(b, a.asVersion); err != nil {
 			return nil, err
