@@ -82,6 +82,9 @@ var protobufTranscripts = []transcript{
 			tr.Post(gadgets, gadget("h", `{"color":"red"}`)).Want(http.StatusNotAcceptable)
 		})
 		tr.GetAs(gadgets+"/h", pbThenJSON).Want(http.StatusNotFound)
+		// Their definition has one (apiextensions.k8s.io's kinds are
+		// built in).
+		tr.GetAs("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.{group}", pbOnly).Want(http.StatusOK)
 		// Their metadata has one.
 		tr.GetAs(gadgets+"/g", pbMeta).Want(http.StatusOK)
 		tr.GetAs(gadgets, pbMetaList).Want(http.StatusOK)
