@@ -8,6 +8,7 @@ import (
 	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -320,4 +321,26 @@ func asPartialObjectMetadata(b []byte, version string) ([]byte, error) {
 		return b, nil
 	}
 	return json.Marshal(map[string]any{"apiVersion": "meta.k8s.io/" + version, "kind": "PartialObjectMetadata", "metadata": obj.Metadata})
+}
+
+// negotiateDiscovery negotiates the answer of a discovery document (/api,
+// /apis, a group, a group version's resource list) as kube-apiserver's
+// discovery handlers do: JSON, YAML or protobuf, no transformation; false
+// when none fits, after answering the 406.
+func (s *Server) negotiateDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	if s.getOnly(r.URL.Path, splitPath(r.URL.Path)) && !routeAccepts(accept) {
+		// /api and the built-in group versions are go-restful routes.
+		writeError(w, routeNotAcceptable(false), schema.GroupResource{}, "")
+		return false
+	}
+	a, ok := negotiate(accept, errorEndpoint)
+	if !ok {
+		writeError(w, notAcceptable(false), schema.GroupResource{}, "")
+		return false
+	}
+	if nw := negotiatedOf(w); nw != nil {
+		nw.answer = a
+	}
+	return true
 }

@@ -103,6 +103,11 @@ func (p *protobufDecoder) fromJSON(data []byte) ([]byte, error) {
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &tm); err != nil {
 		return nil, fmt.Errorf("reading the kind of an answer: %w", err)
 	}
+	if tm.APIVersion == "" && tm.Kind == "APIVersions" {
+		// An unversioned meta type, written without apiVersion in JSON;
+		// its envelope says v1.
+		tm.APIVersion = "v1"
+	}
 	msg, err := p.appendObject(nil, schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind), data)
 	if err != nil {
 		return nil, err

@@ -283,3 +283,31 @@ func TestProtobufThroughInterceptor(t *testing.T) {
 		t.Fatalf("the interceptor's writer was told of %v", rec.events)
 	}
 }
+
+// Discovery documents are answered in protobuf when asked (/api's
+// APIVersions too, which carries no apiVersion in JSON), and 406 when no
+// encoding fits.
+func TestProtobufDiscovery(t *testing.T) {
+	s := newTestServer(t, Options{})
+	ser, err := s.protobuf.decoder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{"/api": "APIVersions", "/apis": "APIGroupList", "/apis/apps": "APIGroup", "/api/v1": "APIResourceList"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token())
+		req.Header.Set("Accept", protobufContentType)
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, req)
+		_, gvk, err := ser.Decode(w.Body.Bytes(), nil, nil)
+		if w.Code != http.StatusOK || err != nil || gvk.Kind != kind || w.Header().Get("Content-Type") != protobufContentType {
+			t.Fatalf("%s: %d %q %v %v", path, w.Code, w.Header().Get("Content-Type"), gvk, err)
+		}
+		req.Header.Set("Accept", "text/html")
+		w = httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, req)
+		if w.Code != http.StatusNotAcceptable {
+			t.Fatalf("%s in text/html: %d", path, w.Code)
+		}
+	}
+}

@@ -67,6 +67,14 @@ var protobufTranscripts = []transcript{
 		tr.GetAs(cms+"/a", protobufType+";as=Table;g=meta.k8s.io;v=v1,"+pbOnly).Want(http.StatusOK)
 		tr.GetAs(cms+"/a", protobufType+";as=Table;g=meta.k8s.io;v=v1").Want(http.StatusNotAcceptable)
 		tr.GetAs(cms+"/a", "application/yaml;as=Table;g=meta.k8s.io;v=v1").Want(http.StatusOK)
+		// Discovery documents too.
+		tr.GetAs("/apis/apps", pbThenJSON).Want(http.StatusOK)
+		tr.GetAs("/apis/{group}", pbOnly).Want(http.StatusOK)
+		tr.GetAs("/apis/{group}/v1", pbOnly).Want(http.StatusOK)
+		tr.GetAs("/apis/{group}/v1", "application/yaml").Want(http.StatusOK)
+		for _, p := range []string{"/api", "/api/v1", "/apis", "/apis/apps", "/apis/apps/v1", "/apis/{group}", "/apis/{group}/v1"} {
+			tr.GetAs(p, "text/html").Want(http.StatusNotAcceptable)
+		}
 	}},
 	{"protobuf-custom-resources", func(tr *T) {
 		tr.Post(gadgets, gadget("g", `{"color":"red"}`)).Want(http.StatusCreated)
