@@ -352,6 +352,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w = lw
 		defer s.logRequest(r, id, lw, start)
 	}
+	w = s.negotiating(w, r) // answers in the encoding r accepts (negotiate.go)
 	if s.intercept(w, r, id, class) {
 		return
 	}
