@@ -442,6 +442,7 @@ func (b *Builder) newSource(f *informer.Factory, w watch, gvk schema.GroupVersio
 	}
 	kopts := informer.SourceOptions{
 		Name:       fmt.Sprintf("%s %s", w.what, gvk.GroupKind()),
+		Kind:       gvk.GroupKind().String(),
 		Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
 	}
 	kopts.Inline = inlineDelivery(w.what, kopts.Predicates)

@@ -96,6 +96,15 @@ type Options struct {
 	// the cache-sync timeout and the reconcile time. Default:
 	// workqueue.RealClock.
 	Clock workqueue.Clock
+
+	// DisableTriggers turns off the record of why each reconcile runs.
+	// By default the work queue keeps, for each key waiting, the last
+	// workqueue.RecentTriggers causes that added it (the event's type,
+	// kind, object, handler, time; the controller's own requeues) and a
+	// count of all of them, merged as the key's adds merge, at no
+	// allocation per event; a reconcile reads them with
+	// reconcile.TriggersFrom and its log lines carry them. Default false.
+	DisableTriggers bool
 }
 
 func (o *Options) setDefaults() {
@@ -188,6 +197,7 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 		RateLimiter: opts.RateLimiter,
 		Metrics:     opts.QueueMetrics,
 		Clock:       opts.Clock,
+		Triggers:    !opts.DisableTriggers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
@@ -391,17 +401,23 @@ func (c *Controller) waitForSync(ctx context.Context, sources []Source) error {
 // never hands a key to two workers at once.
 func (c *Controller) work(ctx context.Context) {
 	ids := newIDSource()
-	req, prio, shutdown := c.queue.GetWithPriority()
+	// trigs is the record of why the key handed out was added: this
+	// worker's, reused (nil without triggers).
+	var trigs *workqueue.Triggers
+	if !c.opts.DisableTriggers {
+		trigs = new(workqueue.Triggers)
+	}
+	req, prio, shutdown := c.queue.GetWithTriggers(trigs)
 	for !shutdown {
 		// Shutting down (ctx is cancelled at once, stopping only once the
 		// sources have stopped): the key is left for the next start.
 		if !c.stopping.Load() && ctx.Err() == nil {
 			c.stats.active.Add(1)
-			c.reconcileHandler(ctx, req, prio, ids.next())
+			c.reconcileHandler(ctx, req, prio, ids.next(), trigs)
 			c.stats.active.Add(-1)
 		}
 		// Done and the next key in one take of the queue's lock.
-		req, prio, shutdown = c.queue.Next(req)
+		req, prio, shutdown = c.queue.NextWithTriggers(req, trigs)
 	}
 }
 
@@ -409,7 +425,7 @@ func (c *Controller) work(ctx context.Context) {
 // applies the Result rules. Requeues keep the priority, as
 // controller-runtime's priority queue does: a failing key of the initial list
 // is retried behind fresh events.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte) {
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *workqueue.Triggers) {
 	var start time.Time
 	if c.timed {
 		start = c.opts.Clock.Now()
@@ -422,8 +438,12 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	} else {
 		sc = newReconcileScope(ctx, c.log, req, id)
 	}
+	sc.Triggers = trigs
 	log := sc.Logger
 	ctx = sc
+	// why is the triggers' log attribute, built only when a line is
+	// written.
+	why := slog.Any("triggers", triggersValue{sc})
 
 	res, err := c.reconcile(ctx, req)
 	switch {
@@ -432,10 +452,10 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 		if reconcile.IsTerminal(err) {
 			c.stats.terminal.Add(1)
 			c.queue.Forget(req)
-			log.Error("reconcile failed with a terminal error, not requeued", "err", err)
+			log.Error("reconcile failed with a terminal error, not requeued", "err", err, why)
 		} else {
-			c.queue.AddWithOptions(req, workqueue.AddOptions{Priority: prio, RateLimited: true})
-			log.Error("reconcile failed, requeued with backoff", "err", err)
+			c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, RateLimited: true}, workqueue.Trigger{Type: workqueue.TriggerError})
+			log.Error("reconcile failed, requeued with backoff", "err", err, why)
 		}
 		if !res.IsZero() {
 			log.Warn("Reconcile returned a Result and a non-nil error: the Result is ignored when the error is non-nil",
@@ -444,12 +464,16 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	case res.RequeueAfter > 0:
 		c.stats.requeueAfter.Add(1)
 		c.queue.Forget(req)
-		c.queue.AddWithOptions(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter})
-		log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter)
+		c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter}, workqueue.Trigger{Type: workqueue.TriggerRequeueAfter})
+		if !c.quiet && log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter, why)
+		}
 	default:
 		c.stats.success.Add(1)
 		c.queue.Forget(req)
-		log.Debug("reconciled")
+		if !c.quiet && log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("reconciled", why)
+		}
 	}
 	if c.timed {
 		c.stats.observe(c.opts.Clock.Since(start))
@@ -492,10 +516,30 @@ type enqueuer struct {
 	prio int
 }
 
-var _ handler.BatchEnqueuer = enqueuer{}
+var _ handler.TriggerEnqueuer = enqueuer{}
 
 func (e enqueuer) AddAll(reqs []reconcile.Request) {
 	e.q.AddAll(reqs, workqueue.AddOptions{Priority: e.prio})
+}
+
+func (e enqueuer) AddTriggered(req reconcile.Request, t workqueue.Trigger) {
+	e.q.AddTriggered(req, workqueue.AddOptions{Priority: e.prio}, t)
+}
+
+func (e enqueuer) AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigger) {
+	e.q.AddAllTriggered(reqs, ts, workqueue.AddOptions{Priority: e.prio})
+}
+
+// triggersValue is a reconcile's triggers as a log value, built only when a
+// handler formats it.
+type triggersValue struct{ sc *rctx.Scope }
+
+func (v triggersValue) LogValue() slog.Value {
+	t, ok := reconcile.TriggersFrom(v.sc)
+	if !ok {
+		return slog.StringValue("not recorded")
+	}
+	return t.LogValue()
 }
 
 func (e enqueuer) Add(req reconcile.Request) {

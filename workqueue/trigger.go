@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"fmt"
+	"iter"
 	"time"
 )
 
@@ -127,6 +128,18 @@ func (r *Triggers) Count(t TriggerType) int {
 		return 0
 	}
 	return int(r.counts[t])
+}
+
+// Counts yields each type recorded with its count, in the order of the
+// types.
+func (r *Triggers) Counts() iter.Seq2[TriggerType, int] {
+	return func(yield func(TriggerType, int) bool) {
+		for t, n := range r.counts {
+			if n > 0 && !yield(TriggerType(t), int(n)) {
+				return
+			}
+		}
+	}
 }
 
 // Len returns the number of triggers kept (at most RecentTriggers).
