@@ -113,7 +113,13 @@ func (c *Client) apply(ctx context.Context, config ApplyConfiguration, sub strin
 	if err != nil {
 		return err
 	}
-	return decodeApplied(out, config, gvk)
+	if err := decodeApplied(out, config, gvk); err != nil {
+		return err
+	}
+	if md := appliedMeta(config); md != nil && !o.DryRun {
+		c.wrote(ctx, gvk, m, md, sub, o.FieldManager)
+	}
+	return nil
 }
 
 // applyTarget reads what config is: its kind, name and namespace.

@@ -105,6 +105,24 @@ type Options struct {
 	// allocation per event; a reconcile reads them with
 	// reconcile.TriggersFrom and its log lines carry them. Default false.
 	DisableTriggers bool
+
+	// DisableReadYourOwnWrites turns off, for this controller, what makes
+	// a reconcile see its controller's own writes. By default the writes
+	// a reconcile makes through kloop's client (kloop.dev/kloop/client)
+	// are remembered, and the key's next reconcile does not run before the
+	// cache has caught up with them — the key is skipped and requeued
+	// after a short delay, without calling Reconcile (Stats.StaleSkips), as
+	// kube-controller-manager's controllers do since Kubernetes 1.36
+	// (KEP-5647) — at most ReadYourOwnWritesTimeout after the writes, then
+	// it is reconciled anyway, with a warning (Stats.StaleTimeouts); and
+	// the client's cached reads in the reconcile wait for the client's
+	// own writes (client.Options.DisableReadYourOwnWrites turns that off
+	// for a whole client). Default false.
+	DisableReadYourOwnWrites bool
+	// ReadYourOwnWritesTimeout bounds how long after a reconcile's writes
+	// the key's next reconcile waits for the cache. Default
+	// DefaultReadYourOwnWritesTimeout (3 s).
+	ReadYourOwnWritesTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -127,6 +145,9 @@ func (o *Options) setDefaults() {
 	if o.RateLimiter == nil {
 		o.RateLimiter = workqueue.DefaultRateLimiter[reconcile.Request](o.Clock)
 	}
+	if o.ReadYourOwnWritesTimeout == 0 {
+		o.ReadYourOwnWritesTimeout = DefaultReadYourOwnWritesTimeout
+	}
 }
 
 func (o *Options) validate() error {
@@ -139,6 +160,9 @@ func (o *Options) validate() error {
 	}
 	if o.ReconcileTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ReconcileTimeout %s is negative", o.ReconcileTimeout))
+	}
+	if o.ReadYourOwnWritesTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ReadYourOwnWritesTimeout %s is negative", o.ReadYourOwnWritesTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -158,6 +182,12 @@ type Controller struct {
 	normal, low enqueuer // what sources and handlers see of queue
 
 	timeoutCause error // the cause of a ReconcileTimeout, naming the controller
+
+	// stale skips the keys whose cache is behind their last reconcile's
+	// writes (nil: Options.DisableReadYourOwnWrites).
+	stale *staleTracker
+	// recordWrites: reconciles collect their writes (for stale).
+	recordWrites bool
 
 	// stopping is set before the queue shuts down: keys still handed out
 	// are then released without a reconcile.
@@ -214,6 +244,10 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 		low:    enqueuer{q: q, prio: LowPriority},
 		timeoutCause: fmt.Errorf("%w: controller %q: reconcile exceeded ReconcileTimeout %s",
 			ErrReconcileTimeout, name, opts.ReconcileTimeout),
+	}
+	if !opts.DisableReadYourOwnWrites {
+		c.stale = newStaleTracker(opts.ReadYourOwnWritesTimeout, c.log)
+		c.recordWrites = true
 	}
 	if opts.Metrics != nil {
 		if err := opts.Metrics.Register(name, c.readStats); err != nil {
@@ -407,13 +441,18 @@ func (c *Controller) work(ctx context.Context) {
 	if !c.opts.DisableTriggers {
 		trigs = new(workqueue.Triggers)
 	}
+	// writes collects each reconcile's writes: this worker's, reused.
+	var writes *rctx.Writes
+	if c.recordWrites {
+		writes = new(rctx.Writes)
+	}
 	req, prio, shutdown := c.queue.GetWithTriggers(trigs)
 	for !shutdown {
 		// Shutting down (ctx is cancelled at once, stopping only once the
 		// sources have stopped): the key is left for the next start.
 		if !c.stopping.Load() && ctx.Err() == nil {
 			c.stats.active.Add(1)
-			c.reconcileHandler(ctx, req, prio, ids.next(), trigs)
+			c.reconcileHandler(ctx, req, prio, ids.next(), trigs, writes)
 			c.stats.active.Add(-1)
 		}
 		// Done and the next key in one take of the queue's lock.
@@ -425,7 +464,21 @@ func (c *Controller) work(ctx context.Context) {
 // applies the Result rules. Requeues keep the priority, as
 // controller-runtime's priority queue does: a failing key of the initial list
 // is retried behind fresh events.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *workqueue.Triggers) {
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *workqueue.Triggers, writes *rctx.Writes) {
+	if c.stale != nil {
+		switch c.stale.check(req, c.opts.Clock.Now()) {
+		case stale:
+			// The cache is behind the key's last writes: what Reconcile
+			// would read is older than what it wrote. Try again soon,
+			// with the causes the key came with.
+			c.stats.staleSkips.Add(1)
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs,
+				workqueue.Trigger{Type: workqueue.TriggerStale})
+			return
+		case gaveUp:
+			c.stats.staleTimeouts.Add(1)
+		}
+	}
 	var start time.Time
 	if c.timed {
 		start = c.opts.Clock.Now()
@@ -439,6 +492,8 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 		sc = newReconcileScope(ctx, c.log, req, id)
 	}
 	sc.Triggers = trigs
+	sc.Writes = writes
+	sc.NoReadWait = c.opts.DisableReadYourOwnWrites
 	log := sc.Logger
 	ctx = sc
 	// why is the triggers' log attribute, built only when a line is
@@ -446,6 +501,12 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	why := slog.Any("triggers", triggersValue{sc})
 
 	res, err := c.reconcile(ctx, req)
+	if writes != nil {
+		ws := writes.Take(nil)
+		if c.stale != nil && (len(ws) > 0 || c.stale.n.Load() > 0) {
+			c.stale.record(req, ws, c.opts.Clock.Now())
+		}
+	}
 	switch {
 	case err != nil:
 		c.stats.errors.Add(1)

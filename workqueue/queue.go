@@ -260,24 +260,41 @@ func (q *Queue[K]) AddRateLimited(key K) {
 
 // AddWithOptions adds key with a priority and an optional delay.
 func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
-	q.addWithOptions(key, o, nil)
+	q.addWithOptions(key, o, nil, nil)
 }
 
 // AddTriggered is AddWithOptions that records t as a cause of the add
 // (Options.Triggers; without it, t is ignored). A zero t.Time is set to now.
 func (q *Queue[K]) AddTriggered(key K, o AddOptions, t Trigger) {
 	if !q.triggers {
-		q.addWithOptions(key, o, nil)
+		q.addWithOptions(key, o, nil, nil)
 		return
 	}
 	if t.Time.IsZero() {
 		t.Time = q.clock.Now()
 	}
-	q.addWithOptions(key, o, &t)
+	q.addWithOptions(key, o, &t, nil)
+}
+
+// AddRecord is AddWithOptions that merges the record r (as handed out by
+// GetWithTriggers) into the key's record, then records t: the way a worker
+// that does not process a key puts it back with the causes it was handed
+// out with. Without Options.Triggers, r and t are ignored.
+func (q *Queue[K]) AddRecord(key K, o AddOptions, r *Triggers, t Trigger) {
+	if !q.triggers || r == nil {
+		q.AddTriggered(key, o, t)
+		return
+	}
+	if t.Time.IsZero() {
+		t.Time = q.clock.Now()
+	}
+	merged := *r
+	merged.Add(t)
+	q.addWithOptions(key, o, nil, &merged)
 }
 
 // addWithOptions is AddWithOptions recording t (nil: an unknown cause).
-func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *Trigger) {
+func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *Trigger, r *Triggers) {
 	d := o.After
 	if o.RateLimited {
 		if q.ShuttingDown() {
@@ -300,9 +317,12 @@ func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *Trigger) {
 		i = q.addLater(key, o.Priority, dueAt(q.now(), d))
 	}
 	if q.triggers {
-		if t != nil {
+		switch {
+		case r != nil:
+			q.record(i).merge(r)
+		case t != nil:
 			q.record(i).Add(*t)
-		} else {
+		default:
 			q.record(i).count(TriggerUnknown)
 		}
 	}
@@ -343,9 +363,9 @@ func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 				if t.Time.IsZero() {
 					t.Time = now
 				}
-				q.addWithOptions(k, o, &t)
+				q.addWithOptions(k, o, &t, nil)
 			} else {
-				q.addWithOptions(k, o, nil)
+				q.addWithOptions(k, o, nil, nil)
 			}
 		}
 		return

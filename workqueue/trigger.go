@@ -106,6 +106,19 @@ func (r *Triggers) Add(t Trigger) {
 	r.counts[t.Type]++
 }
 
+// merge adds o's triggers after r's: o's kept ones in order, and its
+// counts.
+func (r *Triggers) merge(o *Triggers) {
+	counts := r.counts
+	for i := range o.Len() {
+		r.Add(o.At(i))
+	}
+	for t, n := range o.counts {
+		counts[t] += n
+	}
+	r.counts = counts
+}
+
 // count records a trigger of type t that is not kept (a plain Add).
 func (r *Triggers) count(t TriggerType) { r.counts[t]++ }
 

@@ -27,6 +27,13 @@ type Scope struct {
 	// controller.Options.DisableTriggers). It is the worker's, valid during
 	// the reconcile only: readers copy what they keep.
 	Triggers *workqueue.Triggers
+	// Writes collects the writes made through the client with the
+	// reconcile's context (nil: nobody asks).
+	Writes *Writes
+	// NoReadWait: the client's cached reads with the reconcile's context
+	// do not wait for the cache to catch up with the client's writes
+	// (controller.Options.DisableReadYourOwnWrites).
+	NoReadWait bool
 }
 
 // Value returns the scope itself for its key, and asks the parent
