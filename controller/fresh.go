@@ -55,9 +55,9 @@ func newStaleTracker(timeout time.Duration, log *slog.Logger) *staleTracker {
 type staleVerdict uint8
 
 const (
-	fresh    staleVerdict = iota // reconcile
-	stale                        // skip and requeue
-	gaveUp                       // reconcile: the cache did not catch up in time
+	fresh  staleVerdict = iota // reconcile
+	stale                      // skip and requeue
+	gaveUp                     // reconcile: the cache did not catch up in time
 )
 
 // check decides whether the key may be reconciled now: yes unless its last
