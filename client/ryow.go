@@ -257,10 +257,16 @@ func caughtUp(inf *informer.Informer[informer.Object], w *objWrite) bool {
 	return reached(inf, w.rv)
 }
 
-// reached reports whether inf's StoreResourceVersion is rv or later (true
-// when they do not compare).
+// reached reports whether inf's StoreResourceVersion is rv or later: false
+// while the cache has applied nothing (an empty initial list carries no
+// resourceVersion to the cache: the first event or bookmark will, such as
+// the one of the write waited for), true when they do not compare.
 func reached(inf *informer.Informer[informer.Object], rv string) bool {
-	c, err := resourceversion.CompareResourceVersion(inf.StoreResourceVersion(), rv)
+	store := inf.StoreResourceVersion()
+	if store == "" {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(store, rv)
 	return err != nil || c >= 0
 }
 

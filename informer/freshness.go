@@ -12,7 +12,8 @@ import (
 
 // StoreResourceVersion returns the resourceVersion the cache has caught up
 // with: that of the last relist, watch event or bookmark it applied ("" before
-// the first list). Every change to the informer's objects up to it is in
+// the first list, and after an initial list that was empty, until the
+// first event or bookmark). Every change to the informer's objects up to it is in
 // the cache, also for objects that did not change — a bookmark moves it
 // without any — so a write whose answer carried resourceVersion rv is
 // visible in the cache once StoreResourceVersion() ≥ rv, compared with
