@@ -86,7 +86,7 @@ func TestReadYourOwnWritesGenerateName(t *testing.T) {
 					}
 					return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil
 				})
-				if err := builder.ControllerManagedBy(mgr).Named("ryow-"+tc.name[:2]).For(&corev1.ConfigMap{}).
+				if err := builder.ControllerManagedBy(mgr).Named("ryow-" + tc.name[:2]).For(&corev1.ConfigMap{}).
 					WithOptions(controller.Options{DisableReadYourOwnWrites: tc.controllerOff}).Complete(r); err != nil {
 					t.Fatal(err)
 				}
@@ -112,4 +112,3 @@ func TestReadYourOwnWritesGenerateName(t *testing.T) {
 		}
 	})
 }
-
