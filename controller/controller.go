@@ -123,6 +123,13 @@ type Options struct {
 	// the key's next reconcile waits for the cache. Default
 	// DefaultReadYourOwnWritesTimeout (3 s).
 	ReadYourOwnWritesTimeout time.Duration
+
+	// HotLoop configures the detector of hot loops (a key reconciled and
+	// written again and again by its own writes) and fighting writers (a
+	// field of the key's object that the controller and another writer
+	// keep rewriting). Default: on, reporting only (see HotLoopOptions);
+	// it needs the trigger records (off with DisableTriggers).
+	HotLoop HotLoopOptions
 }
 
 func (o *Options) setDefaults() {
@@ -148,6 +155,7 @@ func (o *Options) setDefaults() {
 	if o.ReadYourOwnWritesTimeout == 0 {
 		o.ReadYourOwnWritesTimeout = DefaultReadYourOwnWritesTimeout
 	}
+	o.HotLoop.setDefaults()
 }
 
 func (o *Options) validate() error {
@@ -163,6 +171,9 @@ func (o *Options) validate() error {
 	}
 	if o.ReadYourOwnWritesTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ReadYourOwnWritesTimeout %s is negative", o.ReadYourOwnWritesTimeout))
+	}
+	if err := o.HotLoop.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -186,7 +197,9 @@ type Controller struct {
 	// stale skips the keys whose cache is behind their last reconcile's
 	// writes (nil: Options.DisableReadYourOwnWrites).
 	stale *staleTracker
-	// recordWrites: reconciles collect their writes (for stale).
+	// loops reports hot loops and fighting writers (nil: off).
+	loops *loopDetector
+	// recordWrites: reconciles collect their writes (for stale, loops).
 	recordWrites bool
 
 	// stopping is set before the queue shuts down: keys still handed out
@@ -247,6 +260,10 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 	}
 	if !opts.DisableReadYourOwnWrites {
 		c.stale = newStaleTracker(opts.ReadYourOwnWritesTimeout, c.log)
+		c.recordWrites = true
+	}
+	if !opts.HotLoop.Disable && !opts.DisableTriggers {
+		c.loops = newLoopDetector(opts.HotLoop, c.log, &c.stats)
 		c.recordWrites = true
 	}
 	if opts.Metrics != nil {
@@ -472,11 +489,21 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			// would read is older than what it wrote. Try again soon,
 			// with the causes the key came with.
 			c.stats.staleSkips.Add(1)
-			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs,
-				workqueue.Trigger{Type: workqueue.TriggerStale})
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs, bookkeeping(trigs, workqueue.TriggerStale))
 			return
 		case gaveUp:
 			c.stats.staleTimeouts.Add(1)
+		}
+	}
+	if c.loops != nil {
+		wait, keep := c.loops.before(ctx, req, trigs, c.opts.Clock.Now())
+		if wait > 0 {
+			// A key that loops, held back (HotLoopOptions.SlowDown).
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: wait}, trigs, bookkeeping(trigs, workqueue.TriggerSlowDown))
+			return
+		}
+		if writes != nil {
+			writes.KeepManagedFields = keep
 		}
 	}
 	var start time.Time
@@ -503,8 +530,12 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	res, err := c.reconcile(ctx, req)
 	if writes != nil {
 		ws := writes.Take(nil)
+		now := c.opts.Clock.Now()
 		if c.stale != nil && (len(ws) > 0 || c.stale.n.Load() > 0) {
-			c.stale.record(req, ws, c.opts.Clock.Now())
+			c.stale.record(req, ws, now)
+		}
+		if c.loops != nil {
+			c.loops.after(req, trigs, ws, err != nil, now)
 		}
 	}
 	switch {
@@ -589,6 +620,17 @@ func (e enqueuer) AddTriggered(req reconcile.Request, t workqueue.Trigger) {
 
 func (e enqueuer) AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigger) {
 	e.q.AddAllTriggered(reqs, ts, workqueue.AddOptions{Priority: e.prio})
+}
+
+// bookkeeping is the trigger of the controller's own requeue of a key it
+// did not reconcile (typ: Stale or SlowDown), recorded once per record
+// (none when trigs has one already), so that a key held back many times
+// keeps the causes it came with among its recent triggers.
+func bookkeeping(trigs *workqueue.Triggers, typ workqueue.TriggerType) workqueue.Trigger {
+	if trigs != nil && trigs.Count(typ) > 0 {
+		return workqueue.Trigger{}
+	}
+	return workqueue.Trigger{Type: typ}
 }
 
 // triggersValue is a reconcile's triggers as a log value, built only when a

@@ -277,19 +277,22 @@ func (q *Queue[K]) AddTriggered(key K, o AddOptions, t Trigger) {
 }
 
 // AddRecord is AddWithOptions that merges the record r (as handed out by
-// GetWithTriggers) into the key's record, then records t: the way a worker
-// that does not process a key puts it back with the causes it was handed
-// out with. Without Options.Triggers, r and t are ignored.
+// GetWithTriggers) into the key's record, then records t unless t is the
+// zero Trigger: the way a worker that does not process a key puts it back
+// with the causes it was handed out with. Without Options.Triggers, r and t
+// are ignored.
 func (q *Queue[K]) AddRecord(key K, o AddOptions, r *Triggers, t Trigger) {
 	if !q.triggers || r == nil {
 		q.AddTriggered(key, o, t)
 		return
 	}
-	if t.Time.IsZero() {
-		t.Time = q.clock.Now()
-	}
 	merged := *r
-	merged.Add(t)
+	if t != (Trigger{}) {
+		if t.Time.IsZero() {
+			t.Time = q.clock.Now()
+		}
+		merged.Add(t)
+	}
 	q.addWithOptions(key, o, nil, &merged)
 }
 
