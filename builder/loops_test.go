@@ -126,7 +126,7 @@ func TestFightingWritersReported(t *testing.T) {
 				cm.Labels["team"] = team
 				return reconcile.Result{}, c.Update(ctx, &cm)
 			})
-			if err := builder.ControllerManagedBy(mgr).Named("team-"+team).For(&corev1.ConfigMap{}).Complete(r); err != nil {
+			if err := builder.ControllerManagedBy(mgr).Named("team-" + team).For(&corev1.ConfigMap{}).Complete(r); err != nil {
 				t.Fatal(err)
 			}
 			start(t, mgr)
