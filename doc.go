@@ -24,7 +24,7 @@
 //	builder         For / Owns / Watches wiring of a controller into a manager
 //	leaderelection  leader election on a coordination.k8s.io/v1 Lease
 //	metrics         Prometheus exposition of the stages' statistics, controller-runtime's names
-//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context),
+//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context: ID, logger, triggers, writes),
 //	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries,
 //	                rate limit); for tests: testutil (Eventually, SyncBuffer, a metrics Provider), testcrd
 //

@@ -28,6 +28,15 @@
 //
 //	rest_client_requests_total{code,method,host}
 //
+// and kloop's own, which controller-runtime has no counterpart for
+// (kube-controller-manager's stale_sync_skips_total is the first's):
+//
+//	kloop_controller_stale_skips_total{controller}
+//	kloop_controller_stale_timeouts_total{controller}
+//	kloop_controller_hot_loops_total{controller}
+//	kloop_controller_fighting_writers_total{controller}
+//	kloop_client_read_waits_total, kloop_client_read_wait_seconds_total, kloop_client_stale_reads_total
+//
 // RegisterRuntime adds the Go runtime and process collectors (go_*,
 // process_*), as controller-runtime registers them on its registry.
 //
