@@ -93,6 +93,21 @@ func TestTriggers(t *testing.T) {
 		},
 		want: []string{"total=2 Update:1 Update:3", "total=1 Update:2", "total=1"},
 	}, {
+		name: "AddRecord puts a key back with the record it was handed out with, and one more cause",
+		run: func(q *Queue[string], clock *fakeClock) []string {
+			q.AddTriggered("a", AddOptions{}, upd("1"))
+			q.AddTriggered("a", AddOptions{}, upd("2"))
+			var r Triggers
+			k, _, _ := q.GetWithTriggers(&r)
+			q.AddTriggered(k, AddOptions{}, upd("3")) // while held: the next record
+			q.AddRecord(k, AddOptions{After: time.Millisecond}, &r, Trigger{Type: TriggerStale})
+			q.Done(k)
+			first := get(q, "a")
+			q.AddRecord("a", AddOptions{}, &r, Trigger{}) // the zero Trigger: merge only
+			return []string{first, get(q, "a")}
+		},
+		want: []string{"total=4 Update:3 Update:1 Update:2 Stale", "total=2 Update:1 Update:2"},
+	}, {
 		name: "a plain Get drops the record",
 		run: func(q *Queue[string], _ *fakeClock) []string {
 			q.AddTriggered("a", AddOptions{}, upd("1"))
