@@ -524,16 +524,13 @@ func (q *Queue[K]) getLocked(dst *Triggers) (key K, priority int, shutdown bool)
 		q.wake() // keys left: the next worker
 	}
 	n := &q.nodes[i]
-	if q.triggers {
+	switch {
+	case q.triggers && n.trig != 0:
 		if dst != nil {
-			if n.trig != 0 {
-				*dst = q.trigs[n.trig-1]
-			} else {
-				dst.Reset()
-			}
+			q.trigs[n.trig-1].moveTo(dst)
 		}
 		q.dropTriggers(n)
-	} else if dst != nil {
+	case dst != nil:
 		dst.Reset()
 	}
 	n.flags |= flagProcessing

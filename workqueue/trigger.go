@@ -123,7 +123,35 @@ func (r *Triggers) merge(o *Triggers) {
 func (r *Triggers) count(t TriggerType) { r.counts[t]++ }
 
 // Reset empties the record, letting go of the objects it held.
-func (r *Triggers) Reset() { *r = Triggers{} }
+func (r *Triggers) Reset() {
+	r.clearKept()
+	r.counts = [numTriggerTypes]uint32{}
+}
+
+// clearKept forgets the kept triggers (only the slots in use are written).
+func (r *Triggers) clearKept() {
+	start := (int(r.next) - int(r.n) + RecentTriggers) % RecentTriggers
+	for i := range int(r.n) {
+		r.recent[(start+i)%RecentTriggers] = Trigger{}
+	}
+	r.n, r.next = 0, 0
+}
+
+// moveTo moves r's content into dst (whose own content goes) and empties
+// r, copying only the triggers in use: most records hold one.
+func (r *Triggers) moveTo(dst *Triggers) {
+	dst.clearKept()
+	start := (int(r.next) - int(r.n) + RecentTriggers) % RecentTriggers
+	for i := range int(r.n) {
+		j := (start + i) % RecentTriggers
+		dst.recent[i] = r.recent[j]
+		r.recent[j] = Trigger{}
+	}
+	dst.n, dst.next = r.n, r.n%RecentTriggers
+	dst.counts = r.counts
+	r.n, r.next = 0, 0
+	r.counts = [numTriggerTypes]uint32{}
+}
 
 // Total returns the number of triggers recorded: how many adds were merged
 // into one hand-out of the key.

@@ -36,7 +36,7 @@ func TestHealthyOperatorNoReport(t *testing.T) {
 		t.Skip("1,000 Widgets: not in -short")
 	}
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
 		if err := apiservertest.InstallCRDs(ctx, env.Config(), widgetCRD()); err != nil {
 			t.Fatal(err)
@@ -111,7 +111,22 @@ func TestHealthyOperatorNoReport(t *testing.T) {
 				return c.Patch(ctx, &Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: name(i)}}, patch)
 			})
 		}
-		testutil.Eventually(t, "every Widget ready at its last generation", func() error {
+		// Up to the test's deadline: 3,000 generations take a while under
+		// -race on a busy machine.
+		waitReady := func(cond func() error) {
+			for {
+				err := cond()
+				if err == nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+					t.Fatalf("waiting for every Widget ready at its last generation: %v", err)
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}
+		waitReady(func() error {
 			var l WidgetList
 			if err := c.Uncached().List(ctx, &l, client.InNamespace(env.Namespace)); err != nil {
 				return err
