@@ -66,7 +66,7 @@ type writeLog struct {
 	timeout time.Duration
 	now     func() time.Time
 
-	mu    sync.Mutex // guards kinds and what they hold
+	mu    sync.RWMutex // guards kinds and what they hold
 	kinds map[schema.GroupKind]*kindLog
 }
 
@@ -176,15 +176,14 @@ func (k *kindLog) prune(now time.Time) {
 // pendingGet returns the last write of key if a Get through inf must wait
 // for it: not past its deadline, and of an object inf can hold.
 func (l *writeLog) pendingGet(gk schema.GroupKind, key ObjectKey, inf *informer.Informer[informer.Object]) *objWrite {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
 	k := l.kinds[gk]
-	if k == nil {
-		return nil
+	var w *objWrite
+	if k != nil {
+		w = k.objs[key]
 	}
-	w := k.objs[key]
-	if w == nil || now.After(w.deadline) || !holds(inf, w) {
+	l.mu.RUnlock()
+	if w == nil || l.now().After(w.deadline) || !holds(inf, w) {
 		return nil
 	}
 	return w
@@ -207,13 +206,13 @@ func holds(inf *informer.Informer[informer.Object], w *objWrite) bool {
 // and the writes to check one by one (deletions, and with selectors every
 // write the selectors hold).
 func (l *writeLog) pendingList(gk schema.GroupKind, ns string, inf *informer.Informer[informer.Object]) (mark, []*objWrite) {
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	k := l.kinds[gk]
 	if k == nil {
 		return mark{}, nil
 	}
+	now := l.now()
 	ls, fs := inf.Selectors()
 	selected := ls != nil || fs != nil
 	var m mark
