@@ -82,8 +82,10 @@ type Triggers struct {
 // reconciled?". A reconcile must not decide what to do from it: events are
 // merged, dropped from the record past its bound, and lost across restarts
 // and relists; the only contract is that the state in the cache is the
-// state to reconcile (level-triggered). Each call builds a new value; the
-// record is kept at no allocation per event when nobody calls it.
+// state to reconcile (level-triggered). Call it during the reconcile (the
+// record is the worker's, reused for its next key); each call builds a new
+// value, which the caller may keep. The record is kept at no allocation per
+// event when nobody calls it.
 func TriggersFrom(ctx context.Context) (t Triggers, ok bool) {
 	sc := rctx.From(ctx)
 	if sc == nil || sc.Triggers == nil {
