@@ -482,7 +482,9 @@ func (c *Controller) work(ctx context.Context) {
 // controller-runtime's priority queue does: a failing key of the initial list
 // is retried behind fresh events.
 func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *workqueue.Triggers, writes *rctx.Writes) {
-	if c.stale != nil {
+	// Both checks read the clock only when some key has writes pending
+	// or a loop state.
+	if c.stale != nil && c.stale.n.Load() > 0 {
 		switch c.stale.check(req, c.opts.Clock.Now()) {
 		case stale:
 			// The cache is behind the key's last writes: what Reconcile
@@ -495,7 +497,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			c.stats.staleTimeouts.Add(1)
 		}
 	}
-	if c.loops != nil {
+	if c.loops != nil && c.loops.n.Load() > 0 {
 		wait, keep := c.loops.before(ctx, req, trigs, c.opts.Clock.Now())
 		if wait > 0 {
 			// A key that loops, held back (HotLoopOptions.SlowDown).
@@ -530,12 +532,16 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	res, err := c.reconcile(ctx, req)
 	if writes != nil {
 		ws := writes.Take(nil)
-		now := c.opts.Clock.Now()
-		if c.stale != nil && (len(ws) > 0 || c.stale.n.Load() > 0) {
-			c.stale.record(req, ws, now)
-		}
-		if c.loops != nil {
-			c.loops.after(req, trigs, ws, err != nil, now)
+		staleKeys := c.stale != nil && (len(ws) > 0 || c.stale.n.Load() > 0)
+		loopKeys := c.loops != nil && (len(ws) > 0 || c.loops.n.Load() > 0)
+		if staleKeys || loopKeys {
+			now := c.opts.Clock.Now()
+			if staleKeys {
+				c.stale.record(req, ws, now)
+			}
+			if loopKeys {
+				c.loops.after(req, trigs, ws, err != nil, now)
+			}
 		}
 	}
 	switch {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,6 +111,9 @@ type loopDetector struct {
 	log   *slog.Logger
 	stats *stats
 
+	// n is len(keys), read without the lock: most reconciles find no
+	// state and take no lock.
+	n    atomic.Int64
 	mu   sync.Mutex // guards keys and sweepAt
 	keys map[reconcile.Request]*loopState
 	// sweepAt is the size of keys at which the states idle for a Window
@@ -151,12 +155,16 @@ func newLoopDetector(opts HotLoopOptions, log *slog.Logger, st *stats) *loopDete
 }
 
 func (d *loopDetector) state(req reconcile.Request, create bool) *loopState {
+	if !create && d.n.Load() == 0 {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.keys[req]
 	if s == nil && create {
 		s = &loopState{}
 		d.keys[req] = s
+		d.n.Store(int64(len(d.keys)))
 	}
 	return s
 }
@@ -255,6 +263,7 @@ func (d *loopDetector) after(req reconcile.Request, trigs *workqueue.Triggers, w
 	if len(writes) == 0 && s.chain == 0 && s.fight == 0 && !s.slow {
 		d.mu.Lock()
 		delete(d.keys, req)
+		d.n.Store(int64(len(d.keys)))
 		d.mu.Unlock()
 		return
 	}
@@ -273,6 +282,7 @@ func (d *loopDetector) sweep(now time.Time) {
 			delete(d.keys, k)
 		}
 	}
+	d.n.Store(int64(len(d.keys)))
 	d.sweepAt = max(1024, 2*len(d.keys))
 }
 

@@ -2,6 +2,7 @@ package rctx
 
 import (
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,29 +46,32 @@ type Writes struct {
 
 	mu   sync.Mutex // guards list: a reconcile may write from goroutines
 	list []Write
+	// n is len(list), read without the lock: most reconciles write nothing.
+	n atomic.Int32
 }
 
 // Add records w.
 func (ws *Writes) Add(w Write) {
 	ws.mu.Lock()
 	ws.list = append(ws.list, w)
+	ws.n.Store(int32(len(ws.list)))
 	ws.mu.Unlock()
 }
 
 // Take returns the writes recorded and empties ws (keeping its buffer for
 // dst's next use only if dst is given). The result is the caller's.
 func (ws *Writes) Take(dst []Write) []Write {
+	if ws.n.Load() == 0 {
+		return dst[:0]
+	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	dst = append(dst[:0], ws.list...)
 	clear(ws.list)
 	ws.list = ws.list[:0]
+	ws.n.Store(0)
 	return dst
 }
 
 // Len returns the number of writes recorded.
-func (ws *Writes) Len() int {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return len(ws.list)
-}
+func (ws *Writes) Len() int { return int(ws.n.Load()) }
