@@ -271,7 +271,7 @@ func (q *Queue[K]) AddTriggered(key K, o AddOptions, t Trigger) {
 		return
 	}
 	if t.Time.IsZero() {
-		t.Time = q.clock.Now()
+		t.at = q.now() + 1
 	}
 	q.addWithOptions(key, o, &t, nil)
 }
@@ -289,7 +289,7 @@ func (q *Queue[K]) AddRecord(key K, o AddOptions, r *Triggers, t Trigger) {
 	merged := *r
 	if t != (Trigger{}) {
 		if t.Time.IsZero() {
-			t.Time = q.clock.Now()
+			t.at = q.now() + 1
 		}
 		merged.Add(t)
 	}
@@ -354,9 +354,11 @@ func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 	if len(keys) == 0 {
 		return
 	}
-	var now time.Time
+	// One reading of the monotonic clock for the batch (ns since epoch):
+	// the triggers' Times are made from it when handed out.
+	var now int64
 	if len(ts) > 0 {
-		now = q.clock.Now()
+		now = q.now() + 1
 	}
 	if o.RateLimited {
 		// Each key's own delay: one at a time (the limiter has its lock).
@@ -364,7 +366,7 @@ func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 			if i < len(ts) {
 				t := ts[i]
 				if t.Time.IsZero() {
-					t.Time = now
+					t.at = now
 				}
 				q.addWithOptions(k, o, &t, nil)
 			} else {
@@ -400,7 +402,7 @@ func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 		}
 		r.Add(ts[j])
 		if ts[j].Time.IsZero() {
-			r.recent[(int(r.next)+RecentTriggers-1)%RecentTriggers].Time = now
+			r.recent[(int(r.next)+RecentTriggers-1)%RecentTriggers].at = now
 		}
 	}
 }
@@ -527,7 +529,7 @@ func (q *Queue[K]) getLocked(dst *Triggers) (key K, priority int, shutdown bool)
 	switch {
 	case q.triggers && n.trig != 0:
 		if dst != nil {
-			q.trigs[n.trig-1].moveTo(dst)
+			q.trigs[n.trig-1].moveTo(dst, q.epoch)
 		}
 		q.dropTriggers(n)
 	case dst != nil:

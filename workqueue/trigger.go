@@ -80,6 +80,11 @@ type Trigger struct {
 	// Time is when the key was added for this cause; the queue sets it when
 	// it is zero.
 	Time time.Time
+	// at is, while the queue holds the trigger, 1 + when it was added in
+	// ns since the queue's epoch, for a zero Time (0: unset): one reading
+	// of the monotonic clock per add (Time is made from it at the
+	// hand-out).
+	at int64
 }
 
 // RecentTriggers is the number of triggers a key's record keeps: the last
@@ -139,12 +144,17 @@ func (r *Triggers) clearKept() {
 
 // moveTo moves r's content into dst (whose own content goes) and empties
 // r, copying only the triggers in use: most records hold one.
-func (r *Triggers) moveTo(dst *Triggers) {
+func (r *Triggers) moveTo(dst *Triggers, epoch time.Time) {
 	dst.clearKept()
 	start := (int(r.next) - int(r.n) + RecentTriggers) % RecentTriggers
 	for i := range int(r.n) {
 		j := (start + i) % RecentTriggers
-		dst.recent[i] = r.recent[j]
+		t := &dst.recent[i]
+		*t = r.recent[j]
+		if t.Time.IsZero() && t.at != 0 {
+			t.Time = epoch.Add(time.Duration(t.at - 1))
+		}
+		t.at = 0
 		r.recent[j] = Trigger{}
 	}
 	dst.n, dst.next = r.n, r.n%RecentTriggers
