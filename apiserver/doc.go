@@ -8,8 +8,12 @@
 // It serves namespaces, configmaps, secrets, events (core/v1 and
 // events.k8s.io/v1, one storage), serviceaccounts, pods, services,
 // deployments, replicasets, leases, customresourcedefinitions, roles,
-// clusterroles, rolebindings and clusterrolebindings, and the custom
-// resources of every CRD as soon as the CRD's create returns.
+// clusterroles, rolebindings and clusterrolebindings, the other kinds a
+// controller commonly watches or writes (statefulsets, daemonsets, jobs,
+// cronjobs, nodes, persistent volumes and claims, endpointslices, ingresses,
+// horizontalpodautoscalers, webhook configurations, certificate signing
+// requests, ...: kinds.go), and the custom resources of every CRD as soon
+// as the CRD's create returns.
 //
 // Layout, one file per concern:
 //
@@ -21,7 +25,10 @@
 //	impersonate.go the Impersonate-* headers, checked as kube-apiserver's constrained impersonation
 //	rbac.go       the RBAC kinds, the bootstrap roles, ClusterRole aggregation, escalation checks
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
-//	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
+//	registry.go   the served kinds and their hooks
+//	kinds.go      the table of built-in kinds, one row each; their behaviour per API group in
+//	              builtin.go (the first ones) and kinds_<group>.go (defaults, strategies,
+//	              validation, columns)
 //	resource.go   get and list (selectors.go: label and field selectors)
 //	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
 //	write.go      what writes share: the stored form, validation; write_decode.go request
@@ -31,7 +38,8 @@
 //	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions
+//	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
+//	              admission.go admission webhooks, webhookcall.go the calls of webhooks
 //	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
@@ -45,6 +53,8 @@
 //	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //	object.go     objects as JSON maps: decoding, metadata, resourceVersions
+//	intercept.go  the hooks of fault injection (apiservertest.Faults): an Interceptor of
+//	              authenticated requests, reads as of an older revision, per-resource compaction
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages
@@ -66,8 +76,10 @@
 // removed; errors are metav1.Status bodies with kube-apiserver's reasons and
 // codes and messages. The differential suite in the conformance
 // subpackage compares all of this with kube-apiserver v1.37.2, response by
-// response. Not yet: server-side apply, garbage collection of owned objects,
-// admission webhooks, conversion webhooks.
+// response. Not yet: server-side apply, garbage collection of owned objects.
+// Admission webhooks (the stored webhook configurations: admission.go) and
+// the conversion webhooks of CRDs (crdconvert.go) are called
+// (webhookcall.go).
 //
 // Every request needs a bearer token (401 otherwise; the scheme in any
 // case). Options.Token authenticates kloop-admin, in system:masters,

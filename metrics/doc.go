@@ -28,6 +28,12 @@
 //
 //	rest_client_requests_total{code,method,host}
 //
+//	controller_runtime_webhook_requests_total{webhook,code}
+//	controller_runtime_webhook_latency_seconds{webhook}
+//	controller_runtime_webhook_requests_in_flight{webhook}
+//	controller_runtime_webhook_panics_total
+//	controller_runtime_conversion_webhook_panics_total
+//
 // and kloop's own, which controller-runtime has no counterpart for
 // (kube-controller-manager's stale_sync_skips_total is the first's):
 //

@@ -290,6 +290,25 @@ func (s *Store) Compact(rev int64) {
 	}
 }
 
+// CompactResource discards the history of one resource up to and
+// including revision rev, as [Store.Compact] does for every resource: a
+// watch or list of that resource at an older revision then fails with
+// ErrExpired. The other resources keep their history. It fails when rev
+// is beyond the current revision.
+func (s *Store) CompactResource(res string, rev int64) error {
+	if cur := s.rev.Load(); rev > cur {
+		return &TooLargeError{Requested: rev, Current: cur}
+	}
+	r := s.resource(res)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
+		r.evict(s)
+	}
+	r.history.compacted = max(r.history.compacted, rev)
+	return nil
+}
+
 // commit appends ev to the history and wakes the watchers; r.mu is held.
 func (s *Store) commit(r *resource, ev *Event) {
 	now := s.opts.Now()
