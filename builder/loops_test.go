@@ -10,11 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testcrd"
 	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
@@ -149,6 +152,61 @@ func TestFightingWritersReported(t *testing.T) {
 		}
 		if !strings.Contains(logs.String(), "fighting writers:") || !strings.Contains(logs.String(), "fields=[.metadata.labels.team]") {
 			t.Errorf("no fighting-writers log line naming the field:\n%s", logs.String())
+		}
+	})
+}
+
+// TestHotLoopStatusTimestamp is the seeds' case exactly: a Widget operator
+// that writes the time of the reconcile into the status subresource on
+// every reconcile. Each status write is an update event (no generation
+// change) that reconciles the Widget again; it is reported within seconds,
+// on both servers.
+func TestHotLoopStatusTimestamp(t *testing.T) {
+	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			t.Fatal(err)
+		}
+		testcrd.AddToScheme(scheme)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := testcrd.Install(ctx, env.Config()); err != nil {
+			t.Fatal(err)
+		}
+		logs := &testutil.SyncBuffer{}
+		mgr, err := manager.New(env.Config(), manager.Options{
+			Cache:      informer.FactoryOptions{Scheme: scheme, DefaultNamespaces: []string{env.Namespace}},
+			FieldOwner: "widget-status",
+			Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := mgr.Client()
+		r := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			var w testcrd.Widget
+			if err := c.Get(ctx, req.NamespacedName, &w); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			w.Status.State = "observed at " + time.Now().Format(time.RFC3339Nano) // the bug
+			return reconcile.Result{}, c.Status().Update(ctx, &w)
+		})
+		if err := builder.ControllerManagedBy(mgr).Named("widget-status").For(&testcrd.Widget{}).Complete(r); err != nil {
+			t.Fatal(err)
+		}
+		start(t, mgr)
+		began := time.Now()
+		if err := c.Create(ctx, &testcrd.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "ticking"},
+			Spec: testcrd.WidgetSpec{Color: "red"}}); err != nil {
+			t.Fatal(err)
+		}
+		msg := warningEvent(t, ctx, c, env.Namespace, "ticking", "HotLoop")
+		t.Logf("reported after %s: %s", time.Since(began).Round(time.Millisecond), msg)
+		if !strings.Contains(msg, "no generation change") || !strings.Contains(logs.String(), "name=ticking") {
+			t.Errorf("Event %q, logs:\n%s", msg, logs.String())
+		}
+		if got := sample(t, mgr.Gatherer(), "kloop_controller_hot_loops_total", map[string]string{"controller": "widget-status"}); got < 1 {
+			t.Errorf("kloop_controller_hot_loops_total = %v", got)
 		}
 	})
 }

@@ -206,14 +206,14 @@ func (d *loopDetector) after(req reconcile.Request, trigs *workqueue.Triggers, w
 	}
 	window := d.opts.Window
 	d.mu.Lock() // sweep reads last
-	stale := now.Sub(s.last) > window
+	idle := now.Sub(s.last) > window // the key's last reconcile is too long ago to continue anything
 	s.last = now
 	d.mu.Unlock()
 
 	// Hot loop: triggered by the controller's own last writes only, and
 	// writing again without a generation change.
 	switch {
-	case len(writes) > 0 && !stale && selfTriggered(trigs, s.ours) && noGenerationChange(writes, s.ours):
+	case len(writes) > 0 && !idle && selfTriggered(trigs, s.ours) && noGenerationChange(writes, s.ours):
 		if s.chain == 0 {
 			s.chainStart = now
 		}
@@ -226,7 +226,7 @@ func (d *loopDetector) after(req reconcile.Request, trigs *workqueue.Triggers, w
 	// wrote it again.
 	own := ownWrite(req, writes)
 	switch {
-	case own != nil && !stale && outsideUpdate(req, trigs, s) && contested(own, trigs, req, s):
+	case own != nil && !idle && outsideUpdate(req, trigs, s) && contested(own, trigs, req, s):
 		if s.fight == 0 {
 			s.fightStart = now
 		}
