@@ -205,8 +205,10 @@ func (d *loopDetector) after(req reconcile.Request, trigs *workqueue.Triggers, w
 		return
 	}
 	window := d.opts.Window
-	d.mu.Lock() // sweep reads last
-	idle := now.Sub(s.last) > window // the key's last reconcile is too long ago to continue anything
+	// idle: the key's last reconcile is too long ago to continue a loop or
+	// a fight. sweep reads last under mu.
+	d.mu.Lock()
+	idle := now.Sub(s.last) > window
 	s.last = now
 	d.mu.Unlock()
 
