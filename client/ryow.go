@@ -324,6 +324,13 @@ func (c *Client) awaitList(ctx context.Context, gvk schema.GroupVersionKind, ns 
 	})
 }
 
+// wantsManagedFields reports whether ctx is a reconcile's whose writes must
+// carry their managedFields (rctx.Writes.KeepManagedFields).
+func wantsManagedFields(ctx context.Context) bool {
+	sc := rctx.From(ctx)
+	return sc != nil && sc.Writes != nil && sc.Writes.KeepManagedFields
+}
+
 // noReadWait reports whether ctx is a reconcile's whose controller opted
 // out of read-your-own-writes.
 func noReadWait(ctx context.Context) bool {
