@@ -26,7 +26,7 @@
 //	                webhooks (Defaulter[T], Validator[T]); conversion/: CRD conversion (hub and spoke, functions)
 //	leaderelection  leader election on a coordination.k8s.io/v1 Lease
 //	metrics         Prometheus exposition of the stages' statistics, controller-runtime's names
-//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context), certreload
+//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context: ID, logger, triggers, writes), certreload
 //	                (TLS serving certificates reloaded on rotation), selfsigned,
 //	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries,
 //	                rate limit); for tests: testutil (Eventually, SyncBuffer, a metrics Provider), testcrd

@@ -45,6 +45,11 @@
 // (or Build). The controller's name defaults to For's kind in lower case;
 // its Logger, Metrics and QueueMetrics default to the manager's. The
 // builder also adds a "controller-<name>" readiness check to the manager.
+// For the hot-loop detector (controller.HotLoopOptions) it sets, unless
+// given, the Recorder (the manager's, for the controller's name) and the
+// Get (a metadata-only read of the For kind from the API server, for the
+// other writer's managedFields); its sources name their kind
+// (informer.SourceOptions.Kind) in the reconciles' trigger records.
 //
 // Watches follow CRDs: a kind the server does not serve yet (its CRD is not
 // installed) is not an error; its watch waits for it, polling discovery,

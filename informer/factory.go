@@ -607,6 +607,12 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 		return nil, err
 	}
 	s.dropped = make(chan struct{})
+	if !ls.Empty() {
+		s.labels = ls
+	}
+	if !fs.Empty() {
+		s.fields = fs
+	}
 	e := &factoryEntry{s: s, goType: goType, gvk: gvk}
 	f.informers[key] = e
 	f.order = append(f.order, e)

@@ -12,7 +12,10 @@
 // by Start, which blocks until its context is cancelled or a runnable fails.
 // Recorder hands out event recorders (client.Recorder) that write through
 // the manager's client on every replica, as controller-runtime's
-// GetEventRecorderFor.
+// GetEventRecorderFor. The client reads its own writes (a cached read
+// right after a write of the client waits for the cache, at most
+// Options.ReadYourOwnWritesTimeout; Options.DisableReadYourOwnWrites turns
+// it off), and its statistics are the kloop_client_* metrics.
 //
 //	cfg, err := config.Load(config.Options{}) // kloop.dev/kloop/client/config
 //	ctx, stop := manager.SignalContext(context.Background())

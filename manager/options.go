@@ -44,6 +44,12 @@ type Options struct {
 	// FieldOwner is the field manager of the client's writes that do not
 	// name one. Default "": the server derives one from the user agent.
 	FieldOwner string
+	// DisableReadYourOwnWrites and ReadYourOwnWritesTimeout are the
+	// client's (client.Options): by default a cached read that follows
+	// the client's own write waits, at most 3 s after it, until the cache
+	// has caught up with it. Defaults: false, 3 s.
+	DisableReadYourOwnWrites bool
+	ReadYourOwnWritesTimeout time.Duration
 
 	// Registerer receives the manager's metrics: the work queue and
 	// controller collectors of kloop.dev/kloop/metrics and
