@@ -99,14 +99,14 @@ type Options struct {
 	// object, or List of that kind, waits until the cache has caught up
 	// with the write, at most ReadYourOwnWritesTimeout after it; then the
 	// read goes on with the cache as it is, logs a warning and counts a
-	// stale read (Stats.StaleReads). See the package documentation.
+	// stale read (MetricsProvider.ReadWaited). See the package documentation.
 	// Default false.
 	DisableReadYourOwnWrites bool
 	// ReadYourOwnWritesTimeout bounds how long after a write the reads
 	// that follow it wait for the cache. Default
 	// DefaultReadYourOwnWritesTimeout (3 s).
 	ReadYourOwnWritesTimeout time.Duration
-	// Metrics reads the client's statistics (waits for the cache, stale
+	// Metrics receives the client's statistics (waits for the cache, stale
 	// reads). Default: none.
 	Metrics MetricsProvider
 }
@@ -137,8 +137,8 @@ type Client struct {
 	synced sync.Map // informerKey → *informer.Informer[informer.Object]
 	// writes remembers the client's own writes for the reads that follow
 	// them (nil: read-your-own-writes is off, or nothing is cached).
-	writes *writeLog
-	stats  clientStats
+	writes  *writeLog
+	metrics MetricsProvider // Options.Metrics; nil: none
 }
 
 func (o *Options) defaults(cfg *rest.Config) error {
@@ -235,11 +235,7 @@ func New(cfg *rest.Config, opts Options) (*Client, error) {
 		}
 		c.writes = newWriteLog(timeout)
 	}
-	if opts.Metrics != nil {
-		if err := opts.Metrics.Register(c.stats.read); err != nil {
-			return nil, fmt.Errorf("client: registering metrics: %w", err)
-		}
-	}
+	c.metrics = opts.Metrics
 	return c, nil
 }
 

@@ -84,7 +84,7 @@
 // applied) reached it, compared with k8s.io/apimachinery/pkg/util/resourceversion.
 // A read waits at most until Options.ReadYourOwnWritesTimeout (3 s) after the
 // write, then goes on with the cache as it is, logs a warning (once per
-// write) and counts a stale read (Stats.StaleReads; kloop.dev/kloop/metrics'
+// write) and counts a stale read (Options.Metrics; kloop.dev/kloop/metrics'
 // Client exposes the counters). A resourceVersion that does not parse tells
 // nothing and is not waited for; so are dry runs, DeleteAllOf (its answer
 // names no object), writes of kinds read from the API server, and writes to

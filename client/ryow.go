@@ -25,36 +25,17 @@ import (
 // Options.ReadYourOwnWritesTimeout.
 const DefaultReadYourOwnWritesTimeout = 3 * time.Second
 
-// MetricsProvider exposes a client's statistics (kloop.dev/kloop/metrics'
-// Client does, to Prometheus). Pull style, as the controller's: the client
-// keeps atomic counters and the provider reads them when it wants them.
+// MetricsProvider receives a client's read-your-own-writes statistics
+// (kloop.dev/kloop/metrics' Client counts them for Prometheus). It is called
+// only on the slow path — once per cached read that had to wait for the
+// cache — never per read, so it takes plain values and the metrics package
+// needs none of the client's types.
 type MetricsProvider interface {
-	// Register is called once by New with a reader of the client's
-	// statistics; read may be called from any goroutine at any time.
-	Register(read func(*Stats)) error
-}
-
-// Stats is a snapshot of a client's statistics.
-type Stats struct {
-	// ReadWaits counts the cached reads that waited for the cache to catch
-	// up with the client's own writes; ReadWaitTime is their total wait.
-	ReadWaits    uint64
-	ReadWaitTime time.Duration
-	// StaleReads counts the cached reads that waited the whole
-	// ReadYourOwnWritesTimeout and went on with a cache still behind the
-	// client's writes.
-	StaleReads uint64
-}
-
-// clientStats are the client's counters.
-type clientStats struct {
-	waits, waitNanos, stale atomic.Uint64
-}
-
-func (s *clientStats) read(out *Stats) {
-	out.ReadWaits = s.waits.Load()
-	out.ReadWaitTime = time.Duration(s.waitNanos.Load())
-	out.StaleReads = s.stale.Load()
+	// ReadWaited reports a cached read that waited d for the cache to catch
+	// up with the client's own writes; stale reports that it waited the
+	// whole ReadYourOwnWritesTimeout and went on with a cache still behind.
+	// It may be called from any goroutine.
+	ReadWaited(d time.Duration, stale bool)
 }
 
 // writeLog is what a client remembers of its own writes to cached kinds,
@@ -349,15 +330,17 @@ func (c *Client) logStale(gvk schema.GroupVersionKind, key ObjectKey, w *objWrit
 }
 
 // await waits until done reports true — checked now and after each change
-// of inf's cache — or deadline passes (then stale is called, the read is
+// of inf's cache — or deadline passes (then onStale is called, the read is
 // counted stale and goes on: never an error), or ctx ends (its error).
-func (c *Client) await(ctx context.Context, inf *informer.Informer[informer.Object], deadline time.Time, done func() bool, stale func()) error {
+func (c *Client) await(ctx context.Context, inf *informer.Informer[informer.Object], deadline time.Time, done func() bool, onStale func()) error {
 	if done() {
 		return nil
 	}
 	start := c.writes.now()
-	c.stats.waits.Add(1)
-	defer func() { c.stats.waitNanos.Add(uint64(c.writes.now().Sub(start))) }()
+	stale := false
+	if c.metrics != nil {
+		defer func() { c.metrics.ReadWaited(c.writes.now().Sub(start), stale) }()
+	}
 	timer := time.NewTimer(deadline.Sub(start))
 	defer timer.Stop()
 	for {
@@ -371,8 +354,8 @@ func (c *Client) await(ctx context.Context, inf *informer.Informer[informer.Obje
 			if done() {
 				return nil
 			}
-			c.stats.stale.Add(1)
-			stale()
+			stale = true
+			onStale()
 			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("client: waiting for the cache to catch up with this client's writes: %w", context.Cause(ctx))

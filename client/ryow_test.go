@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,15 +44,29 @@ func lagging(t *testing.T, ae *apiservertest.Env, d time.Duration, opts Options)
 	return c
 }
 
-// statsProvider records the client's reader.
-type statsProvider struct{ read func(*Stats) }
+// statsProvider counts what the client reports.
+type statsProvider struct {
+	mu     sync.Mutex // guards counts
+	counts readStats
+}
 
-func (p *statsProvider) Register(read func(*Stats)) error { p.read = read; return nil }
+// readStats are the counts of a statsProvider.
+type readStats struct{ ReadWaits, StaleReads int }
 
-func (p *statsProvider) get() Stats {
-	var s Stats
-	p.read(&s)
-	return s
+func (p *statsProvider) ReadWaited(_ time.Duration, stale bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.counts.ReadWaits++
+	if stale {
+		p.counts.StaleReads++
+	}
+}
+
+// get returns a copy of the counts.
+func (p *statsProvider) get() readStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts
 }
 
 // TestReadYourOwnWrites: with watches 500 ms behind the server, a cached

@@ -3,11 +3,9 @@ package metrics
 import (
 	"errors"
 	"fmt"
-	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"kloop.dev/kloop/client"
 )
 
 // Client exposes a client's read-your-own-writes statistics to Prometheus:
@@ -15,15 +13,11 @@ import (
 // (cached reads that waited for the cache to catch up with the client's
 // own writes, and how long in all), kloop_client_stale_reads_total (reads
 // that gave up waiting after client.Options.ReadYourOwnWritesTimeout). Set
-// it as client.Options.Metrics; it serves one client.
+// it as client.Options.Metrics (it implements client.MetricsProvider); the
+// clients that share one Client are counted together.
 type Client struct {
-	waits, waitTime, stale *prometheus.Desc
-
-	mu   sync.Mutex // guards read
-	read func(*client.Stats)
+	waits, waitTime, stale prometheus.Counter
 }
-
-var _ client.MetricsProvider = (*Client)(nil)
 
 // NewClient registers the client metrics on reg.
 func NewClient(reg prometheus.Registerer) (*Client, error) {
@@ -31,12 +25,12 @@ func NewClient(reg prometheus.Registerer) (*Client, error) {
 		return nil, errors.New("metrics: NewClient needs a prometheus.Registerer")
 	}
 	c := &Client{
-		waits: prometheus.NewDesc("kloop_client_read_waits_total",
-			"Cached reads that waited for the cache to catch up with the client's own writes", nil, nil),
-		waitTime: prometheus.NewDesc("kloop_client_read_wait_seconds_total",
-			"Total time cached reads waited for the cache to catch up with the client's own writes", nil, nil),
-		stale: prometheus.NewDesc("kloop_client_stale_reads_total",
-			"Cached reads that went on after the read-your-own-writes timeout with a cache still behind the client's writes", nil, nil),
+		waits: prometheus.NewCounter(prometheus.CounterOpts{Name: "kloop_client_read_waits_total",
+			Help: "Cached reads that waited for the cache to catch up with the client's own writes"}),
+		waitTime: prometheus.NewCounter(prometheus.CounterOpts{Name: "kloop_client_read_wait_seconds_total",
+			Help: "Total time cached reads waited for the cache to catch up with the client's own writes"}),
+		stale: prometheus.NewCounter(prometheus.CounterOpts{Name: "kloop_client_stale_reads_total",
+			Help: "Cached reads that went on after the read-your-own-writes timeout with a cache still behind the client's writes"}),
 	}
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("metrics: registering client metrics: %w", err)
@@ -44,37 +38,26 @@ func NewClient(reg prometheus.Registerer) (*Client, error) {
 	return c, nil
 }
 
-// Register implements client.MetricsProvider: one client per Client.
-func (c *Client) Register(read func(*client.Stats)) error {
-	if read == nil {
-		return errors.New("metrics: client registered without a reader")
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.read != nil {
-		return errors.New("metrics: a client is already registered on this Client collector")
-	}
-	c.read = read
-	return nil
-}
-
 // Describe implements prometheus.Collector.
 func (c *Client) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.waits
-	ch <- c.waitTime
-	ch <- c.stale
+	c.waits.Describe(ch)
+	c.waitTime.Describe(ch)
+	c.stale.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (c *Client) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	read := c.read
-	c.mu.Unlock()
-	var s client.Stats
-	if read != nil {
-		read(&s)
+	c.waits.Collect(ch)
+	c.waitTime.Collect(ch)
+	c.stale.Collect(ch)
+}
+
+// ReadWaited implements client.MetricsProvider: it counts a cached read that
+// waited d for the cache, and a stale read when it gave up.
+func (c *Client) ReadWaited(d time.Duration, stale bool) {
+	c.waits.Inc()
+	c.waitTime.Add(d.Seconds())
+	if stale {
+		c.stale.Inc()
 	}
-	ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(s.ReadWaits))
-	ch <- prometheus.MustNewConstMetric(c.waitTime, prometheus.CounterValue, s.ReadWaitTime.Seconds())
-	ch <- prometheus.MustNewConstMetric(c.stale, prometheus.CounterValue, float64(s.StaleReads))
 }
