@@ -637,28 +637,32 @@ func (s *Store) snapshot() error {
 	d.mu.Lock()
 	if d.err != nil {
 		d.mu.Unlock()
+		if d.closed {
+			return nil
+		}
 		return d.err
 	}
 	// The old segment's records all go in the snapshot or stay in it:
 	// make them durable before anything follows them.
-	err := datasync(d.f)
-	old, next := d.f, d.seg+1
-	if err == nil {
-		err = d.newSegment(next)
-	}
-	if err != nil {
-		d.err = fmt.Errorf("storage: starting a log segment (the store takes no more writes): %w", err)
+	if err := datasync(d.f); err != nil {
+		d.err = fmt.Errorf("storage: fdatasync of the log (the store takes no more writes): %w", err)
 		d.mu.Unlock()
 		return d.err
 	}
-	pos := d.written
-	d.since = 0
+	old, next := d.f, d.seg+1
+	d.since = 0 // if the snapshot fails, the next try is once as much is written again
 	d.due.Store(false)
+	if err := d.newSegment(next); err != nil {
+		_ = os.Remove(filepath.Join(d.dir, segmentName(next)))
+		d.mu.Unlock()
+		return err // the old segment goes on
+	}
+	pos := d.written
 	d.mu.Unlock()
 	d.durable(pos)
-	err = s.writeSnapshot(next)
+	err := s.writeSnapshot(next)
 	d.mu.Lock()
-	d.snapshotErr = err // if any, the next try is once as much is written again
+	d.snapshotErr = err
 	if err == nil {
 		d.snap = next
 	}
