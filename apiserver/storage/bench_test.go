@@ -2,8 +2,10 @@ package storage
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -73,4 +75,33 @@ func BenchmarkWatchFanOut(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(events*watchers)*float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}
+
+// BenchmarkCreateParallel creates objects from 32 goroutines, in memory
+// and with a data directory, where each create returns once an fdatasync
+// covers it (one fdatasync for all the creates waiting with it).
+func BenchmarkCreateParallel(b *testing.B) {
+	for _, name := range []string{"memory", "datadir"} {
+		b.Run(name, func(b *testing.B) {
+			var opts Options
+			if name == "datadir" {
+				opts.Dir = b.TempDir()
+			}
+			s := newStore(b, opts)
+			b.Cleanup(func() { _ = s.Close() })
+			var n atomic.Int64
+			b.SetParallelism(max(32/runtime.GOMAXPROCS(0), 1))
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					name := strconv.FormatInt(n.Add(1), 10)
+					if _, err := s.Create("cm", "ns", name, enc("ns", name, "v", nil)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+		})
+	}
 }
