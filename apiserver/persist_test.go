@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -404,3 +405,46 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestDataDirErrors checks that a data directory New cannot use is an
+// error naming what is wrong, and leaves the directory unlocked.
+func TestDataDirErrors(t *testing.T) {
+	write := func(name, content string) func(dir string) error {
+		return func(dir string) error {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o700); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(dir string) error
+		want  string
+	}{
+		{"store of a newer format", write("store/FORMAT", "kloop-store format 9\n"), "written by a newer kloop: format 9, this kloop reads format 1"},
+		{"not a store", write("store/FORMAT", "etcd\n"), "data directory damaged"},
+		{"damaged signing key", write("sa-signing.key", "not a key"), "sa-signing.key: not a PEM EC private key"},
+		{"damaged serving certificate", func(dir string) error {
+			if err := write("serving.crt", "junk")(dir); err != nil {
+				return err
+			}
+			return write("serving.key", "junk")(dir)
+		}, "the serving certificate of"},
+		{"empty token", write("admin-token", "\n"), "admin-token: not a bearer token"},
+		{"a file, not a directory", func(dir string) error { return os.WriteFile(filepath.Join(dir, "store"), nil, 0o600) }, "data directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the second time: the lock was released
+				_, err := apiserver.New(apiserver.Options{DataDir: dir, TLS: true})
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("New: %v, want an error with %q", err, tc.want)
+				}
+			}
+		})
+	}
+}
