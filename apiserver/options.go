@@ -116,9 +116,10 @@ type Options struct {
 	// valid: the administrator's token when Token is empty, the
 	// ServiceAccount token signing key, and with TLS the serving
 	// certificate. Every write is on disk (fdatasync) before it is
-	// acknowledged. One server at a time may have the directory open;
-	// Close (or the end of Serve) releases it. Users are not kept: they
-	// are configuration. Default "": everything lives in memory.
+	// acknowledged. One server at a time may have the directory open (an
+	// flock: Linux, macOS and the BSDs); Close (or the end of Serve)
+	// releases it. Users are not kept: they are configuration. See
+	// "Persistence" in README.md. Default "": everything lives in memory.
 	DataDir string
 	// snapshotBytes is storage.Options.SnapshotBytes (tests make it small).
 	// Default 64 MiB.
