@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,6 +103,59 @@ func BenchmarkCreateParallel(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+		})
+	}
+}
+
+// BenchmarkOpen opens a data directory holding 20,000 objects of 1 KiB,
+// written once each and updated once: from the log alone, and from a
+// snapshot (the log then starts after it).
+func BenchmarkOpen(b *testing.B) {
+	const objects = 20_000
+	value := strings.Repeat("x", 1<<10)
+	for _, snapshot := range []bool{false, true} {
+		name := "log"
+		if snapshot {
+			name = "snapshot"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			s := newStore(b, Options{Dir: dir, HistoryEvents: objects})
+			var wg sync.WaitGroup
+			for g := range 32 { // writers sharing fdatasyncs
+				wg.Go(func() {
+					for i := g; i < objects; i += 32 {
+						name := strconv.Itoa(i)
+						if _, err := s.Create("cm", "ns", name, enc("ns", name, value, nil)); err != nil {
+							b.Error(err)
+							return
+						}
+						if _, err := s.Update("cm", "ns", name, set("ns", name, value)); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if snapshot {
+				if err := s.snapshot(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				s, err := New(Options{Dir: dir, HistoryEvents: objects})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
