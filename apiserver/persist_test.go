@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -446,5 +447,58 @@ func TestDataDirErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDataDirCRDPaths restarts a server with CRDPaths on its data
+// directory: a CRD it holds already is updated to its file (a new field in
+// the schema), and its objects stay.
+func TestDataDirCRDPaths(t *testing.T) {
+	dir, files := t.TempDir(), t.TempDir()
+	ctx := ctxT(t)
+	group := "datadir.kloop.dev"
+	path := writeFile(t, files, "crd.yaml", crdYAML(group, "Pear"))
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "pears"}
+	// start serves a server on dir in process; stop closes it.
+	start := func() (dyn dynamic.Interface, stop func()) {
+		srv, err := apiserver.New(apiserver.CheckDecodedCache(t, apiserver.Options{DataDir: dir, CRDPaths: []string{path}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		return dynamic.NewForConfigOrDie(&rest.Config{Host: hs.URL, BearerToken: srv.Token()}), func() {
+			hs.Close()
+			if err := srv.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dyn, stop := start()
+	pear := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Pear",
+		"metadata": map[string]any{"name": "p"}, "spec": map[string]any{"size": int64(3), "color": "green"}}}
+	got, err := dyn.Resource(gvr).Namespace("default").Create(ctx, pear, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := unstructured.NestedString(got.Object, "spec", "color"); ok {
+		t.Fatalf("spec.color kept though the schema has no such field: %v", got.Object)
+	}
+	stop()
+
+	if err := os.WriteFile(path, []byte(strings.Replace(crdYAML(group, "Pear"), "size: {type: integer}", "size: {type: integer}, color: {type: string}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dyn, stop = start()
+	defer stop()
+	if _, err := dyn.Resource(gvr).Namespace("default").Get(ctx, "p", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the Pear after the restart: %v", err)
+	}
+	pear.SetName("p2")
+	got, err = dyn.Resource(gvr).Namespace("default").Create(ctx, pear, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := unstructured.NestedString(got.Object, "spec", "color"); c != "green" {
+		t.Fatalf("spec.color after the CRD's update from its file: %v", got.Object)
 	}
 }
