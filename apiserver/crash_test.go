@@ -194,7 +194,8 @@ func (l *crashLedger) check(t *testing.T, ctx context.Context, cs kubernetes.Int
 // snapshots included (the child snapshots every 256 KiB of log).
 func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	dir, addr := t.TempDir(), freeAddr(t)
-	ctx := ctxT(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // three restarts, on a busy machine with -race
+	defer cancel()
 	l := &crashLedger{acked: map[string]int{}, seen: map[string][]int{}}
 	connect := func() kubernetes.Interface {
 		return kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr, BearerToken: crashToken, QPS: -1, Timeout: 10 * time.Second})
@@ -220,6 +221,7 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 			}
 		})
 		var writes atomic.Int64
+		start := time.Now()
 		for g := range writers {
 			wg.Go(func() {
 				cms := cs.CoreV1().ConfigMaps("default")
@@ -245,7 +247,12 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(300+rand.IntN(900)) * time.Millisecond)
+		// The kill comes at a random moment once writes flow (the first
+		// ones of a server are slow: schemas are parsed on first use).
+		for writes.Load() < 50 && ctx.Err() == nil && time.Since(start) < 30*time.Second {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Duration(rand.IntN(1000)) * time.Millisecond)
 		killed.Store(true)
 		if err := child.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -253,8 +260,8 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 		_ = child.Wait()
 		wg.Wait()
 		t.Logf("round %d: %d writes acknowledged before the kill", round, writes.Load())
-		if writes.Load() == 0 {
-			t.Fatalf("round %d: no write acknowledged", round)
+		if writes.Load() < 50 {
+			t.Fatalf("round %d: %d writes acknowledged in 30 s", round, writes.Load())
 		}
 	}
 	startCrashChild(t, dir, addr)
