@@ -252,12 +252,13 @@ func listParamsDecode(q url.Values) bool {
 type userKey struct{}
 
 // withUser attaches the user a request is made as to it, for the handlers
-// that read it: the access and identity reviews and the writes of the RBAC
-// kinds (userFrom). Other requests are left as they are, sparing the copy
-// of the request.
+// that read it: the access and identity reviews, the writes of the RBAC
+// kinds and CertificateSigningRequests' creates (userFrom). Other requests
+// are left as they are, sparing the copy of the request.
 func withUser(r *http.Request, u *identity) *http.Request {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apis/")
-	if !ok || !strings.HasPrefix(rest, "authorization.k8s.io/") && !strings.HasPrefix(rest, "authentication.k8s.io/") && !strings.HasPrefix(rest, "rbac.authorization.k8s.io/") {
+	if !ok || !strings.HasPrefix(rest, "authorization.k8s.io/") && !strings.HasPrefix(rest, "authentication.k8s.io/") && !strings.HasPrefix(rest, "rbac.authorization.k8s.io/") &&
+		!strings.HasPrefix(rest, "certificates.k8s.io/") {
 		return r
 	}
 	return r.WithContext(context.WithValue(r.Context(), userKey{}, u))

@@ -118,6 +118,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 	if k.strategyCreate != nil {
 		k.strategyCreate(obj)
 	}
+	if k.createdBy != nil {
+		k.createdBy(obj, wo.user)
+	}
 	if k.stored != nil {
 		k.stored(obj)
 	}
@@ -125,7 +128,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		if generate {
 			u.SetName(u.GetGenerateName() + randomSuffix())
 		}
-		if err := s.validate(k, u, nil); err != nil {
+		if err := s.validate(k, u, nil, ""); err != nil {
 			return nil, err
 		}
 		wo.strategyWarnings(k, obj)

@@ -183,7 +183,7 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 			dryDeleted = !terminates && len(u.GetFinalizers()) == 0
 			return nil, false, nil
 		}
-		if f := gcFinalizer(opts); f != "" && !terminates {
+		if f := gcFinalizer(k, opts); f != "" && !terminates {
 			// Foreground and orphan deletions wait for the garbage
 			// collector, which removes their finalizer (below).
 			if slices.Contains(u.GetFinalizers(), f) {
@@ -266,13 +266,17 @@ func checkDeletePreconditions(k *kind, name string, opts metav1.DeleteOptions, c
 }
 
 // gcFinalizer is the finalizer a deletion's propagation policy asks the
-// garbage collector to handle: foregroundDeletion or orphan.
-func gcFinalizer(opts metav1.DeleteOptions) string {
+// garbage collector to handle: foregroundDeletion or orphan. Without a
+// policy, kinds whose strategy orphans by default (k.orphanByDefault)
+// orphan.
+func gcFinalizer(k *kind, opts metav1.DeleteOptions) string {
 	p := opts.PropagationPolicy
 	switch {
 	case p != nil && *p == metav1.DeletePropagationForeground:
 		return metav1.FinalizerDeleteDependents
 	case p != nil && *p == metav1.DeletePropagationOrphan:
+		return metav1.FinalizerOrphanDependents
+	case p == nil && opts.OrphanDependents == nil && k.orphanByDefault: //nolint:staticcheck // the deprecated field still decides when set
 		return metav1.FinalizerOrphanDependents
 	}
 	return ""

@@ -103,6 +103,9 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request, gv sc
 		if k.status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/status", Namespaced: k.namespaced, Kind: k.kind, Verbs: statusVerbs})
 		}
+		if k.approval {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/approval", Namespaced: k.namespaced, Kind: k.kind, Verbs: statusVerbs})
+		}
 		if k.scale != nil {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/scale", Namespaced: k.namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: statusVerbs})
 		}
@@ -137,6 +140,9 @@ func (s *Server) writeAggregated(w http.ResponseWriter, core bool) {
 				rd := apidiscoveryv2.APIResourceDiscovery{
 					Resource: k.gvr.Resource, ResponseKind: &metav1.GroupVersionKind{Group: g.group, Version: v, Kind: k.kind},
 					Scope: scope, SingularResource: k.singular, Verbs: k.verbs, ShortNames: k.shortNames, Categories: k.categories,
+				}
+				if k.approval {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: "approval", ResponseKind: rd.ResponseKind, Verbs: statusVerbs})
 				}
 				if k.status {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: "status", ResponseKind: rd.ResponseKind, Verbs: statusVerbs})

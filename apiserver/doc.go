@@ -8,8 +8,12 @@
 // It serves namespaces, configmaps, secrets, events (core/v1 and
 // events.k8s.io/v1, one storage), serviceaccounts, pods, services,
 // deployments, replicasets, leases, customresourcedefinitions, roles,
-// clusterroles, rolebindings and clusterrolebindings, and the custom
-// resources of every CRD as soon as the CRD's create returns.
+// clusterroles, rolebindings and clusterrolebindings, the other kinds a
+// controller commonly watches or writes (statefulsets, daemonsets, jobs,
+// cronjobs, nodes, persistent volumes and claims, endpointslices, ingresses,
+// horizontalpodautoscalers, webhook configurations, certificate signing
+// requests, ...: kinds.go), and the custom resources of every CRD as soon
+// as the CRD's create returns.
 //
 // Layout, one file per concern:
 //
@@ -21,7 +25,10 @@
 //	impersonate.go the Impersonate-* headers, checked as kube-apiserver's constrained impersonation
 //	rbac.go       the RBAC kinds, the bootstrap roles, ClusterRole aggregation, escalation checks
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
-//	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
+//	registry.go   the served kinds and their hooks
+//	kinds.go      the table of built-in kinds, one row each; their behaviour per API group in
+//	              builtin.go (the first ones) and kinds_<group>.go (defaults, strategies,
+//	              validation, columns)
 //	resource.go   get and list (selectors.go: label and field selectors)
 //	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
 //	write.go      what writes share: the stored form, validation; write_decode.go request
@@ -46,6 +53,8 @@
 //	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //	object.go     objects as JSON maps: decoding, metadata, resourceVersions
+//	intercept.go  the hooks of fault injection (apiservertest.Faults): an Interceptor of
+//	              authenticated requests, reads as of an older revision, per-resource compaction
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages

@@ -109,7 +109,9 @@ func (k *kind) managesFields() bool { return k.managed != nil }
 // metadata the status strategy keeps.
 func resetFields(k *kind, sub string) map[fieldpath.APIVersion]fieldpath.Filter {
 	var paths []fieldpath.Path
-	switch {
+	switch own, ok := k.resetFields[sub]; {
+	case ok:
+		paths = own
 	case sub == "" && k.status:
 		paths = append(paths, fieldpath.MakePathOrDie("status"))
 	case sub == "status":
@@ -194,7 +196,36 @@ func (c fmConverter) ConvertToVersion(in runtime.Object, target runtime.GroupVer
 		m["apiVersion"] = want
 		return &unstructured.Unstructured{Object: m}, nil
 	}
-	return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+	// Another version of the group served over the same storage (managers
+	// of autoscaling/v1 and v2 HorizontalPodAutoscalers): through the
+	// stored form. Across groups (core and events.k8s.io Events)
+	// kube-apiserver's field manager does not convert either.
+	if to.Group != k.gvr.Group || gvk.Group != k.gvr.Group {
+		return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+	}
+	stored := runtime.DeepCopyJSON(u.Object)
+	if from != k.storedAPIVersion() {
+		kf := c.s.reg.servedOver(k.storageResource, from)
+		if kf == nil {
+			return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+		}
+		var err error
+		if stored, err = c.s.toStorage(kf, stored); err != nil {
+			return nil, err
+		}
+	}
+	if want == k.storedAPIVersion() {
+		return &unstructured.Unstructured{Object: stored}, nil
+	}
+	kt := c.s.reg.servedOver(k.storageResource, want)
+	if kt == nil || kt.crd != nil {
+		return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+	}
+	m, err := c.s.toServed(kt, stored)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 func (c fmConverter) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
@@ -235,7 +266,7 @@ func (c fmConverter) Default(obj runtime.Object) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
 		return // the write path's validation reports it
 	}
-	if !defaultTyped(typed) {
+	if !c.k.applyDefaults(typed) {
 		return
 	}
 	m, err := toMap(typed)

@@ -7,19 +7,11 @@ import (
 	"net/http"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,12 +29,12 @@ type protobufDecoder struct {
 
 func (p *protobufDecoder) decoder() (*protobuf.Serializer, error) {
 	p.once.Do(func() {
+		// Every built-in group of client-go's scheme, so that the body of
+		// any built-in kind decodes.
 		sc := runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, autoscalingv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme} {
-			if err := add(sc); err != nil {
-				p.err = err
-				return
-			}
+		if err := clientscheme.AddToScheme(sc); err != nil {
+			p.err = err
+			return
 		}
 		metav1.AddToGroupVersion(sc, schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"})
 		p.ser = protobuf.NewSerializer(sc, sc)

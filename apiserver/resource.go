@@ -30,6 +30,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		return
 	}
 	gr := k.groupResource()
+	if k.deprecated != "" {
+		// kube-apiserver warns on every request of a deprecated kind.
+		for _, h := range warningHeaders([]string{k.deprecated}) {
+			w.Header().Add("Warning", h)
+		}
+	}
 	switch ri.subresource {
 	case "":
 	case "status":
@@ -39,6 +45,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		}
 	case "scale":
 		if k.scale == nil {
+			s.notFound(w, r)
+			return
+		}
+	case "approval":
+		if !k.approval {
 			s.notFound(w, r)
 			return
 		}
@@ -160,7 +171,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name s
 	if err := k.checkKey(ns, name); err != nil {
 		return err
 	}
-	o, err := s.store.Get(k.storageResource, ns, name)
+	var o *storage.Object
+	var err error
+	if rev := s.readAt(r); rev > 0 {
+		o, err = s.getAt(k, ns, name, rev) // a stale view (intercept.go)
+	} else {
+		o, err = s.store.Get(k.storageResource, ns, name)
+	}
 	if err != nil {
 		return err
 	}
@@ -295,6 +312,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		}
 		opts.Revision = rv // not older than, unless Exact
 		opts.Exact = match == string(metav1.ResourceVersionMatchExact)
+		if stale := s.readAt(r); stale > 0 { // a stale view (intercept.go)
+			if rv > stale {
+				return &storage.TooLargeError{Requested: rv, Current: stale}
+			}
+			if !opts.Exact || rv == 0 {
+				opts.Revision, opts.Exact = stale, true
+			}
+		}
 	}
 	if err := k.checkKey(ns, ""); err != nil {
 		return err

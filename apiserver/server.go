@@ -55,6 +55,9 @@ type Server struct {
 	// their next update.
 	decoded *decodedCache
 
+	// interceptor, when set, serves authenticated requests (intercept.go).
+	interceptor atomic.Pointer[Interceptor]
+
 	inflight  atomic.Int64 // requests being served
 	conns     *connLimiter // set by Serve before ready is closed
 	limits    *inflightLimits
@@ -347,6 +350,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w = lw
 		defer s.logRequest(r, id, lw, start)
 	}
+	if s.intercept(w, r, id, class) {
+		return
+	}
+	s.serveAuthenticated(w, r, id, class, rc)
+}
+
+// serveAuthenticated authorizes, admits (the in-flight bounds), bounds the
+// body and routes a request authenticated as id (nil: not authenticated).
+func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request, id *identity, class requestClass, rc *http.ResponseController) {
 	ar, err := s.authorize(r, id)
 	if err != nil {
 		// A refused request's body is never read: a 401 keeps no

@@ -66,9 +66,16 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 			return nil, err
 		}
 		var row metav1.TableRow
-		if k.crd != nil {
+		switch {
+		case k.crd != nil:
 			row.Cells = k.crd.columns.Cells(obj, now)
-		} else {
+		case k.cells != nil:
+			name := o.Name
+			if k.nameCell != nil {
+				name = k.nameCell(obj)
+			}
+			row.Cells = append([]any{name}, k.cells(obj, now)...)
+		default:
 			row.Cells = make([]any, 0, len(cols)+1)
 			if !k.tableNoName {
 				row.Cells = append(row.Cells, o.Name)
@@ -85,7 +92,13 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 			}
 			row.Object = runtime.RawExtension{Raw: b}
 		case metav1.IncludeMetadata:
-			b, err := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+			md := obj["metadata"]
+			if k.internalMeta != nil {
+				m, _ := runtime.DeepCopyJSONValue(md).(map[string]any)
+				k.internalMeta(m)
+				md = m
+			}
+			b, err := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": md})
 			if err != nil {
 				return nil, err
 			}

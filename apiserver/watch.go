@@ -63,6 +63,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	default:
 		opts.Revision = rv
 	}
+	if stale := s.readAt(r); stale > 0 && (opts.SendInitialEvents || rvParam == "" || rvParam == "0") {
+		// A stale view (intercept.go): the state at stale, then what
+		// followed.
+		if opts.SendInitialEvents && rv > stale {
+			return &storage.TooLargeError{Requested: rv, Current: stale}
+		}
+		opts.Revision = stale
+	}
 	timeout := s.opts.WatchTimeout
 	if q.Has("timeoutSeconds") {
 		n, err := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64)
@@ -95,12 +103,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	h.Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	ww, _ := w.(WatchEventWriter) // an Interceptor's (intercept.go)
 	if expired {
 		// kube-apiserver's watch cache answers an expired revision with an
 		// ERROR event carrying 410 Expired, on a successful response.
 		st := &apierrors.NewResourceExpired(expiredWatchMessage(k, err)).ErrStatus
 		st.Kind, st.APIVersion = "Status", "v1"
 		b, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawJSON(st)})
+		if ww != nil {
+			ww.WatchEvent(WatchEvent{Type: "ERROR"})
+		}
 		_, _ = w.Write(append(b, '\n'))
 		_ = rc.Flush()
 		return nil
@@ -134,6 +146,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 		if err != nil {
 			s.opts.Logger.Error("apiserver: encoding a watch event", "resource", k.gvr.String(), "err", err)
 			return nil
+		}
+		if ww != nil {
+			ww.WatchEvent(WatchEvent{Type: string(ev.Type), Revision: ev.Revision, Initial: ev.Initial, InitialEventsEnd: ev.InitialEventsEnd})
 		}
 		// A client that stops reading must not hold this goroutine forever:
 		// writes that block longer than slowClientTimeout end the watch.

@@ -124,6 +124,9 @@ type Event struct {
 	// object stop matching a watcher's predicate (Object is the new state,
 	// Prev the one that matched).
 	LeftSelection bool
+	// Initial marks the synthetic Added events of a watch's initial state
+	// (WatchOptions.SendInitialEvents).
+	Initial bool
 
 	at    time.Time // commit time, for age-based eviction
 	store *Store    // the store whose history holds the event; nil for events made for one watcher

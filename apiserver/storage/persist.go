@@ -373,6 +373,13 @@ func (s *Store) replayRecord(d *disk, p []byte) error {
 		}
 		s.compactLocked(rev)
 		s.rev.Store(max(s.rev.Load(), rev))
+	case tagCompactR:
+		res, rev := r.string(), r.rev()
+		if err := r.end(); err != nil {
+			return err
+		}
+		s.resource(res).compact(s, rev)
+		s.rev.Store(max(s.rev.Load(), rev))
 	case tagReserve:
 		rev := r.rev()
 		if err := r.end(); err != nil {
@@ -562,6 +569,17 @@ func (d *disk) logCompact(rev int64) (int64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.buf.start(tagCompact)
+	d.buf.uint(uint64(rev))
+	return d.appendLocked(d.buf.seal())
+}
+
+// logCompactResource records a compaction of one resource; its lock is
+// held.
+func (d *disk) logCompactResource(res string, rev int64) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.buf.start(tagCompactR)
+	d.buf.string(res)
 	d.buf.uint(uint64(rev))
 	return d.appendLocked(d.buf.seal())
 }

@@ -16,6 +16,7 @@ import (
 //
 //	'A', 'M', 'D' (log, snapshot)  an event: resource, time, object
 //	'C' (log)                      a compaction: revision
+//	'K' (log)                      a compaction of one resource: resource, revision
 //	'V' (log)                      a reservation: revisions up to this one may be handed out
 //	'S' (snapshot, first)          the snapshot: revision, compaction, first log segment after it
 //	'R' (snapshot)                 a resource: name, compaction, last revision, counts of what follows
@@ -28,6 +29,7 @@ const (
 	tagModified = 'M'
 	tagDeleted  = 'D'
 	tagCompact  = 'C'
+	tagCompactR = 'K'
 	tagReserve  = 'V'
 	tagSnapshot = 'S'
 	tagResource = 'R'

@@ -371,12 +371,46 @@ func (s *Store) compactLocked(rev int64) {
 	s.compacted = max(s.compacted, rev)
 	for _, r := range s.resources {
 		r.mu.Lock()
-		for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
-			r.evict(s)
-		}
-		r.history.compacted = max(r.history.compacted, rev)
+		r.compact(s, rev)
 		r.mu.Unlock()
 	}
+}
+
+// CompactResource discards the history of one resource up to and
+// including revision rev, as [Store.Compact] does for every resource: a
+// watch or list of that resource at an older revision then fails with
+// ErrExpired. The other resources keep their history. It fails when rev
+// is beyond the current revision. With Options.Dir it is recorded, as
+// Compact is.
+func (s *Store) CompactResource(res string, rev int64) error {
+	if cur := s.rev.Load(); rev > cur {
+		return &TooLargeError{Requested: rev, Current: cur}
+	}
+	r := s.resource(res)
+	r.mu.Lock()
+	var pos int64
+	if s.disk != nil {
+		var err error
+		if pos, err = s.disk.logCompactResource(res, rev); err != nil {
+			r.mu.Unlock()
+			return err
+		}
+	}
+	r.compact(s, rev)
+	r.mu.Unlock()
+	if s.disk != nil {
+		return s.disk.waitDurable(pos)
+	}
+	return nil
+}
+
+// compact discards the resource's history up to and including rev; r.mu
+// is held.
+func (r *resource) compact(s *Store, rev int64) {
+	for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
+		r.evict(s)
+	}
+	r.history.compacted = max(r.history.compacted, rev)
 }
 
 // commit appends ev to the history, committed at now, and wakes the
