@@ -223,41 +223,69 @@ func TestPersistCompactionAndAge(t *testing.T) {
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	dir := t.TempDir()
 	s := openDir(t, dir, Options{Now: clock})
-	writeSome(t, s, 20)
+	write := func(res, name string, create bool) {
+		t.Helper()
+		var err error
+		if create {
+			_, err = s.Create(res, "ns", name, enc("ns", name, "0", nil))
+		} else {
+			_, err = s.Update(res, "ns", name, set("ns", name, "1"))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cm", "a", true)
+	write("cm", "b", true)
 	compacted := s.Revision()
 	s.Compact(compacted)
-	writeSome(t, s, 20)
-	mid := s.Revision()
-	mu.Lock()
-	now = now.Add(3 * time.Minute)
-	mu.Unlock()
-	writeSome(t, s, 20)
+	write("cm", "a", false)
+	write("apps/deployments", "d", true)
+	resourceCompacted := s.Revision()
+	if err := s.CompactResource("apps/deployments", resourceCompacted); err != nil {
+		t.Fatal(err)
+	}
+	advance(3 * time.Minute)
+	write("cm", "b", false)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	s2 := openDir(t, dir, Options{Now: clock})
-	if _, err := s2.Watch("cm", WatchOptions{Revision: compacted - 1}); !errors.Is(err, ErrExpired) {
+	s = openDir(t, dir, Options{Now: clock})
+	if _, err := s.Watch("cm", WatchOptions{Revision: compacted - 1}); !errors.Is(err, ErrExpired) {
 		t.Fatalf("watch from before the compaction: %v, want ErrExpired", err)
 	}
-	if _, err := s2.Watch("cm", WatchOptions{Revision: compacted}); err != nil {
+	w, err := s.Watch("cm", WatchOptions{Revision: compacted})
+	if err != nil {
 		t.Fatalf("watch from the compaction: %v", err)
 	}
-	if err := s2.Close(); err != nil {
+	if got := describe(collectAll(t, w)); got != "[MODIFIED ns/a=1@3 MODIFIED ns/b=1@5]" {
+		t.Fatalf("watch from the compaction: %s", got)
+	}
+	// The compaction of one resource, later than the store's, holds too,
+	// for that resource alone.
+	if _, err := s.Watch("apps/deployments", WatchOptions{Revision: compacted}); !errors.Is(err, ErrExpired) {
+		t.Fatalf("watch of the resource compacted at %d from %d: %v, want ErrExpired", resourceCompacted, compacted, err)
+	}
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Past the history's age, the events of the first minutes are gone.
-	mu.Lock()
-	now = now.Add(4 * time.Minute)
-	mu.Unlock()
-	s3 := openDir(t, dir, Options{Now: clock})
-	if _, err := s3.Watch("cm", WatchOptions{Revision: mid - 1}); !errors.Is(err, ErrExpired) {
-		t.Fatalf("watch from an event older than HistoryAge: %v, want ErrExpired", err)
+	// Past the history's age (5 minutes), the events of the first minute
+	// are gone, and with them the watch from the compaction.
+	advance(4 * time.Minute)
+	s = openDir(t, dir, Options{Now: clock})
+	if _, err := s.Watch("cm", WatchOptions{Revision: compacted}); !errors.Is(err, ErrExpired) {
+		t.Fatalf("watch from before events older than HistoryAge: %v, want ErrExpired", err)
 	}
-	if _, err := s3.Watch("cm", WatchOptions{Revision: s3.Revision()}); err != nil {
+	w, err = s.Watch("cm", WatchOptions{Revision: compacted + 1})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if got := describe(collectAll(t, w)); got != "[MODIFIED ns/b=1@5]" {
+		t.Fatalf("watch after the events older than HistoryAge: %s", got)
 	}
 }
 
