@@ -482,3 +482,76 @@ func TestPersistDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistCrashDuringSnapshot opens the states a crash during a
+// snapshot or a segment's creation leaves: each opens to the same state,
+// and what the crash left behind is removed.
+func TestPersistCrashDuringSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		crash func(t *testing.T, dir string, snap, seg uint64)
+		gone  []string // files the open removes (names, with %d for snap and seg)
+	}{
+		{"a snapshot cut short", func(t *testing.T, dir string, snap, seg uint64) {
+			write(t, filepath.Join(dir, snapshotName(seg+1)+".tmp"), []byte("KLOOPSNP"))
+		}, []string{"snap-%016[2]d.snap.tmp"}},
+		{"the replaced files still there", func(t *testing.T, dir string, snap, seg uint64) {
+			// An older snapshot and a segment before the newest
+			// snapshot, as a crash before the removal leaves them.
+			write(t, filepath.Join(dir, snapshotName(snap-1)), []byte("not even read"))
+			write(t, filepath.Join(dir, segmentName(snap-1)), []byte("not even read"))
+		}, []string{"snap-%016[3]d.snap", "wal-%016[3]d.log"}},
+		{"a new segment, empty", func(t *testing.T, dir string, snap, seg uint64) {
+			write(t, filepath.Join(dir, segmentName(seg+1)), header(walMagic))
+		}, nil},
+		{"a new segment, its header cut short", func(t *testing.T, dir string, snap, seg uint64) {
+			write(t, filepath.Join(dir, segmentName(seg+1)), []byte("KLO"))
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openDir(t, dir, Options{SnapshotBytes: 2 << 10})
+			writeSome(t, s, 200)
+			s.disk.snapshots.Wait()
+			want := state(s)
+			s.disk.mu.Lock()
+			snap, seg := s.disk.snap, s.disk.seg
+			s.disk.mu.Unlock()
+			if snap < 2 {
+				t.Fatalf("snapshot %d, want at least the second", snap)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tc.crash(t, dir, snap, seg)
+			s = openDir(t, dir, Options{SnapshotBytes: 2 << 10})
+			if got := state(s); got != want {
+				t.Fatalf("state:\n%s\nwant:\n%s", got, want)
+			}
+			for _, f := range tc.gone {
+				name := fmt.Sprintf(f, 0, seg+1, snap-1)
+				if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s left behind (%v)", name, err)
+				}
+			}
+			// The store goes on writing, and keeps it.
+			if _, err := s.Create("after", "ns", "x", enc("ns", "x", "v", nil)); err != nil {
+				t.Fatal(err)
+			}
+			want = state(s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := state(openDir(t, dir, Options{})); got != want {
+				t.Fatalf("state after a write:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func write(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
