@@ -321,6 +321,10 @@ func TestAPIServerDataDir(t *testing.T) {
 	if code := run(ctx, []string{"apiserver", "--data-dir", dir}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "data directory in use") {
 		t.Fatalf("a second server on the directory: code %d, stderr %q", code, errOut.String())
 	}
+	list, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stop()
 
 	stop = serve()
@@ -331,5 +335,23 @@ func TestAPIServerDataDir(t *testing.T) {
 	}
 	if again, err := os.ReadFile(path); err != nil || string(again) != string(kubeconfig) {
 		t.Fatalf("the kubeconfig changed across the restart (%v)", err)
+	}
+	// A watch from the resourceVersion of a list before the restart gets
+	// the writes after it.
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if cm, ok := ev.Object.(*corev1.ConfigMap); !ok || ev.Type != "ADDED" || cm.Name != "after" {
+			t.Fatalf("watch from %s across the restart: %s %v", list.ResourceVersion, ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event from the watch across the restart")
 	}
 }
