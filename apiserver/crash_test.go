@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ const (
 
 func crashChild() int {
 	dir, addr, _ := strings.Cut(os.Getenv(crashChildEnv), " ")
-	srv, err := apiserver.New(apiserver.WithSnapshotBytes(apiserver.Options{DataDir: dir, Addr: addr, Token: crashToken}, 256<<10))
+	srv, err := apiserver.New(apiserver.WithSnapshotBytes(apiserver.Options{DataDir: dir, Addr: addr, Token: crashToken}, 64<<10))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -191,7 +192,7 @@ func (l *crashLedger) check(t *testing.T, ctx context.Context, cs kubernetes.Int
 // acknowledged write is there, that resourceVersions go on after the
 // highest acknowledged one, and that the watcher, resuming from the last
 // resourceVersion it saw, sees every write once and in order. Three rounds,
-// snapshots included (the child snapshots every 256 KiB of log).
+// snapshots included (the child snapshots every 64 KiB of log).
 func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 	dir, addr := t.TempDir(), freeAddr(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute) // three restarts, on a busy machine with -race
@@ -259,7 +260,12 @@ func TestCrashLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		_ = child.Wait()
 		wg.Wait()
-		t.Logf("round %d: %d writes acknowledged before the kill", round, writes.Load())
+		var files []string // what the kill left, a snapshot being written maybe
+		entries, _ := os.ReadDir(filepath.Join(dir, "store"))
+		for _, e := range entries {
+			files = append(files, e.Name())
+		}
+		t.Logf("round %d: %d writes acknowledged before the kill, which left %v", round, writes.Load(), files)
 		if writes.Load() < 50 {
 			t.Fatalf("round %d: %d writes acknowledged in 30 s", round, writes.Load())
 		}
