@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -46,7 +47,7 @@ const (
 	walMagic     = "KLOOPWAL"
 	snapMagic    = "KLOOPSNP"
 	// fileHeader is the size of a segment's or a snapshot's header: its
-	// magic and its format version (4 bytes) and 4 zero bytes.
+	// magic (8 bytes), its format version (4 bytes) and 4 zero bytes.
 	fileHeader = 16
 )
 
@@ -60,16 +61,13 @@ const DefaultSnapshotBytes = 64 << 20
 
 // disk is the store's files in Options.Dir.
 type disk struct {
-	dir    string
-	lock   *os.File // holds the directory's flock while open
-	logger interface {
-		Warn(msg string, args ...any)
-		Error(msg string, args ...any)
-	}
+	dir           string
+	lock          *os.File // holds the directory's flock while open
+	logger        *slog.Logger
 	snapshotBytes int64
 
-	// mu guards the fields below and is held across each write(2) of a
-	// record, so records are appended whole and in the order of their
+	// mu guards the fields from f to buf and is held across each write(2)
+	// of a record, so records are appended whole and in the order of their
 	// positions. It is taken under a resource's lock, never the reverse.
 	mu sync.Mutex
 	f  *os.File // the segment appended to
@@ -106,7 +104,8 @@ type disk struct {
 	// due: the log has grown enough for a snapshot; set by appendLocked,
 	// reset when a snapshot starts a segment.
 	due atomic.Bool
-	// snapshotting is set while a snapshot runs; snapshots counts them.
+	// snapshotting is set while a snapshot runs; Close waits for it on
+	// snapshots.
 	snapshotting atomic.Bool
 	snapshots    sync.WaitGroup
 	// snapshotErr is the last snapshot's error, for tests and logs; guarded by mu.
