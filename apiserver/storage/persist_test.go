@@ -555,3 +555,35 @@ func write(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestPersistWriteFailure makes the log's file fail under the store (as a
+// full disk or an I/O error would): the write fails, every later one too,
+// reads go on, and the directory reopens to the state before the failure.
+func TestPersistWriteFailure(t *testing.T) {
+	dir := t.TempDir()
+	s := openDir(t, dir, Options{})
+	writeSome(t, s, 50)
+	want := state(s)
+	s.disk.mu.Lock()
+	_ = s.disk.f.Close() // every write(2) and fdatasync of it now fails
+	s.disk.mu.Unlock()
+	_, err := s.Create("cm", "ns", "lost", enc("ns", "lost", "v", nil))
+	if err == nil || !strings.Contains(err.Error(), "the store takes no more writes") {
+		t.Fatalf("a write on a failed log: %v", err)
+	}
+	if _, err := s.Update("cm", "0", "o0", set("0", "o0", "again")); err == nil {
+		t.Fatal("a later write succeeded")
+	}
+	if _, err := s.Get("cm", "ns", "lost"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the failed write is visible: %v", err)
+	}
+	if got := state(s); got != want {
+		t.Fatalf("state after the failed writes:\n%s\nwant:\n%s", got, want)
+	}
+	if err := s.Close(); err == nil {
+		t.Fatal("Close of a failed store: no error")
+	}
+	if got := state(openDir(t, dir, Options{})); got != want {
+		t.Fatalf("state after reopening:\n%s\nwant:\n%s", got, want)
+	}
+}
