@@ -142,7 +142,7 @@ func FuzzDataDir(f *testing.F) {
 			write(snapshotName(seg), append(header(snapMagic), snapshot...))
 		}
 		write(segmentName(seg), append(header(walMagic), segment...))
-		s, err := New(Options{Dir: dir, HistoryEvents: 8})
+		s, err := New(Options{Dir: dir, HistoryEvents: 8, noSync: true})
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("New: %v, want an error wrapping ErrCorrupt", err)
@@ -156,7 +156,7 @@ func FuzzDataDir(f *testing.F) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		s, err = New(Options{Dir: dir, HistoryEvents: 8})
+		s, err = New(Options{Dir: dir, HistoryEvents: 8, noSync: true})
 		if err != nil {
 			t.Fatalf("reopening: %v", err)
 		}

@@ -65,6 +65,7 @@ type disk struct {
 	lock          *os.File // holds the directory's flock while open
 	logger        *slog.Logger
 	snapshotBytes int64
+	noSync        bool // Options.noSync
 
 	// mu guards the fields from f to buf and is held across each write(2)
 	// of a record, so records are appended whole and in the order of their
@@ -152,7 +153,7 @@ func (s *Store) open() (err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("storage: data directory: %w", err)
 	}
-	d := &disk{dir: dir, logger: s.opts.Logger, snapshotBytes: s.opts.SnapshotBytes, syncDone: make(chan struct{})}
+	d := &disk{dir: dir, logger: s.opts.Logger, snapshotBytes: s.opts.SnapshotBytes, noSync: s.opts.noSync, syncDone: make(chan struct{})}
 	if d.lock, err = lockDir(filepath.Join(dir, lockFile)); err != nil {
 		return err
 	}
@@ -240,7 +241,7 @@ func (d *disk) checkFormat(hasData bool) error {
 		if hasData {
 			return corrupt(path, "missing, but the directory holds a store")
 		}
-		return writeFileSync(path, fmt.Appendf(nil, "%s%d\n", formatPrefix, formatVersion))
+		return d.writeFileSync(path, fmt.Appendf(nil, "%s%d\n", formatPrefix, formatVersion))
 	}
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
@@ -267,10 +268,10 @@ func (d *disk) newSegment(i uint64) error {
 		return fmt.Errorf("storage: %w", err)
 	}
 	if _, err := f.Write(header(walMagic)); err == nil {
-		err = datasync(f)
+		err = d.datasync(f)
 	}
 	if err == nil {
-		err = syncDir(d.dir)
+		err = d.syncDir(d.dir)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -337,7 +338,7 @@ func (s *Store) replaySegment(d *disk, path string, last bool) (int64, error) {
 			return 0, corrupt(path, "record at offset %d: %v", end, err)
 		}
 		d.logger.Warn("storage: dropping a log record a crash cut short (it was never acknowledged)", "file", path, "offset", end, "bytes", len(rest))
-		if err := truncateSync(path, int64(end)); err != nil {
+		if err := d.truncateSync(path, int64(end)); err != nil {
 			return 0, err
 		}
 	}
@@ -484,7 +485,7 @@ func (d *disk) waitDurable(pos int64) error {
 		d.mu.Lock()
 		f, target := d.f, d.written
 		d.mu.Unlock()
-		err := datasync(f)
+		err := d.datasync(f)
 		if err != nil {
 			d.mu.Lock()
 			if d.f != f {
@@ -608,7 +609,7 @@ func (s *Store) Close() error {
 	f, target := d.f, d.written
 	d.mu.Unlock()
 	err := failed
-	if serr := datasync(f); serr != nil && err == nil {
+	if serr := d.datasync(f); serr != nil && err == nil {
 		err = fmt.Errorf("storage: fdatasync of the log: %w", serr)
 	}
 	if err == nil {
@@ -661,7 +662,7 @@ func (s *Store) snapshot() error {
 	}
 	// The old segment's records all go in the snapshot or stay in it:
 	// make them durable before anything follows them.
-	if err := datasync(d.f); err != nil {
+	if err := d.datasync(d.f); err != nil {
 		d.err = fmt.Errorf("storage: fdatasync of the log (the store takes no more writes): %w", err)
 		d.mu.Unlock()
 		return d.err
@@ -793,13 +794,13 @@ func (s *Store) writeSnapshot(next uint64) error {
 		return fmt.Errorf("storage: snapshot: %w", err)
 	}
 	if err = w.w.(*bufio.Writer).Flush(); err == nil {
-		if err = datasync(f); err == nil {
+		if err = d.datasync(f); err == nil {
 			err = f.Close()
 		}
 	}
 	if err == nil {
 		if err = os.Rename(tmp, path); err == nil {
-			err = syncDir(d.dir)
+			err = d.syncDir(d.dir)
 		}
 	}
 	if err != nil {
@@ -948,7 +949,7 @@ func (l *snapshotLoader) endResource() {
 
 // writeFileSync writes a file durably: a temporary file, fdatasync,
 // rename, fsync of the directory.
-func writeFileSync(path string, b []byte) error {
+func (d *disk) writeFileSync(path string, b []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -956,7 +957,7 @@ func writeFileSync(path string, b []byte) error {
 	}
 	_, err = f.Write(b)
 	if err == nil {
-		err = datasync(f)
+		err = d.datasync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -965,7 +966,7 @@ func writeFileSync(path string, b []byte) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = d.syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -975,14 +976,14 @@ func writeFileSync(path string, b []byte) error {
 }
 
 // truncateSync cuts a file at size, durably.
-func truncateSync(path string, size int64) error {
+func (d *disk) truncateSync(path string, size int64) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("storage: %w", err)
 	}
 	err = f.Truncate(size)
 	if err == nil {
-		err = datasync(f)
+		err = d.datasync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -993,8 +994,19 @@ func truncateSync(path string, size int64) error {
 	return nil
 }
 
+// datasync is the datasync of f, unless the store's tests turned syncs off.
+func (d *disk) datasync(f *os.File) error {
+	if d.noSync {
+		return nil
+	}
+	return datasync(f)
+}
+
 // syncDir makes a directory's entries durable.
-func syncDir(dir string) error {
+func (d *disk) syncDir(dir string) error {
+	if d.noSync {
+		return nil
+	}
 	f, err := os.Open(dir)
 	if err != nil {
 		return err

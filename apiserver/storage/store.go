@@ -38,6 +38,11 @@ type Options struct {
 	// this many bytes (or as many as the last snapshot, if more), a
 	// snapshot replaces it. Default 64 MiB (DefaultSnapshotBytes).
 	SnapshotBytes int64
+
+	// noSync, with Dir, skips every fdatasync and fsync: the package's
+	// fuzz target sets it, as its inputs need no durability and the
+	// syncs would bound it to a few executions a second.
+	noSync bool
 }
 
 func (o *Options) setDefaults() {
