@@ -115,6 +115,13 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		obj = s.manageFields(k, "", obj, nil, wo)
 		u.Object = obj
 	}
+	// Mutating admission webhooks, after the field manager, as
+	// kube-apiserver calls them (admission.go).
+	obj, err := s.mutateWrite(k, "", obj, nil, wo)
+	if err != nil {
+		return nil, err
+	}
+	u.Object, m = obj, meta(obj)
 	if k.strategyCreate != nil {
 		k.strategyCreate(obj)
 	}
@@ -132,6 +139,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 			return nil, err
 		}
 		wo.strategyWarnings(k, obj)
+		if err := s.validateWrite(k, "", obj, nil, wo); err != nil {
+			return nil, err
+		}
 		if k.namespaced {
 			if err := s.checkNamespace(u.GetNamespace()); err != nil {
 				return nil, err

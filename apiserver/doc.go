@@ -1,6 +1,6 @@
 // Package apiserver is kloop's embedded API server: an in-process server that
-// speaks the Kubernetes REST and watch protocol (JSON on the wire; protobuf
-// request bodies of built-in kinds are accepted), so that kubectl, client-go
+// speaks the Kubernetes REST and watch protocol (JSON, YAML and, for built-in
+// kinds, protobuf, in requests and answers alike), so that kubectl, client-go
 // and controller-runtime use it as they would a cluster. It starts no other
 // process (start-up time: README.md) and keeps everything in memory, or
 // with Options.DataDir in a directory across restarts ([storage]).
@@ -35,15 +35,18 @@
 //	              bodies, write_options.go a write's options and warnings
 //	patch.go      JSON, merge and strategic merge patch (patchlimits.go: the work a patch may
 //	              ask for); scale.go the /scale subresource
-//	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
+//	watch.go      chunked watch streams (JSON, protobuf): bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions
+//	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
+//	              admission.go admission webhooks, webhookcall.go the calls of webhooks
 //	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
 //	persist.go    Options.DataDir: the credentials kept, what New rebuilds from stored objects, Close
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
+//	negotiate.go  the encoding of answers by Accept, as kube-apiserver negotiates it
+//	protobuf_encode.go answers in protobuf (protobuf_answers.go: lists, watch events)
 //	reviews.go    access, identity and token reviews (kubectl auth can-i, kubectl auth whoami)
 //	podconnect.go pods' log, exec, attach and portforward (no kubelet to reach)
 //	ipalloc.go    Service cluster IPs
@@ -59,7 +62,9 @@
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages
 // do, faster; internal/typed tells from a JSON tree alone that a body is
-// already in its Go type's form (for fasttyped.go); internal/jsonpatch
+// already in its Go type's form (for fasttyped.go); internal/pbenc encodes
+// the JSON of a built-in kind in protobuf without decoding it into its Go
+// type (for protobuf answers); internal/jsonpatch
 // applies JSON and merge patches as json-patch.v4 (kube-apiserver's
 // library) does, with a bound on copies and in linear time; internal/apiext
 // implements CustomResourceDefinitions (types, validation, structural
@@ -76,8 +81,10 @@
 // removed; errors are metav1.Status bodies with kube-apiserver's reasons and
 // codes and messages. The differential suite in the conformance
 // subpackage compares all of this with kube-apiserver v1.37.2, response by
-// response. Not yet: server-side apply, garbage collection of owned objects,
-// admission webhooks, conversion webhooks.
+// response. Not yet: server-side apply, garbage collection of owned objects.
+// Admission webhooks (the stored webhook configurations: admission.go) and
+// the conversion webhooks of CRDs (crdconvert.go) are called
+// (webhookcall.go).
 //
 // Every request needs a bearer token (401 otherwise; the scheme in any
 // case). Options.Token authenticates kloop-admin, in system:masters,

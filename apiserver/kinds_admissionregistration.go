@@ -15,8 +15,8 @@ import (
 
 // admissionregistration.k8s.io/v1 ValidatingWebhookConfigurations and
 // MutatingWebhookConfigurations, after kube-apiserver v1.37's defaults and
-// validation (pkg/apis/admissionregistration). They are stored and
-// served: the embedded server calls no webhook.
+// validation (pkg/apis/admissionregistration). The server calls the
+// webhooks they configure on every write they match (admission.go).
 
 // webhook is what the two kinds' webhooks share, for defaults and
 // validation.

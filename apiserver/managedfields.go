@@ -137,7 +137,8 @@ func resetFields(k *kind, sub string) map[fieldpath.APIVersion]fieldpath.Filter 
 // fmConverter is the object converter, creater and defaulter of a kind's
 // field manager. Objects are unstructured; the versions it converts
 // between are k's served one and its stored one (for custom resources,
-// any version of the CRD: their conversion only renames the version).
+// any version of the CRD: their conversion renames the version, or calls
+// the CRD's conversion webhook).
 // Defaulting is left to the write path, after the field manager.
 type fmConverter struct {
 	s *Server
@@ -193,6 +194,13 @@ func (c fmConverter) ConvertToVersion(in runtime.Object, target runtime.GroupVer
 		return &unstructured.Unstructured{Object: m}, nil
 	case k.crd != nil && to.Group == k.gvr.Group && k.crd.hasVersion(to.Version):
 		m := runtime.DeepCopyJSON(u.Object)
+		if k.crd.webhook != nil {
+			var err error
+			if m, err = c.s.convertCR(k, m, want); err != nil {
+				return nil, err
+			}
+			return &unstructured.Unstructured{Object: m}, nil
+		}
 		m["apiVersion"] = want
 		return &unstructured.Unstructured{Object: m}, nil
 	}

@@ -401,10 +401,6 @@ func TestDataDirInformerResumes(t *testing.T) {
 	}
 }
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TestDataDirErrors checks that a data directory New cannot use is an

@@ -207,17 +207,22 @@ func (k *kind) groupResource() schema.GroupResource { return k.gvr.GroupResource
 // sameStorageForm reports whether objects are stored in the form this kind
 // serves (objects written before a CRD changed its storage version may not
 // be: see servesAsIs).
-func (k *kind) sameStorageForm() bool { return k.convert == nil && k.apiVersion() == k.storageVersion }
+func (k *kind) sameStorageForm() bool {
+	return (k.convert == nil || k.convert.byVersion) && k.apiVersion() == k.storageVersion
+}
 
 // servesAsIs reports whether a stored object's bytes are its served form.
 func (k *kind) servesAsIs(o *storage.Object) bool {
-	return k.convert == nil && o.APIVersion == k.apiVersion()
+	return (k.convert == nil || k.convert.byVersion) && o.APIVersion == k.apiVersion()
 }
 
 // conversion converts between the stored and the served form of an object.
 type conversion struct {
 	toStorage   func(obj map[string]any) (map[string]any, error)
 	fromStorage func(obj map[string]any) (map[string]any, error)
+	// byVersion: an object at the version it is wanted at needs nothing
+	// (a CRD's conversion webhook: crdconvert.go).
+	byVersion bool
 }
 
 // scaleInfo locates the replica fields of a kind with a /scale subresource.

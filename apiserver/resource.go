@@ -58,6 +58,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 			s.notFound(w, r)
 			return
 		}
+		if !s.negotiateAnswer(w, r, k, ri) {
+			return
+		}
 		if err := s.serveTokenRequest(w, r, ri); err != nil {
 			writeError(w, err, gr, ri.name)
 		}
@@ -65,6 +68,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	case "eviction", "binding":
 		if k.gvr != podGVR || ri.name == "" || ri.namespace == "" || ri.watchPath {
 			s.notFound(w, r)
+			return
+		}
+		if !s.negotiateAnswer(w, r, k, ri) {
 			return
 		}
 		if err := s.servePodSubresourceWrite(w, r, k, ri); err != nil {
@@ -104,6 +110,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	}
 	if k.review != nil && (r.Method != http.MethodPost || ri.name != "" || ri.subresource != "" || ri.watchPath) {
 		writeError(w, methodNotAllowed(), gr, ri.name)
+		return
+	}
+	if !s.negotiateAnswer(w, r, k, ri) {
 		return
 	}
 	q := r.URL.Query()
@@ -181,10 +190,10 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name s
 	if err != nil {
 		return err
 	}
-	if t, ok := wantsTable(r); ok {
+	if t, ok := wantsTable(w, r); ok {
 		return s.writeTable(w, k, []*storage.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion)}, t)
 	}
-	if md, ok := wantsMetadata(r); ok {
+	if md, ok := wantsMetadata(w); ok {
 		if md.list {
 			return md.notAcceptable(k, false)
 		}
@@ -346,13 +355,19 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 			lm.RemainingItemCount = &res.Remaining
 		}
 	}
-	if t, ok := wantsTable(r); ok {
+	if t, ok := wantsTable(w, r); ok {
 		return s.writeTable(w, k, res.Objects, lm, t)
 	}
-	if md, ok := wantsMetadata(r); ok {
-		if !md.list {
-			return md.notAcceptable(k, true)
+	md, isMeta := wantsMetadata(w)
+	if isMeta && !md.list {
+		return md.notAcceptable(k, true)
+	}
+	if answerOf(w).format == formatProtobuf {
+		if ok, err := s.writeProtobufList(w, k, res.Objects, lm, md); ok || err != nil {
+			return err
 		}
+	}
+	if isMeta {
 		items := make([]any, len(res.Objects))
 		for i, o := range res.Objects {
 			m, err := s.served(k, o)
@@ -383,11 +398,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	}
 	buf.Grow(size)
 	fmt.Fprintf(&buf, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.listKind, k.apiVersion(), metaJSON)
+	var corrupt []*corruptObjectError // objects a conversion webhook did not convert
 	for i, o := range res.Objects {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		b, err := s.output(k, o)
+		var ce *corruptObjectError
+		if errors.As(err, &ce) {
+			corrupt = append(corrupt, ce)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -396,6 +417,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 			b = jsontree.StripTypeMeta(b)
 		}
 		buf.Write(b)
+	}
+	if len(corrupt) > 0 {
+		return storageReadError(k, corrupt)
 	}
 	buf.WriteString("]}")
 	writeJSON(w, http.StatusOK, buf.Bytes())

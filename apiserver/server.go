@@ -72,6 +72,12 @@ type Server struct {
 	users users     // bearer tokens
 	rbac  rbacState // the RBAC objects' policy
 	imp   impersonation
+
+	// hooks are the HTTP clients of the webhooks the server calls
+	// (webhookcall.go); admission the admission webhooks of the stored
+	// configurations (admission.go).
+	hooks     webhookClients
+	admission admissionHooks
 }
 
 // New returns a server holding the built-in kinds and the namespaces every
@@ -291,6 +297,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (err error) {
 		return fmt.Errorf("apiserver: close: %w", err)
 	}
 	s.waitInflight(time.Minute) // handlers return once their connection is closed
+	s.hooks.closeIdle()
 	return nil
 }
 
@@ -350,6 +357,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w = lw
 		defer s.logRequest(r, id, lw, start)
 	}
+	w = s.negotiating(w, r) // answers in the encoding r accepts (negotiate.go)
 	if s.intercept(w, r, id, class) {
 		return
 	}

@@ -236,6 +236,12 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		obj = s.manageFields(k, ri.subresource, obj, old, wo)
 		u.Object, m = obj, meta(obj)
 	}
+	// Mutating admission webhooks, after the field manager (admission.go).
+	obj, err := s.mutateWrite(k, ri.subresource, obj, old, wo)
+	if err != nil {
+		return nil, false, false, err
+	}
+	u.Object, m = obj, meta(obj)
 	if k.stored != nil {
 		k.stored(obj)
 	}
@@ -257,6 +263,9 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"]) ||
 		k.labelsMoveGeneration && !jsontree.Equal(m["labels"], om["labels"])) {
 		m["generation"] = jsontree.Int(old, "metadata", "generation") + 1
+	}
+	if err := s.validateWrite(k, ri.subresource, obj, old, wo); err != nil {
+		return nil, false, false, err
 	}
 	if jsontree.Equal(obj, old) {
 		return obj, false, false, nil

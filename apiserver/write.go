@@ -25,6 +25,9 @@ func (s *Server) toStorage(k *kind, obj map[string]any) (map[string]any, error) 
 	if k.convert != nil {
 		var err error
 		if obj, err = k.convert.toStorage(obj); err != nil {
+			if _, ok := err.(apierrors.APIStatus); ok { // a conversion webhook's failure
+				return nil, err
+			}
 			return nil, badRequest("converting %s: %v", k.kind, err)
 		}
 	}
@@ -99,7 +102,7 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured, sub string
 		if old != nil {
 			oldObj = old.Object
 		}
-		errs = append(errs, k.crd.cel.validate(k.crd.schemaProps, u.Object, oldObj, errs)...)
+		errs = append(errs, k.crd.validateCEL(u.Object, oldObj, errs)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, u.GetName(), errs)

@@ -95,9 +95,26 @@ type e2eContender struct {
 // what interning costs per event), controller-runtime.
 var e2eContenders = []e2eContender{
 	{writersOnly, nil},
-	{"kloop", kloopE2E(false)},
-	{"kloop-nointern", kloopE2E(true)},
+	{"kloop", kloopE2E(kloopVariant{})},
+	{"kloop-nointern", kloopE2E(kloopVariant{noIntern: true})},
+	{"kloop-notriggers", kloopE2E(kloopVariant{noTriggers: true})},
+	{"kloop-noryow", kloopE2E(kloopVariant{noRYOW: true})},
+	{"kloop-nohotloop", kloopE2E(kloopVariant{noHotLoop: true})},
+	{"kloop-off", kloopE2E(kloopVariant{noTriggers: true, noRYOW: true, noHotLoop: true})},
 	{"controller-runtime", controllerRuntimeE2E},
+}
+
+// kloopVariant turns off parts of kloop (all on by default): string
+// interning, the trigger records (controller.Options.DisableTriggers, which
+// also turns the hot-loop detector off), read-your-own-writes (the
+// manager's client and the controller), the hot-loop detector. The
+// kloop-no* contenders give each one's cost; kloop-off all three of issue
+// 23's.
+type kloopVariant struct{ noIntern, noTriggers, noRYOW, noHotLoop bool }
+
+func (v kloopVariant) controllerOptions(workers int) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: workers, DisableTriggers: v.noTriggers,
+		DisableReadYourOwnWrites: v.noRYOW, HotLoop: controller.HotLoopOptions{Disable: v.noHotLoop}}
 }
 
 // runManager runs start until stop is called; stop waits for it to return.
@@ -115,14 +132,15 @@ func runManager(tb testing.TB, name string, start func(context.Context) error) (
 
 // kloopE2E: manager.New, the builder's For, the manager's client (a deep copy
 // from the shared cache) in the reconcile.
-func kloopE2E(noIntern bool) func(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
+func kloopE2E(v kloopVariant) func(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
 	return func(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker) func() {
-		return startKloopE2E(tb, cfg, ns, workers, t, noIntern)
+		return startKloopE2E(tb, cfg, ns, workers, t, v)
 	}
 }
 
-func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker, noIntern bool) func() {
-	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{DisableInterning: noIntern}, Logger: quiet()})
+func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker, v kloopVariant) func() {
+	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{DisableInterning: v.noIntern}, Logger: quiet(),
+		DisableReadYourOwnWrites: v.noRYOW})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -139,7 +157,7 @@ func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *s
 		return reconcile.Result{}, nil
 	})
 	err = builder.ControllerManagedBy(mgr).Named("bench").For(&corev1.ConfigMap{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
+		WithOptions(v.controllerOptions(workers)).Complete(r)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -563,9 +581,11 @@ type inprocContender struct {
 // interning off (what interning costs per event), client-go, and the
 // harness alone (no pipeline: the ceiling of any contender here).
 var inprocContenders = []inprocContender{
-	{"kloop", kloopInproc(false, true)},
-	{"kloop-buffered", kloopInproc(false, false)},
-	{"kloop-nointern", kloopInproc(true, true)},
+	{"kloop", kloopInproc(kloopVariant{}, true)},
+	{"kloop-buffered", kloopInproc(kloopVariant{}, false)},
+	{"kloop-nointern", kloopInproc(kloopVariant{noIntern: true}, true)},
+	{"kloop-notriggers", kloopInproc(kloopVariant{noTriggers: true}, true)},
+	{"kloop-off", kloopInproc(kloopVariant{noTriggers: true, noRYOW: true, noHotLoop: true}, true)},
 	{"client-go", clientGoInproc},
 	{"harness", harnessInproc},
 }
@@ -593,15 +613,15 @@ func harnessInproc(_ testing.TB, initial []*corev1.ConfigMap, _ int, t *seqTrack
 // kloopInproc: informer.New (default options: managedFields dropped, strings
 // interned) → informer.NewSource with EnqueueRequestForObject → controller.New;
 // the reconcile reads the informer's cache (no copy).
-func kloopInproc(noIntern, inline bool) func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
+func kloopInproc(v kloopVariant, inline bool) func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
 	return func(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker) (func(*corev1.ConfigMap), func()) {
-		return startKloopInproc(tb, initial, workers, t, noIntern, inline)
+		return startKloopInproc(tb, initial, workers, t, v, inline)
 	}
 }
 
-func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker, noIntern, inline bool) (func(*corev1.ConfigMap), func()) {
+func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t *seqTracker, v kloopVariant, inline bool) (func(*corev1.ConfigMap), func()) {
 	w := newChanWatch[*corev1.ConfigMap]()
-	inf, err := informer.New[*corev1.ConfigMap](&chanLW[*corev1.ConfigMap]{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{DisableInterning: noIntern})
+	inf, err := informer.New[*corev1.ConfigMap](&chanLW[*corev1.ConfigMap]{items: initial, w: w}, informer.Options[*corev1.ConfigMap]{DisableInterning: v.noIntern})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -611,11 +631,13 @@ func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t
 		}
 		return reconcile.Result{}, nil
 	})
-	c, err := controller.New("bench", r, controller.Options{MaxConcurrentReconciles: workers, Logger: quiet()})
+	copts := v.controllerOptions(workers)
+	copts.Logger = quiet()
+	c, err := controller.New("bench", r, copts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	src, err := informer.NewSource(inf, handler.EnqueueRequestForObject{}, informer.SourceOptions{Inline: inline})
+	src, err := informer.NewSource(inf, handler.EnqueueRequestForObject{}, informer.SourceOptions{Inline: inline, Kind: "ConfigMap"})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -307,6 +307,18 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	if opts.Metrics == nil {
 		opts.Metrics = b.mgr.ControllerMetrics()
 	}
+	if !opts.HotLoop.Disable && b.forW != nil {
+		// The hot-loop detector's reports: an Event on the object, and
+		// the other writer's managedFields from a metadata-only read.
+		if opts.HotLoop.Recorder == nil {
+			if rec, err := b.mgr.Recorder(name); err == nil {
+				opts.HotLoop.Recorder = rec
+			}
+		}
+		if opts.HotLoop.Get == nil {
+			opts.HotLoop.Get = metadataGet(b.mgr.Client(), forGVK)
+		}
+	}
 	if opts.QueueMetrics == nil {
 		opts.QueueMetrics = b.mgr.QueueMetrics()
 	}
@@ -442,6 +454,7 @@ func (b *Builder) newSource(f *informer.Factory, w watch, gvk schema.GroupVersio
 	}
 	kopts := informer.SourceOptions{
 		Name:       fmt.Sprintf("%s %s", w.what, gvk.GroupKind()),
+		Kind:       gvk.GroupKind().String(),
 		Predicates: append(append([]predicate.Predicate(nil), b.filters...), w.opts.predicates...),
 	}
 	kopts.Inline = inlineDelivery(w.what, kopts.Predicates)
@@ -571,4 +584,18 @@ func resolve(ctx context.Context, f *informer.Factory, obj client.Object) (schem
 		return gvk, nil, err
 	}
 	return gvk, mapping, nil
+}
+
+// metadataGet reads the object of a request of kind gvk from the API server,
+// metadata only (managedFields included): the hot-loop detector's Get.
+func metadataGet(c *client.Client, gvk schema.GroupVersionKind) func(context.Context, reconcile.Request) (handler.Object, error) {
+	return func(ctx context.Context, req reconcile.Request) (handler.Object, error) {
+		o := &metav1.PartialObjectMetadata{}
+		o.SetGroupVersionKind(gvk)
+		if err := c.Uncached().Get(ctx, req.NamespacedName, o); err != nil {
+			return nil, err
+		}
+		o.SetGroupVersionKind(gvk)
+		return o, nil
+	}
 }

@@ -45,6 +45,11 @@
 // (or Build). The controller's name defaults to For's kind in lower case;
 // its Logger, Metrics and QueueMetrics default to the manager's. The
 // builder also adds a "controller-<name>" readiness check to the manager.
+// For the hot-loop detector (controller.HotLoopOptions) it sets, unless
+// given, the Recorder (the manager's, for the controller's name) and the
+// Get (a metadata-only read of the For kind from the API server, for the
+// other writer's managedFields); its sources name their kind
+// (informer.SourceOptions.Kind) in the reconciles' trigger records.
 //
 // Watches follow CRDs: a kind the server does not serve yet (its CRD is not
 // installed) is not an error; its watch waits for it, polling discovery,
@@ -53,4 +58,21 @@
 // other watches run. When the CRD is deleted the kind's informers stop and
 // the watch waits again; when it comes back they list it again. See
 // Builder.FailOnMissingKind, which restores the fail-fast behaviour.
+//
+// # Webhooks
+//
+// WebhookManagedBy registers a kind's admission and conversion webhooks on
+// the manager's webhook server (kloop.dev/kloop/webhook), at
+// controller-runtime's paths:
+//
+//	err := builder.WebhookManagedBy(mgr, &v1.Widget{}).
+//		WithDefaulter(widgetDefaulter{}). // admission.Defaulter[*v1.Widget]: /mutate-example-com-v1-widget
+//		WithValidator(widgetValidator{}). // admission.Validator[*v1.Widget]: /validate-example-com-v1-widget
+//		Complete()
+//
+// A kind whose versions in the manager's Scheme are a hub and its spokes
+// (conversion.Hub, conversion.Convertible) is converted at /convert, as is
+// one given WithConverter (conversion.Funcs). The object comes with
+// WebhookManagedBy, not a For, so that the defaulter and the validator are
+// typed: a Go method cannot take a type parameter of its own.
 package builder

@@ -9,6 +9,7 @@ import (
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -113,7 +114,25 @@ func (c *Client) apply(ctx context.Context, config ApplyConfiguration, sub strin
 	if err != nil {
 		return err
 	}
-	return decodeApplied(out, config, gvk)
+	if err := decodeApplied(out, config, gvk); err != nil {
+		return err
+	}
+	if md := appliedMeta(config); md != nil && !o.DryRun {
+		if wantsManagedFields(ctx) {
+			// An apply configuration has no managedFields: read them
+			// from the answer for the reconcile's hot-loop detector.
+			var ans struct {
+				Metadata struct {
+					ManagedFields []metav1.ManagedFieldsEntry `json:"managedFields"`
+				} `json:"metadata"`
+			}
+			if json.Unmarshal(out, &ans) == nil {
+				md.SetManagedFields(ans.Metadata.ManagedFields)
+			}
+		}
+		c.wrote(ctx, gvk, m, md, sub, o.FieldManager)
+	}
+	return nil
 }
 
 // applyTarget reads what config is: its kind, name and namespace.

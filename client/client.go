@@ -91,6 +91,24 @@ type Options struct {
 	FieldOwner string
 	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
+
+	// DisableReadYourOwnWrites turns off read-your-own-writes. By default
+	// the client remembers the resourceVersion each of its writes of a
+	// cached kind returned (create, update, patch, apply, status, delete —
+	// for a delete, that the object is gone), and a cached Get of that
+	// object, or List of that kind, waits until the cache has caught up
+	// with the write, at most ReadYourOwnWritesTimeout after it; then the
+	// read goes on with the cache as it is, logs a warning and counts a
+	// stale read (Stats.StaleReads). See the package documentation.
+	// Default false.
+	DisableReadYourOwnWrites bool
+	// ReadYourOwnWritesTimeout bounds how long after a write the reads
+	// that follow it wait for the cache. Default
+	// DefaultReadYourOwnWritesTimeout (3 s).
+	ReadYourOwnWritesTimeout time.Duration
+	// Metrics reads the client's statistics (waits for the cache, stale
+	// reads). Default: none.
+	Metrics MetricsProvider
 }
 
 // Client reads objects from the informer cache (or the API server) and
@@ -117,6 +135,10 @@ type Client struct {
 	// informerKey: a read of the same kind, form and scope goes to its
 	// informer at once.
 	synced sync.Map // informerKey → *informer.Informer[informer.Object]
+	// writes remembers the client's own writes for the reads that follow
+	// them (nil: read-your-own-writes is off, or nothing is cached).
+	writes *writeLog
+	stats  clientStats
 }
 
 func (o *Options) defaults(cfg *rest.Config) error {
@@ -158,6 +180,9 @@ func (o *Options) defaults(cfg *rest.Config) error {
 }
 
 func (o *Options) validate() error {
+	if o.ReadYourOwnWritesTimeout < 0 {
+		return fmt.Errorf("client: Options.ReadYourOwnWritesTimeout %s is negative", o.ReadYourOwnWritesTimeout)
+	}
 	for i, u := range o.Uncached {
 		if v := reflect.ValueOf(u); u == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 			return fmt.Errorf("client: Options.Uncached[%d] is nil", i)
@@ -202,6 +227,18 @@ func New(cfg *rest.Config, opts Options) (*Client, error) {
 			return nil, fmt.Errorf("client: Options.Uncached: %w", err)
 		}
 		c.uncached[gvk] = true
+	}
+	if c.factory != nil && !opts.DisableReadYourOwnWrites {
+		timeout := opts.ReadYourOwnWritesTimeout
+		if timeout == 0 {
+			timeout = DefaultReadYourOwnWritesTimeout
+		}
+		c.writes = newWriteLog(timeout)
+	}
+	if opts.Metrics != nil {
+		if err := opts.Metrics.Register(c.stats.read); err != nil {
+			return nil, fmt.Errorf("client: registering metrics: %w", err)
+		}
 	}
 	return c, nil
 }
@@ -290,6 +327,9 @@ func (c *Client) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	}
 	inf, err := c.informerFor(ctx, gvk, obj, scope)
 	if err != nil {
+		return err
+	}
+	if err := c.awaitGet(ctx, gvk, key, inf); err != nil {
 		return err
 	}
 	cached, ok := inf.Get(key.Namespace, key.Name)
@@ -447,6 +487,13 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 		if err != nil {
 			return err
 		}
+		ns := scope.Namespace
+		if ns == "" {
+			ns = listNamespace(o)
+		}
+		if err := c.awaitList(ctx, gvk, ns, inf); err != nil {
+			return err
+		}
 		if objs, err = selectCached(inf, o); err != nil {
 			return err
 		}
@@ -456,6 +503,9 @@ func (c *Client) List(ctx context.Context, list ObjectList, opts ...ListOption) 
 		scope.Namespace = ns
 		inf, err := c.informerFor(ctx, gvk, item, scope)
 		if err != nil {
+			return err
+		}
+		if err := c.awaitList(ctx, gvk, ns, inf); err != nil {
 			return err
 		}
 		more, err := selectCached(inf, o)
@@ -856,7 +906,13 @@ func (c *Client) write(ctx context.Context, method string, obj Object, sub strin
 	if err != nil {
 		return err
 	}
-	return decodeInto(out, obj, gvk)
+	if err := decodeInto(out, obj, gvk); err != nil {
+		return err
+	}
+	if q.Get("dryRun") == "" {
+		c.wrote(ctx, gvk, m, obj, sub, q.Get("fieldManager"))
+	}
+	return nil
 }
 
 func (c *Client) writeQuery(opts []WriteOption) (WriteOptions, url.Values) {
@@ -947,8 +1003,15 @@ func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) er
 	if err != nil {
 		return fmt.Errorf("client: encoding DeleteOptions: %w", err)
 	}
-	_, err = c.do(ctx, http.MethodDelete, u, "application/json", "application/json", body, m)
-	return err
+	out, err := c.do(ctx, http.MethodDelete, u, "application/json", "application/json", body, m)
+	if err != nil {
+		return err
+	}
+	if !o.DryRun {
+		gvk, _ := c.gvkFor(obj) // target found it
+		c.deleted(ctx, gvk, m, obj, out)
+	}
+	return nil
 }
 
 // Status returns a writer of the status subresource: with it enabled, a

@@ -72,6 +72,32 @@
 // object, type and reason) are combined into one Event, as client-go's
 // EventAggregator does. manager.Manager.Recorder hands them out.
 //
+// # Read-your-own-writes
+//
+// With a Factory, the client remembers what each of its writes of a cached
+// kind returned — Create, Update, Patch, Apply, Status().Update/Patch/Apply:
+// the object's resourceVersion; Delete: that the object (its UID) is gone —
+// and a cached Get of that object, or a cached List of that kind (in that
+// namespace), waits until the informer it reads has caught up with the write:
+// the cache holds the object at that resourceVersion or later, or the
+// informer's StoreResourceVersion (the last event, relist or bookmark it
+// applied) reached it, compared with k8s.io/apimachinery/pkg/util/resourceversion.
+// A read waits at most until Options.ReadYourOwnWritesTimeout (3 s) after the
+// write, then goes on with the cache as it is, logs a warning (once per
+// write) and counts a stale read (Stats.StaleReads; kloop.dev/kloop/metrics'
+// Client exposes the counters). A resourceVersion that does not parse tells
+// nothing and is not waited for; so are dry runs, DeleteAllOf (its answer
+// names no object), writes of kinds read from the API server, and writes to
+// a cache scoped by a field selector (one scoped by a label selector waits
+// for the objects it selects). A read whose context is cancelled while it
+// waits fails with the context's error. The writes of one client only:
+// another process's writes, or another client's, are not waited for, as
+// with any cache. Options.DisableReadYourOwnWrites turns it off; a
+// controller's Options.DisableReadYourOwnWrites turns it off for that
+// controller's reconciles. A write made in a controller's reconcile is also
+// handed to the controller, which holds the key's next reconcile until the
+// cache has it (see kloop.dev/kloop/controller).
+//
 // A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
 // or an object's metadata) is ignored, as by controller-runtime and
 // kube-apiserver, cached or not.

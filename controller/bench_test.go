@@ -80,7 +80,7 @@ func BenchmarkReconcileHandler(b *testing.B) {
 			ids := newIDSource()
 			b.ReportAllocs()
 			for b.Loop() {
-				c.reconcileHandler(ctx, req, 0, ids.next())
+				c.reconcileHandler(ctx, req, 0, ids.next(), nil, nil)
 			}
 			var s Stats
 			c.readStats(&s)

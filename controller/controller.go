@@ -96,6 +96,40 @@ type Options struct {
 	// the cache-sync timeout and the reconcile time. Default:
 	// workqueue.RealClock.
 	Clock workqueue.Clock
+
+	// DisableTriggers turns off the record of why each reconcile runs.
+	// By default the work queue keeps, for each key waiting, the last
+	// workqueue.RecentTriggers causes that added it (the event's type,
+	// kind, object, handler, time; the controller's own requeues) and a
+	// count of all of them, merged as the key's adds merge, at no
+	// allocation per event; a reconcile reads them with
+	// reconcile.TriggersFrom and its log lines carry them. Default false.
+	DisableTriggers bool
+
+	// DisableReadYourOwnWrites turns off, for this controller, what makes
+	// a reconcile see its controller's own writes. By default the writes
+	// a reconcile makes through kloop's client (kloop.dev/kloop/client)
+	// are remembered, and the key's next reconcile does not run before the
+	// cache has caught up with them — the key is skipped and requeued
+	// after a short delay, without calling Reconcile (Stats.StaleSkips), as
+	// kube-controller-manager's controllers do since Kubernetes 1.36
+	// (KEP-5647) — at most ReadYourOwnWritesTimeout after the writes, then
+	// it is reconciled anyway, with a warning (Stats.StaleTimeouts); and
+	// the client's cached reads in the reconcile wait for the client's
+	// own writes (client.Options.DisableReadYourOwnWrites turns that off
+	// for a whole client). Default false.
+	DisableReadYourOwnWrites bool
+	// ReadYourOwnWritesTimeout bounds how long after a reconcile's writes
+	// the key's next reconcile waits for the cache. Default
+	// DefaultReadYourOwnWritesTimeout (3 s).
+	ReadYourOwnWritesTimeout time.Duration
+
+	// HotLoop configures the detector of hot loops (a key reconciled and
+	// written again and again by its own writes) and fighting writers (a
+	// field of the key's object that the controller and another writer
+	// keep rewriting). Default: on, reporting only (see HotLoopOptions);
+	// it needs the trigger records (off with DisableTriggers).
+	HotLoop HotLoopOptions
 }
 
 func (o *Options) setDefaults() {
@@ -118,6 +152,10 @@ func (o *Options) setDefaults() {
 	if o.RateLimiter == nil {
 		o.RateLimiter = workqueue.DefaultRateLimiter[reconcile.Request](o.Clock)
 	}
+	if o.ReadYourOwnWritesTimeout == 0 {
+		o.ReadYourOwnWritesTimeout = DefaultReadYourOwnWritesTimeout
+	}
+	o.HotLoop.setDefaults()
 }
 
 func (o *Options) validate() error {
@@ -130,6 +168,12 @@ func (o *Options) validate() error {
 	}
 	if o.ReconcileTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ReconcileTimeout %s is negative", o.ReconcileTimeout))
+	}
+	if o.ReadYourOwnWritesTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ReadYourOwnWritesTimeout %s is negative", o.ReadYourOwnWritesTimeout))
+	}
+	if err := o.HotLoop.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -149,6 +193,14 @@ type Controller struct {
 	normal, low enqueuer // what sources and handlers see of queue
 
 	timeoutCause error // the cause of a ReconcileTimeout, naming the controller
+
+	// stale skips the keys whose cache is behind their last reconcile's
+	// writes (nil: Options.DisableReadYourOwnWrites).
+	stale *staleTracker
+	// loops reports hot loops and fighting writers (nil: off).
+	loops *loopDetector
+	// recordWrites: reconciles collect their writes (for stale, loops).
+	recordWrites bool
 
 	// stopping is set before the queue shuts down: keys still handed out
 	// are then released without a reconcile.
@@ -188,6 +240,7 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 		RateLimiter: opts.RateLimiter,
 		Metrics:     opts.QueueMetrics,
 		Clock:       opts.Clock,
+		Triggers:    !opts.DisableTriggers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("controller %q: %w", name, err)
@@ -204,6 +257,14 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 		low:    enqueuer{q: q, prio: LowPriority},
 		timeoutCause: fmt.Errorf("%w: controller %q: reconcile exceeded ReconcileTimeout %s",
 			ErrReconcileTimeout, name, opts.ReconcileTimeout),
+	}
+	if !opts.DisableReadYourOwnWrites {
+		c.stale = newStaleTracker(opts.ReadYourOwnWritesTimeout, c.log)
+		c.recordWrites = true
+	}
+	if !opts.HotLoop.Disable && !opts.DisableTriggers {
+		c.loops = newLoopDetector(opts.HotLoop, c.log, &c.stats)
+		c.recordWrites = true
 	}
 	if opts.Metrics != nil {
 		if err := opts.Metrics.Register(name, c.readStats); err != nil {
@@ -391,17 +452,28 @@ func (c *Controller) waitForSync(ctx context.Context, sources []Source) error {
 // never hands a key to two workers at once.
 func (c *Controller) work(ctx context.Context) {
 	ids := newIDSource()
-	req, prio, shutdown := c.queue.GetWithPriority()
+	// trigs is the record of why the key handed out was added: this
+	// worker's, reused (nil without triggers).
+	var trigs *workqueue.Triggers
+	if !c.opts.DisableTriggers {
+		trigs = new(workqueue.Triggers)
+	}
+	// writes collects each reconcile's writes: this worker's, reused.
+	var writes *rctx.Writes
+	if c.recordWrites {
+		writes = new(rctx.Writes)
+	}
+	req, prio, shutdown := c.queue.GetWithTriggers(trigs)
 	for !shutdown {
 		// Shutting down (ctx is cancelled at once, stopping only once the
 		// sources have stopped): the key is left for the next start.
 		if !c.stopping.Load() && ctx.Err() == nil {
 			c.stats.active.Add(1)
-			c.reconcileHandler(ctx, req, prio, ids.next())
+			c.reconcileHandler(ctx, req, prio, ids.next(), trigs, writes)
 			c.stats.active.Add(-1)
 		}
 		// Done and the next key in one take of the queue's lock.
-		req, prio, shutdown = c.queue.Next(req)
+		req, prio, shutdown = c.queue.NextWithTriggers(req, trigs)
 	}
 }
 
@@ -409,7 +481,33 @@ func (c *Controller) work(ctx context.Context) {
 // applies the Result rules. Requeues keep the priority, as
 // controller-runtime's priority queue does: a failing key of the initial list
 // is retried behind fresh events.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte) {
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *workqueue.Triggers, writes *rctx.Writes) {
+	// Both checks read the clock only when some key has writes pending
+	// or a loop state.
+	if c.stale != nil && c.stale.n.Load() > 0 {
+		switch c.stale.check(req, c.opts.Clock.Now()) {
+		case stale:
+			// The cache is behind the key's last writes: what Reconcile
+			// would read is older than what it wrote. Try again soon,
+			// with the causes the key came with.
+			c.stats.staleSkips.Add(1)
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs, bookkeeping(trigs, workqueue.TriggerStale))
+			return
+		case gaveUp:
+			c.stats.staleTimeouts.Add(1)
+		}
+	}
+	if c.loops != nil && c.loops.n.Load() > 0 {
+		wait, keep := c.loops.before(ctx, req, trigs, c.opts.Clock.Now())
+		if wait > 0 {
+			// A key that loops, held back (HotLoopOptions.SlowDown).
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: wait}, trigs, bookkeeping(trigs, workqueue.TriggerSlowDown))
+			return
+		}
+		if writes != nil {
+			writes.KeepManagedFields = keep
+		}
+	}
 	var start time.Time
 	if c.timed {
 		start = c.opts.Clock.Now()
@@ -422,20 +520,40 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	} else {
 		sc = newReconcileScope(ctx, c.log, req, id)
 	}
+	sc.Triggers = trigs
+	sc.Writes = writes
+	sc.NoReadWait = c.opts.DisableReadYourOwnWrites
 	log := sc.Logger
 	ctx = sc
+	// why is the triggers' log attribute, built only when a line is
+	// written.
+	why := slog.Any("triggers", triggersValue{sc})
 
 	res, err := c.reconcile(ctx, req)
+	if writes != nil {
+		ws := writes.Take(nil)
+		staleKeys := c.stale != nil && (len(ws) > 0 || c.stale.n.Load() > 0)
+		loopKeys := c.loops != nil && (len(ws) > 0 || c.loops.n.Load() > 0)
+		if staleKeys || loopKeys {
+			now := c.opts.Clock.Now()
+			if staleKeys {
+				c.stale.record(req, ws, now)
+			}
+			if loopKeys {
+				c.loops.after(req, trigs, ws, err != nil, now)
+			}
+		}
+	}
 	switch {
 	case err != nil:
 		c.stats.errors.Add(1)
 		if reconcile.IsTerminal(err) {
 			c.stats.terminal.Add(1)
 			c.queue.Forget(req)
-			log.Error("reconcile failed with a terminal error, not requeued", "err", err)
+			log.Error("reconcile failed with a terminal error, not requeued", "err", err, why)
 		} else {
-			c.queue.AddWithOptions(req, workqueue.AddOptions{Priority: prio, RateLimited: true})
-			log.Error("reconcile failed, requeued with backoff", "err", err)
+			c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, RateLimited: true}, workqueue.Trigger{Type: workqueue.TriggerError})
+			log.Error("reconcile failed, requeued with backoff", "err", err, why)
 		}
 		if !res.IsZero() {
 			log.Warn("Reconcile returned a Result and a non-nil error: the Result is ignored when the error is non-nil",
@@ -444,12 +562,16 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	case res.RequeueAfter > 0:
 		c.stats.requeueAfter.Add(1)
 		c.queue.Forget(req)
-		c.queue.AddWithOptions(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter})
-		log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter)
+		c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter}, workqueue.Trigger{Type: workqueue.TriggerRequeueAfter})
+		if !c.quiet && log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter, why)
+		}
 	default:
 		c.stats.success.Add(1)
 		c.queue.Forget(req)
-		log.Debug("reconciled")
+		if !c.quiet && log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("reconciled", why)
+		}
 	}
 	if c.timed {
 		c.stats.observe(c.opts.Clock.Since(start))
@@ -492,10 +614,41 @@ type enqueuer struct {
 	prio int
 }
 
-var _ handler.BatchEnqueuer = enqueuer{}
+var _ handler.TriggerEnqueuer = enqueuer{}
 
 func (e enqueuer) AddAll(reqs []reconcile.Request) {
 	e.q.AddAll(reqs, workqueue.AddOptions{Priority: e.prio})
+}
+
+func (e enqueuer) AddTriggered(req reconcile.Request, t workqueue.Trigger) {
+	e.q.AddTriggered(req, workqueue.AddOptions{Priority: e.prio}, t)
+}
+
+func (e enqueuer) AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigger) {
+	e.q.AddAllTriggered(reqs, ts, workqueue.AddOptions{Priority: e.prio})
+}
+
+// bookkeeping is the trigger of the controller's own requeue of a key it
+// did not reconcile (typ: Stale or SlowDown), recorded once per record
+// (none when trigs has one already), so that a key held back many times
+// keeps the causes it came with among its recent triggers.
+func bookkeeping(trigs *workqueue.Triggers, typ workqueue.TriggerType) workqueue.Trigger {
+	if trigs != nil && trigs.Count(typ) > 0 {
+		return workqueue.Trigger{}
+	}
+	return workqueue.Trigger{Type: typ}
+}
+
+// triggersValue is a reconcile's triggers as a log value, built only when a
+// handler formats it.
+type triggersValue struct{ sc *rctx.Scope }
+
+func (v triggersValue) LogValue() slog.Value {
+	t, ok := reconcile.TriggersFrom(v.sc)
+	if !ok {
+		return slog.StringValue("not recorded")
+	}
+	return t.LogValue()
 }
 
 func (e enqueuer) Add(req reconcile.Request) {

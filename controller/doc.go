@@ -69,6 +69,54 @@
 // workers and returns nil. A failing source stops the controller the same
 // way, and Start returns the source's error.
 //
+// # Why each reconcile ran
+//
+// The work queue keeps, for each key waiting, a record of what added it:
+// the last workqueue.RecentTriggers causes — an informer event (Create,
+// InitialList, Update, Resync, Delete: the kind, the object's namespace,
+// name and resourceVersion, the handler, the time), a channel source's
+// event, or the controller's own requeue (Error, RequeueAfter, and Stale or
+// SlowDown below) — and a count of every cause, merged as the key's adds
+// merge (a key held by a worker and added again starts a new record for its
+// next reconcile). reconcile.TriggersFrom(ctx) reads it; the reconcile's log
+// lines carry it as the attribute group triggers (total, recent). It is for
+// observability only: logic stays level-triggered. Recording allocates
+// nothing per event; Options.DisableTriggers turns it off.
+//
+// # Read-your-own-writes and stale keys
+//
+// The writes a reconcile makes through kloop.dev/kloop/client are handed to
+// the controller. When the reconcile returns, those the client's cache has
+// not caught up with yet are remembered for the key, and the key's next
+// reconcile waits for them: the worker skips the key and requeues it after
+// 10 ms (trigger Stale; the causes it came with kept), without calling
+// Reconcile, until the cache has them — as kube-controller-manager does
+// since Kubernetes 1.36 (KEP-5647) — or ReadYourOwnWritesTimeout (3 s)
+// passed since the writes, when it reconciles anyway and logs a warning.
+// Stats.StaleSkips and StaleTimeouts count both. Options.DisableReadYourOwnWrites
+// turns this off, and the waits of the reconciles' cached reads too.
+//
+// # Hot loops and fighting writers
+//
+// From the triggers and the writes of each reconcile, the controller
+// notices a key that is reconciled and written again and again, each
+// reconcile triggered only by its own previous writes and none changing a
+// generation (HotLoopOptions.Threshold, 10, in a row: the timestamp written
+// into the status on every reconcile), and a key whose object another
+// writer keeps updating and the controller keeps writing back
+// (FightThreshold, 5, rounds within Window, 30 s; a status write answering
+// someone's spec change is no round). A fight is confirmed from
+// managedFields — the other writer's version of the object read with
+// HotLoopOptions.Get (the builder's: one metadata-only Get) before the
+// round's reconcile, the controller's from its write's answer — and
+// reported only when fields changed hands, naming the field managers and
+// the field paths; the informer's cache needs no managedFields (kloop's
+// strips them). A report is a Warning Event on the object (reasons HotLoop,
+// FightingWriters; HotLoopOptions.Recorder, the builder sets the manager's),
+// a log line and Stats.HotLoops or FightingWriters, at most once per key per
+// Window. HotLoopOptions.SlowDown (opt-in) holds a reported key back to one
+// reconcile per SlowDown until its loop or fight stops (trigger SlowDown).
+//
 // # Metrics
 //
 // Pull style, for speed: the controller keeps its statistics as atomic

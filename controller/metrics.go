@@ -84,12 +84,27 @@ type Stats struct {
 	// ActiveWorkers is the number of workers in a reconcile now
 	// (controller_runtime_active_workers).
 	ActiveWorkers int
+
+	// kloop's own (no controller-runtime counterpart):
+
+	// StaleSkips counts the keys skipped and requeued because the cache
+	// had not caught up with their last reconcile's writes
+	// (kloop_controller_stale_skips_total; kube-controller-manager's
+	// stale_sync_skips_total). StaleTimeouts counts the keys reconciled
+	// anyway once ReadYourOwnWritesTimeout passed
+	// (kloop_controller_stale_timeouts_total).
+	StaleSkips, StaleTimeouts uint64
+	// HotLoops and FightingWriters count the reports of the hot-loop
+	// detector (kloop_controller_hot_loops_total,
+	// kloop_controller_fighting_writers_total): see HotLoopOptions.
+	HotLoops, FightingWriters uint64
 }
 
 // stats are a controller's live statistics: atomics, so that workers never
 // share a lock for them.
 type stats struct {
 	success, requeueAfter, errors, terminal, panics, timeouts atomic.Uint64
+	staleSkips, staleTimeouts, hotLoops, fights               atomic.Uint64
 	active                                                    atomic.Int64
 	buckets                                                   [len(reconcileTimeBounds) + 1]atomic.Uint64
 	sum                                                       atomic.Int64 // nanoseconds
@@ -108,6 +123,10 @@ func (s *stats) read(out *Stats, workers int) {
 	out.TerminalErrors = s.terminal.Load()
 	out.Panics = s.panics.Load()
 	out.Timeouts = s.timeouts.Load()
+	out.StaleSkips = s.staleSkips.Load()
+	out.StaleTimeouts = s.staleTimeouts.Load()
+	out.HotLoops = s.hotLoops.Load()
+	out.FightingWriters = s.fights.Load()
 	out.ReconcileTime.Count = 0
 	for i := range s.buckets {
 		n := s.buckets[i].Load()

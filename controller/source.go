@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
+	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/workqueue"
 )
 
 // Source delivers events to a controller's queue: it maps them to requests
@@ -71,6 +75,15 @@ func (s *ChannelSource) Start(ctx context.Context, q, low handler.Enqueuer) erro
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("controller: ChannelSource started twice")
 	}
+	if low == nil {
+		low = q
+	}
+	// The adds of each event are recorded with it as their cause.
+	tq, tlow := triggering(q), triggering(low)
+	hname := fmt.Sprintf("%T", s.h)
+	if n, ok := s.h.(fmt.Stringer); ok {
+		hname = n.String()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,7 +93,10 @@ func (s *ChannelSource) Start(ctx context.Context, q, low handler.Enqueuer) erro
 				return nil
 			}
 			if e != nil && predicate.Allow(e, s.preds...) {
-				handler.Dispatch(ctx, s.h, e, q, low)
+				t := channelTrigger(e, hname)
+				tq.set(t)
+				tlow.set(t)
+				handler.Dispatch(ctx, s.h, e, tq.or(q), tlow.or(low))
 			}
 		}
 	}
@@ -91,3 +107,80 @@ func (s *ChannelSource) HasSynced() bool { return true }
 
 // String names the source in logs and errors.
 func (s *ChannelSource) String() string { return fmt.Sprintf("channel source %p", s) }
+
+// triggerEnqueuer records, on a TriggerEnqueuer, the current event of a
+// source as the cause of every add of the event's handler.
+type triggerEnqueuer struct {
+	q handler.TriggerEnqueuer
+	// mu guards cur: a handler may keep the Enqueuer and add from another
+	// goroutine.
+	mu  sync.Mutex
+	cur workqueue.Trigger
+}
+
+// triggering returns a triggerEnqueuer over q, nil if q records no triggers.
+func triggering(q handler.Enqueuer) *triggerEnqueuer {
+	if tq, ok := q.(handler.TriggerEnqueuer); ok {
+		return &triggerEnqueuer{q: tq}
+	}
+	return nil
+}
+
+func (e *triggerEnqueuer) set(t workqueue.Trigger) {
+	if e != nil {
+		e.mu.Lock()
+		e.cur = t
+		e.mu.Unlock()
+	}
+}
+
+// or returns e as an Enqueuer, q if e is nil.
+func (e *triggerEnqueuer) or(q handler.Enqueuer) handler.Enqueuer {
+	if e == nil {
+		return q
+	}
+	return e
+}
+
+func (e *triggerEnqueuer) trigger() workqueue.Trigger {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cur
+}
+
+func (e *triggerEnqueuer) Add(req reconcile.Request) { e.q.AddTriggered(req, e.trigger()) }
+
+func (e *triggerEnqueuer) AddAfter(req reconcile.Request, d time.Duration) { e.q.AddAfter(req, d) }
+
+// channelTrigger is the cause of the adds of e, a channel source's event:
+// its type, and its object's kind (else "channel").
+func channelTrigger(e handler.Event, hname string) workqueue.Trigger {
+	t := workqueue.Trigger{Source: "channel", Handler: hname}
+	var obj handler.Object
+	switch e := e.(type) {
+	case handler.CreateEvent:
+		t.Type, obj = workqueue.TriggerCreate, e.Object
+		if e.IsInInitialList {
+			t.Type = workqueue.TriggerInitialList
+		}
+	case handler.UpdateEvent:
+		t.Type, obj = workqueue.TriggerUpdate, e.ObjectNew
+		if handler.IsNil(obj) {
+			obj = e.ObjectOld
+		} else if !handler.IsNil(e.ObjectOld) && obj.GetResourceVersion() != "" &&
+			obj.GetResourceVersion() == e.ObjectOld.GetResourceVersion() {
+			t.Type = workqueue.TriggerResync
+		}
+	case handler.DeleteEvent:
+		t.Type, obj = workqueue.TriggerDelete, e.Object
+	case handler.GenericEvent:
+		t.Type, obj = workqueue.TriggerGeneric, e.Object
+	}
+	if !handler.IsNil(obj) {
+		t.Object = obj
+		if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
+			t.Source = k
+		}
+	}
+	return t
+}

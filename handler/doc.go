@@ -27,7 +27,12 @@
 // does. The controller's sources use it; informer.Source, which knows an
 // informer's resync by the very same object as old and new, routes its
 // events itself. An Enqueuer that is also a BatchEnqueuer (the controller's)
-// takes many requests under one take of its lock (AddAll).
+// takes many requests under one take of its lock (AddAll); one that is a
+// TriggerEnqueuer (the controller's) also takes why each request is added
+// (a workqueue.Trigger: the event, its object, the handler), which
+// informer.Source hands over and reconcile.TriggersFrom reads back.
+// EnqueueRequestForObject and EnqueueRequestsFromMapFunc name themselves
+// (String) in those records.
 //
 // Nil objects, and typed nil pointers in an Object, never panic: handlers
 // ignore them.

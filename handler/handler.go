@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/workqueue"
 )
 
 // Enqueuer is all a handler sees of the controller's work queue.
@@ -35,6 +36,21 @@ type BatchEnqueuer interface {
 	Enqueuer
 	// AddAll adds each request of reqs as Add does; reqs is not kept.
 	AddAll(reqs []reconcile.Request)
+}
+
+// TriggerEnqueuer is a BatchEnqueuer that also records why each request is
+// added — the event, its object, the handler — as a workqueue.Trigger: the
+// controller's enqueuers are (see reconcile.TriggersFrom). An event source
+// that knows the event an EventHandler is mapping hands the requests over
+// with their triggers; the triggers hold the event's object, not copies of
+// its fields, so recording them allocates nothing.
+type TriggerEnqueuer interface {
+	BatchEnqueuer
+	// AddTriggered adds req as Add does, caused by t.
+	AddTriggered(req reconcile.Request, t workqueue.Trigger)
+	// AddAllTriggered adds each request of reqs as Add does, caused by
+	// the trigger of the same index of ts; neither slice is kept.
+	AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigger)
 }
 
 // EventHandler maps events to requests and adds them to q. A handler must
@@ -131,6 +147,9 @@ func requestFor(o Object) reconcile.Request {
 // update enqueues the new object, or the old one if the new one is nil.
 // Events with no object are ignored.
 type EnqueueRequestForObject struct{}
+
+// String names the handler in trigger records and logs.
+func (EnqueueRequestForObject) String() string { return "EnqueueRequestForObject" }
 
 // Create implements EventHandler.
 func (EnqueueRequestForObject) Create(_ context.Context, e CreateEvent, q Enqueuer) {
@@ -306,6 +325,8 @@ func EnqueueRequestsFromMapFunc(fn MapFunc) EventHandler {
 }
 
 type enqueueFromMap struct{ fn MapFunc }
+
+func (h *enqueueFromMap) String() string { return "EnqueueRequestsFromMapFunc" }
 
 func (h *enqueueFromMap) Create(ctx context.Context, e CreateEvent, q Enqueuer) {
 	h.enqueue(ctx, q, e.Object, nil)

@@ -100,8 +100,24 @@
 // event. Adds from elsewhere — a handler that kept its Enqueuer — go to the
 // queue at once between runs, and with the run's requests during one. The
 // package imports handler and handler/predicate for this, not the
-// controller nor the work queue: Source takes the queue as
-// handler.Enqueuers.
+// controller: Source takes the queue as handler.Enqueuers. When the queue
+// records why each request was added (handler.TriggerEnqueuer: the
+// controller's does), each request goes with its event's trigger — type,
+// SourceOptions.Kind, the event's object, the handler's name — at no
+// allocation per event (the trigger holds the object; see
+// reconcile.TriggersFrom).
+//
+// # How far the cache has caught up
+//
+// StoreResourceVersion is the resourceVersion of the last relist, watch
+// event or bookmark the cache applied: every change up to it is in the
+// cache, also of objects that did not change (a bookmark moves it). A
+// write answered with resourceVersion rv is in the cache once it is at rv
+// or later (kloop.dev/kloop/client's read-your-own-writes waits for that);
+// Changed wakes a reader at each change of the cache. Both take their own
+// lock, never the one held while handlers run inline, so a handler may read
+// them; a handler that waits for the cache must not run inline (it holds
+// the very goroutine that would advance it).
 //
 // # Factory
 //

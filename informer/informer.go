@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
 	"kloop.dev/kloop/cache"
 	"kloop.dev/kloop/fifo"
 	"kloop.dev/kloop/reflector"
@@ -409,6 +412,10 @@ type shared struct {
 	// lean interns each object before it is cached (nil: nothing to do);
 	// called by the pop loop only.
 	lean *lean
+	// labels and fields are the selectors the informer lists and watches
+	// with (nil: none; set by the factory).
+	labels labels.Selector
+	fields fields.Selector
 
 	// mu guards listeners, state and runCtx, and serializes "apply a unit of
 	// deltas to the cache and queue its notifications" with handler
@@ -421,6 +428,11 @@ type shared struct {
 	// synced: the initial list is in the cache and its notifications are
 	// queued; listeners added from then on know their sync point at once.
 	synced bool
+
+	// fresh tells readers how far the cache has caught up (see
+	// freshness.go). Its own lock: inline handlers run under mu, and may
+	// read.
+	fresh freshness
 
 	// done is closed when run has stopped (state stopped).
 	done chan struct{}
@@ -510,6 +522,7 @@ func (s *shared) run(ctx context.Context) error {
 	s.state = stopped
 	close(s.done)
 	s.mu.Unlock()
+	s.fresh.stop()
 	s.fifo.Close()
 	s.wg.Wait()
 	return nil
@@ -649,6 +662,9 @@ func (s *shared) process(batch []fifo.Delta[Object]) error {
 		for i := range batch {
 			notes = s.apply(&batch[i], initial, false, notes)
 		}
+	}
+	if len(batch) > 0 {
+		s.fresh.advance(&batch[len(batch)-1])
 	}
 	for _, l := range s.listeners {
 		l.notify(notes)

@@ -12,6 +12,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/workqueue"
 )
 
 // SourceOptions configures a Source. The zero value works.
@@ -19,6 +20,11 @@ type SourceOptions struct {
 	// Name identifies the source in logs and errors. Default: the Go type
 	// T.
 	Name string
+	// Kind names the kind of the source's objects in the trigger records
+	// of the requests it adds (workqueue.Trigger.Source, read by
+	// reconcile.TriggersFrom): "ConfigMap", "Widget.example.com". Default:
+	// Name. The builder sets it.
+	Kind string
 	// Predicates filter the events: an event reaches the handler only if
 	// every predicate passes it. Default: none.
 	Predicates []predicate.Predicate
@@ -89,7 +95,15 @@ func (s *Source[T]) Start(ctx context.Context, q, low handler.Enqueuer) error {
 	if low == nil {
 		low = q
 	}
-	h := &sourceHandler[T]{ctx: ctx, h: s.h, preds: s.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identityOf[T]()}
+	kind := s.opts.Kind
+	if kind == "" {
+		kind = s.opts.Name
+	}
+	if kind == "" {
+		kind = reflect.TypeFor[T]().String()
+	}
+	h := &sourceHandler[T]{ctx: ctx, h: s.h, preds: s.opts.Predicates, q: batchOver(q), low: batchOver(low), identity: identityOf[T](),
+		kind: kind, handler: HandlerName(s.h)}
 	reg, err := s.inf.AddHandler(h, HandlerOptions{ResyncPeriod: s.opts.ResyncPeriod, Inline: s.opts.Inline})
 	if err != nil {
 		return fmt.Errorf("informer: adding the source's informer handler: %w", err)
@@ -141,6 +155,17 @@ type sourceHandler[T Object] struct {
 	// identity is how T's resyncs are known (identityOf): by the very same
 	// object as old and new, or by resourceVersion.
 	identity identity
+	// kind and handler name the source's kind and h in trigger records.
+	kind, handler string
+}
+
+// HandlerName names an event handler in trigger records and logs: its
+// String method's text, else its Go type.
+func HandlerName(h handler.EventHandler) string {
+	if s, ok := h.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", h)
 }
 
 var _ Flusher = (*sourceHandler[Object])(nil)
@@ -162,8 +187,10 @@ func (sh *sourceHandler[T]) OnAdd(obj T, initial bool) {
 		return
 	}
 	if initial {
+		sh.cause(sh.low, workqueue.TriggerInitialList, obj)
 		sh.h.Create(sh.ctx, e, sh.low)
 	} else {
+		sh.cause(sh.q, workqueue.TriggerCreate, obj)
 		sh.h.Create(sh.ctx, e, sh.q)
 	}
 }
@@ -178,8 +205,10 @@ func (sh *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 		resync = sameVersion(oldObj, newObj)
 	}
 	if resync {
+		sh.cause(sh.low, workqueue.TriggerResync, newObj)
 		sh.h.Update(sh.ctx, e, sh.low)
 	} else {
+		sh.cause(sh.q, workqueue.TriggerUpdate, newObj)
 		sh.h.Update(sh.ctx, e, sh.q)
 	}
 }
@@ -187,7 +216,22 @@ func (sh *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 func (sh *sourceHandler[T]) OnDelete(d Deleted[T]) {
 	e := handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown}
 	if sh.allow(e) {
+		var obj workqueue.TriggerObject
+		if !isNil(d.Object) {
+			obj = d.Object
+		}
+		sh.cause(sh.q, workqueue.TriggerDelete, obj)
 		sh.h.Delete(sh.ctx, e, sh.q)
+	}
+}
+
+// cause records on q, if it is a batcher that records triggers, the cause
+// of the adds of the event about to be dispatched to it.
+func (sh *sourceHandler[T]) cause(q handler.Enqueuer, typ workqueue.TriggerType, obj workqueue.TriggerObject) {
+	if b, ok := q.(*batcher); ok && b.tq != nil {
+		b.mu.Lock()
+		b.cur = workqueue.Trigger{Type: typ, Source: sh.kind, Handler: sh.handler, Object: obj}
+		b.mu.Unlock()
 	}
 }
 
@@ -298,7 +342,9 @@ func (sh *sourceHandler[T]) Flush() {
 // batchOver returns a batcher over q if q takes batches, else q.
 func batchOver(q handler.Enqueuer) handler.Enqueuer {
 	if bq, ok := q.(handler.BatchEnqueuer); ok {
-		return &batcher{q: bq}
+		b := &batcher{q: bq}
+		b.tq, _ = q.(handler.TriggerEnqueuer)
+		return b
 	}
 	return q
 }
@@ -317,6 +363,9 @@ const maxBatch = 256
 // queue.
 type batcher struct {
 	q handler.BatchEnqueuer
+	// tq is q when it records triggers: the run's requests are then handed
+	// over with their causes.
+	tq handler.TriggerEnqueuer
 	// open: a run is being delivered. Set by the delivering goroutine before
 	// each dispatch, cleared under mu by the run's flush, so that an Add that
 	// saw it set under mu is in reqs before that flush takes them.
@@ -325,6 +374,11 @@ type batcher struct {
 	// Uncontended in the usual case (only the delivering goroutine adds).
 	mu   sync.Mutex
 	reqs []reconcile.Request // added during the run, in order
+	// cur is the cause of the event being dispatched (set by
+	// sourceHandler.cause); trigs holds the cause of each of reqs (with tq
+	// only). The triggers hold the events' objects until the flush.
+	cur   workqueue.Trigger
+	trigs []workqueue.Trigger
 }
 
 func (b *batcher) Add(req reconcile.Request) {
@@ -332,6 +386,9 @@ func (b *batcher) Add(req reconcile.Request) {
 		b.mu.Lock()
 		if b.open.Load() {
 			b.reqs = append(b.reqs, req)
+			if b.tq != nil {
+				b.trigs = append(b.trigs, b.cur)
+			}
 			full := len(b.reqs) >= maxBatch
 			b.mu.Unlock()
 			if full {
@@ -357,10 +414,19 @@ func (b *batcher) flush(end bool) {
 	if end {
 		b.open.Store(false)
 	}
+	if end {
+		b.cur = workqueue.Trigger{} // let go of the event's object
+	}
 	if len(b.reqs) == 0 {
 		return
 	}
-	b.q.AddAll(b.reqs)
+	if b.tq != nil {
+		b.tq.AddAllTriggered(b.reqs, b.trigs)
+		clear(b.trigs)
+		b.trigs = b.trigs[:0]
+	} else {
+		b.q.AddAll(b.reqs)
+	}
 	clear(b.reqs)
 	b.reqs = b.reqs[:0]
 }

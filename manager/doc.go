@@ -12,7 +12,10 @@
 // by Start, which blocks until its context is cancelled or a runnable fails.
 // Recorder hands out event recorders (client.Recorder) that write through
 // the manager's client on every replica, as controller-runtime's
-// GetEventRecorderFor.
+// GetEventRecorderFor. The client reads its own writes (a cached read
+// right after a write of the client waits for the cache, at most
+// Options.ReadYourOwnWritesTimeout; Options.DisableReadYourOwnWrites turns
+// it off), and its statistics are the kloop_client_* metrics.
 //
 //	cfg, err := config.Load(config.Options{}) // kloop.dev/kloop/client/config
 //	ctx, stop := manager.SignalContext(context.Background())
@@ -84,6 +87,14 @@
 //     delivered their initial lists; a standby replica's controllers, not
 //     started, pass). Add more with AddHealthzCheck and AddReadyzCheck.
 //   - /debug/pprof/ (net/http/pprof), opt-in with PprofBindAddress.
+//
+// The webhook server (kloop.dev/kloop/webhook, Options.Webhook: ":9443",
+// TLS with the certificate of its CertDir reloaded on rotation, or a
+// self-signed one) serves admission and conversion webhooks. WebhookServer
+// returns it; the first call (kloop.dev/kloop/builder's WebhookManagedBy
+// makes it) adds it to the runnables of every replica and its "webhook"
+// readiness check, and its controller_runtime_webhook_* metrics are on
+// Options.Registerer.
 //
 // # Shutdown
 //

@@ -51,6 +51,7 @@ type Manager struct {
 	queueM  *metrics.Workqueue
 	ctrlM   *metrics.Controller
 	elector *leaderelection.Elector // nil without leader election
+	webhook webhookServing
 
 	healthz, readyz *checks
 	leaders, others *group
@@ -104,19 +105,28 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		opts.Registerer.Unregister(restM)
 		return nil, fmt.Errorf("manager: informer factory: %w", err)
 	}
+	clientM, err := metrics.NewClient(opts.Registerer)
+	if err != nil {
+		opts.Registerer.Unregister(restM)
+		return nil, fmt.Errorf("manager: client metrics: %w", err)
+	}
 	cl, err := client.New(cfg, client.Options{
-		Factory:    factory,
-		Uncached:   opts.Uncached,
-		FieldOwner: opts.FieldOwner,
-		Logger:     opts.Logger,
+		Factory:                  factory,
+		Uncached:                 opts.Uncached,
+		FieldOwner:               opts.FieldOwner,
+		Logger:                   opts.Logger,
+		DisableReadYourOwnWrites: opts.DisableReadYourOwnWrites,
+		ReadYourOwnWritesTimeout: opts.ReadYourOwnWritesTimeout,
+		Metrics:                  clientM,
 	})
 	if err != nil {
 		opts.Registerer.Unregister(restM)
+		opts.Registerer.Unregister(clientM)
 		return nil, fmt.Errorf("manager: client: %w", err)
 	}
 	// A New that fails unregisters what it registered, so that the
 	// registry passed in serves a New with corrected options.
-	registered := []prometheus.Collector{restM}
+	registered := []prometheus.Collector{restM, clientM}
 	failed := func(err error) (*Manager, error) {
 		for _, c := range registered {
 			opts.Registerer.Unregister(c)
@@ -153,6 +163,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		startedCh: make(chan struct{}),
 		electedCh: make(chan struct{}),
 		names:     map[string]bool{},
+	}
+	if err := m.newWebhookServer(&registered); err != nil {
+		return failed(err)
 	}
 	m.leaders = newGroup("leader-only", m.fail)
 	m.others = newGroup("every-replica", m.fail)

@@ -12,6 +12,7 @@ import (
 
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/webhook"
 )
 
 // Defaults of Options.
@@ -43,6 +44,12 @@ type Options struct {
 	// FieldOwner is the field manager of the client's writes that do not
 	// name one. Default "": the server derives one from the user agent.
 	FieldOwner string
+	// DisableReadYourOwnWrites and ReadYourOwnWritesTimeout are the
+	// client's (client.Options): by default a cached read that follows
+	// the client's own write waits, at most 3 s after it, until the cache
+	// has caught up with it. Defaults: false, 3 s.
+	DisableReadYourOwnWrites bool
+	ReadYourOwnWritesTimeout time.Duration
 
 	// Registerer receives the manager's metrics: the work queue and
 	// controller collectors of kloop.dev/kloop/metrics and
@@ -114,6 +121,14 @@ type Options struct {
 	// false: every scrape is served.
 	MetricsAuth bool
 
+	// Webhook configures the webhook server (Manager.WebhookServer): its
+	// address (default ":9443"), certificate directory (default: a
+	// self-signed certificate), TLS options. Its Logger defaults to
+	// Logger and its Metrics to the manager's controller_runtime_webhook_*
+	// metrics. The server runs only once something asks for it (the
+	// builder's WebhookManagedBy does).
+	Webhook webhook.Options
+
 	// LeaderElection makes the runnables that need leadership (controllers
 	// and every runnable that does not say otherwise: see
 	// LeaderElectionRunnable) run only on the replica that holds the Lease
@@ -158,6 +173,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Cache.Logger == nil {
 		o.Cache.Logger = o.Logger
+	}
+	if o.Webhook.Logger == nil {
+		o.Webhook.Logger = o.Logger.With("component", "webhook")
 	}
 	if o.Registerer == nil && o.Gatherer == nil {
 		reg := prometheus.NewRegistry()

@@ -20,6 +20,8 @@ var reconcileTimeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0
 // scrapes.
 type Controller struct {
 	total, errors, terminal, panics, timeouts, reconcileTime, workers, active *prometheus.Desc
+	// kloop's own.
+	staleSkips, staleTimeouts, hotLoops, fights *prometheus.Desc
 
 	controllers readers[controller.Stats]
 }
@@ -44,6 +46,14 @@ func NewController(reg prometheus.Registerer) (*Controller, error) {
 		reconcileTime: prometheus.NewDesc("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller", l, nil),
 		workers:       prometheus.NewDesc("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller", l, nil),
 		active:        prometheus.NewDesc("controller_runtime_active_workers", "Number of currently used workers per controller", l, nil),
+		staleSkips: prometheus.NewDesc("kloop_controller_stale_skips_total",
+			"Keys skipped and requeued because the cache had not caught up with their last reconcile's writes, per controller", l, nil),
+		staleTimeouts: prometheus.NewDesc("kloop_controller_stale_timeouts_total",
+			"Keys reconciled although the cache had not caught up with their last reconcile's writes within the timeout, per controller", l, nil),
+		hotLoops: prometheus.NewDesc("kloop_controller_hot_loops_total",
+			"Objects reported as reconciled and written again and again by the controller itself, per controller", l, nil),
+		fights: prometheus.NewDesc("kloop_controller_fighting_writers_total",
+			"Objects reported as having a field that the controller and another writer keep rewriting, per controller", l, nil),
 	}
 	if err := reg.Register(c); err != nil {
 		return nil, fmt.Errorf("metrics: registering controller metrics: %w", err)
@@ -65,7 +75,8 @@ func (c *Controller) Unregister(name string) { c.controllers.remove(name) }
 
 // Describe implements prometheus.Collector.
 func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.errors, c.terminal, c.panics, c.timeouts, c.reconcileTime, c.workers, c.active} {
+	for _, d := range []*prometheus.Desc{c.total, c.errors, c.terminal, c.panics, c.timeouts, c.reconcileTime, c.workers, c.active,
+		c.staleSkips, c.staleTimeouts, c.hotLoops, c.fights} {
 		ch <- d
 	}
 }
@@ -84,6 +95,10 @@ func (c *Controller) Collect(ch chan<- prometheus.Metric) {
 		counter(c.terminal, s.TerminalErrors, name)
 		counter(c.panics, s.Panics, name)
 		counter(c.timeouts, s.Timeouts, name)
+		counter(c.staleSkips, s.StaleSkips, name)
+		counter(c.staleTimeouts, s.StaleTimeouts, name)
+		counter(c.hotLoops, s.HotLoops, name)
+		counter(c.fights, s.FightingWriters, name)
 		buckets := make(map[float64]uint64, len(reconcileTimeBuckets))
 		var cumulative uint64
 		for i, bound := range reconcileTimeBuckets {

@@ -28,6 +28,21 @@
 //
 //	rest_client_requests_total{code,method,host}
 //
+//	controller_runtime_webhook_requests_total{webhook,code}
+//	controller_runtime_webhook_latency_seconds{webhook}
+//	controller_runtime_webhook_requests_in_flight{webhook}
+//	controller_runtime_webhook_panics_total
+//	controller_runtime_conversion_webhook_panics_total
+//
+// and kloop's own, which controller-runtime has no counterpart for
+// (kube-controller-manager's stale_sync_skips_total is the first's):
+//
+//	kloop_controller_stale_skips_total{controller}
+//	kloop_controller_stale_timeouts_total{controller}
+//	kloop_controller_hot_loops_total{controller}
+//	kloop_controller_fighting_writers_total{controller}
+//	kloop_client_read_waits_total, kloop_client_read_wait_seconds_total, kloop_client_stale_reads_total
+//
 // RegisterRuntime adds the Go runtime and process collectors (go_*,
 // process_*), as controller-runtime registers them on its registry.
 //

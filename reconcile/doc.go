@@ -24,4 +24,11 @@
 // Each reconcile runs with a context that carries a reconcile ID and a
 // logger with the attributes controller, namespace, name and reconcileID: read
 // them with IDFrom and LoggerFrom.
+//
+// TriggersFrom tells why the reconcile runs: the events (and the
+// controller's own requeues) merged into it since the key's last reconcile,
+// the last few of them with their kind, object, resourceVersion, handler
+// and time, and how many in all. It is for observability — logs, traces,
+// "why was I reconciled?" — never for logic: a Request says only "this
+// object may need work", whatever woke it.
 package reconcile

@@ -45,6 +45,15 @@
 // lock: an informer.Source hands over each run of informer events' keys
 // with it, so the informer contends with the workers once per run.
 //
+// With Options.Triggers the queue also keeps, for each key waiting, a
+// record of why it was added (Triggers: the last RecentTriggers causes given
+// to AddTriggered, AddAllTriggered or AddRecord, and a count of every add by
+// type), merged exactly as the key's adds are: a key added while a worker
+// holds it starts a new record, handed out with its next Get.
+// GetWithTriggers and NextWithTriggers copy the record into the worker's
+// buffer; nothing is allocated per add. The controller turns it on (see
+// reconcile.TriggersFrom).
+//
 // A key that leaves the queue (Done with nothing pending) stays indexed,
 // idle, until it is added again — a controller's keys come back — up to
 // 4096 of them, the oldest let go first: a returning key costs one map

@@ -193,12 +193,22 @@ func FuzzQueue(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q, err := New(Options[string]{Clock: clock, RateLimiter: limiter})
+		q, err := New(Options[string]{Clock: clock, RateLimiter: limiter, Triggers: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer q.ShutDown()
 		m := &model{keys: map[string]*mkey{}, fail: map[string]int{}}
+		// adds counts each key's adds since it was last handed out: its
+		// trigger record's Total at the next hand-out.
+		adds := map[string]int{}
+		var rec Triggers
+		checkRecord := func(k string) {
+			if rec.Total() != adds[k] {
+				t.Fatalf("%s handed out with %d triggers, %d adds since its last hand-out", k, rec.Total(), adds[k])
+			}
+			adds[k] = 0
+		}
 		pos := 0
 		next := func() int {
 			if pos >= len(prog) {
@@ -231,6 +241,25 @@ func FuzzQueue(f *testing.F) {
 			if stale != q.stale {
 				t.Fatalf("stale entries %d, counted %d\ntrace: %v", stale, q.stale, trace)
 			}
+			// Every trigger record is a node's or free, never both.
+			owned := map[uint32]bool{}
+			for i := range q.nodes {
+				if r := q.nodes[i].trig; r != 0 {
+					if owned[r-1] {
+						t.Fatalf("record %d held by two nodes\ntrace: %v", r-1, trace)
+					}
+					owned[r-1] = true
+				}
+			}
+			for _, r := range q.trigFree {
+				if owned[r] {
+					t.Fatalf("record %d free and held\ntrace: %v", r, trace)
+				}
+				owned[r] = true
+			}
+			if len(owned) != len(q.trigs) {
+				t.Fatalf("%d records, %d held or free\ntrace: %v", len(q.trigs), len(owned), trace)
+			}
 			q.mu.Unlock()
 		}
 		get := func() {
@@ -238,11 +267,12 @@ func FuzzQueue(f *testing.F) {
 			if !ok {
 				return
 			}
-			got, shutdown := q.Get()
+			got, _, shutdown := q.GetWithTriggers(&rec)
 			trace = append(trace, "get "+got)
 			if shutdown || got != want {
 				t.Fatalf("Get = %q (shutdown %v), model %q\ntrace: %v", got, shutdown, want, trace)
 			}
+			checkRecord(got)
 		}
 		for pos < len(prog) {
 			op, k := next()%8, fmt.Sprintf("k%d", next()%6)
@@ -253,15 +283,18 @@ func FuzzQueue(f *testing.F) {
 				if b >= 128 { // AddAll of k and the keys after it
 					keys := batchKeys(k, next())
 					trace = append(trace, fmt.Sprintf("addall %v p%d", keys, p))
-					q.AddAll(keys, AddOptions{Priority: p})
+					// The first keys with a cause, the others without.
+					q.AddAllTriggered(keys, make([]Trigger, len(keys)/2), AddOptions{Priority: p})
 					for _, k := range keys {
 						m.add(k, p)
+						adds[k]++
 					}
 					break
 				}
 				trace = append(trace, fmt.Sprintf("add %s p%d", k, p))
-				q.AddWithOptions(k, AddOptions{Priority: p})
+				q.AddTriggered(k, AddOptions{Priority: p}, Trigger{Type: TriggerUpdate})
 				m.add(k, p)
+				adds[k]++
 			case 1:
 				b := next()
 				p, d := b%3-1, time.Duration(next()%4)*10*time.Millisecond
@@ -271,15 +304,18 @@ func FuzzQueue(f *testing.F) {
 					q.AddAll(keys, AddOptions{Priority: p, After: d})
 					for _, k := range keys {
 						m.addAfter(k, p, d)
+						adds[k]++
 					}
 					break
 				}
 				trace = append(trace, fmt.Sprintf("after %s %v p%d", k, d, p))
 				q.AddWithOptions(k, AddOptions{Priority: p, After: d})
 				m.addAfter(k, p, d)
+				adds[k]++
 			case 2:
 				trace = append(trace, "ratelimited "+k)
 				q.AddRateLimited(k)
+				adds[k]++
 				m.fail[k]++
 				d := 10 * time.Millisecond
 				if m.fail[k] > 2 {
@@ -296,11 +332,12 @@ func FuzzQueue(f *testing.F) {
 				if next()%2 == 1 && m.ready() > 0 {
 					// Next: Done, then the key the model hands out.
 					want, _ := m.get()
-					got, _, shutdown := q.Next(k)
+					got, _, shutdown := q.NextWithTriggers(k, &rec)
 					trace = append(trace, "next "+k+" "+got)
 					if shutdown || got != want {
 						t.Fatalf("Next = %q (shutdown %v), model %q\ntrace: %v", got, shutdown, want, trace)
 					}
+					checkRecord(got)
 				} else {
 					trace = append(trace, "done "+k)
 					q.Done(k)

@@ -29,6 +29,15 @@ type Options[K comparable] struct {
 
 	// Clock is the source of time for delays and metrics. Default: RealClock.
 	Clock Clock
+
+	// Triggers keeps, for each key waiting for a worker, a record of why
+	// it was added (Triggers: the last RecentTriggers causes given to
+	// AddTriggered and AddAllTriggered, and a count of every add by type),
+	// merged as the adds of the key are merged, and handed to the worker
+	// by GetWithTriggers and NextWithTriggers. Recording allocates
+	// nothing per add (one record per key waiting, reused). Default false:
+	// no record is kept and the Triggered adds are plain adds.
+	Triggers bool
 }
 
 func (o *Options[K]) setDefaults() {
@@ -86,6 +95,8 @@ type Queue[K comparable] struct {
 
 	// timed is set once by New: metrics are on, and need clock readings.
 	timed bool
+	// triggers is set once by New: Options.Triggers.
+	triggers bool
 
 	// mu guards every field below it.
 	mu   sync.Mutex
@@ -141,6 +152,11 @@ type Queue[K comparable] struct {
 	// waking > 0, once the Get or Add holding mu returns.
 	waiters, waking int
 
+	// trigs holds the trigger records of nodes (node.trig), reused through
+	// trigFree (indices of unused records); only with triggers.
+	trigs    []Triggers
+	trigFree []uint32
+
 	// Statistics for the MetricsProvider; kept only when timed.
 	adds, retries uint64
 	queueDuration Histogram
@@ -170,6 +186,10 @@ type node[K comparable] struct {
 	idlePrev, idleNext int32
 	addedAt            int64 // when it became ready or dirty (metrics only)
 	started            int64 // when a worker took it (metrics only)
+	// trig is 1 + the index in Queue.trigs of the node's trigger record,
+	// 0 for none (only with Options.Triggers). A node has one while it is
+	// ready, waiting or dirty and was added since a worker last took it.
+	trig uint32
 }
 
 type entry struct {
@@ -196,6 +216,8 @@ func New[K comparable](opts Options[K]) (*Queue[K], error) {
 		index:   make(map[K]int32),
 		armed:   -1,
 
+		triggers: opts.Triggers,
+
 		idleHead: -1,
 		idleTail: -1,
 	}
@@ -217,7 +239,10 @@ func (q *Queue[K]) now() int64 { return int64(q.clock.Since(q.epoch)) }
 func (q *Queue[K]) Add(key K) {
 	q.mu.Lock()
 	if !q.shuttingDown {
-		q.addNow(key, 0)
+		i := q.addNow(key, 0)
+		if q.triggers {
+			q.record(i).count(TriggerUnknown)
+		}
 	}
 	q.mu.Unlock()
 }
@@ -235,6 +260,44 @@ func (q *Queue[K]) AddRateLimited(key K) {
 
 // AddWithOptions adds key with a priority and an optional delay.
 func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
+	q.addWithOptions(key, o, nil, nil)
+}
+
+// AddTriggered is AddWithOptions that records t as a cause of the add
+// (Options.Triggers; without it, t is ignored). A zero t.Time is set to now.
+func (q *Queue[K]) AddTriggered(key K, o AddOptions, t Trigger) {
+	if !q.triggers {
+		q.addWithOptions(key, o, nil, nil)
+		return
+	}
+	if t.Time.IsZero() {
+		t.at = q.now() + 1
+	}
+	q.addWithOptions(key, o, &t, nil)
+}
+
+// AddRecord is AddWithOptions that merges the record r (as handed out by
+// GetWithTriggers) into the key's record, then records t unless t is the
+// zero Trigger: the way a worker that does not process a key puts it back
+// with the causes it was handed out with. Without Options.Triggers, r and t
+// are ignored.
+func (q *Queue[K]) AddRecord(key K, o AddOptions, r *Triggers, t Trigger) {
+	if !q.triggers || r == nil {
+		q.AddTriggered(key, o, t)
+		return
+	}
+	merged := *r
+	if t != (Trigger{}) {
+		if t.Time.IsZero() {
+			t.at = q.now() + 1
+		}
+		merged.Add(t)
+	}
+	q.addWithOptions(key, o, nil, &merged)
+}
+
+// addWithOptions is AddWithOptions recording t (nil: an unknown cause).
+func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *Trigger, r *Triggers) {
 	d := o.After
 	if o.RateLimited {
 		if q.ShuttingDown() {
@@ -249,12 +312,23 @@ func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
 	if q.shuttingDown {
 		return
 	}
+	var i int32
 	if d <= 0 {
-		q.addNow(key, o.Priority)
-		return
+		i = q.addNow(key, o.Priority)
+	} else {
+		q.retries++
+		i = q.addLater(key, o.Priority, dueAt(q.now(), d))
 	}
-	q.retries++
-	q.addLater(key, o.Priority, dueAt(q.now(), d))
+	if q.triggers {
+		switch {
+		case r != nil:
+			q.record(i).merge(r)
+		case t != nil:
+			q.record(i).Add(*t)
+		default:
+			q.record(i).count(TriggerUnknown)
+		}
+	}
 }
 
 // AddAll adds every key of keys as AddWithOptions(key, o) does, under one
@@ -262,13 +336,42 @@ func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
 // contends with the workers once per run, not once per key. keys is not
 // kept.
 func (q *Queue[K]) AddAll(keys []K, o AddOptions) {
+	q.addAll(keys, nil, o)
+}
+
+// AddAllTriggered is AddAll that records ts[i] as the cause of the add of
+// keys[i] (Options.Triggers; without it, ts is ignored); keys beyond ts
+// have an unknown cause. Zero Times are set to one reading of the clock.
+// Neither slice is kept.
+func (q *Queue[K]) AddAllTriggered(keys []K, ts []Trigger, o AddOptions) {
+	if !q.triggers {
+		ts = nil
+	}
+	q.addAll(keys, ts, o)
+}
+
+func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 	if len(keys) == 0 {
 		return
 	}
+	// One reading of the monotonic clock for the batch (ns since epoch):
+	// the triggers' Times are made from it when handed out.
+	var now int64
+	if len(ts) > 0 {
+		now = q.now() + 1
+	}
 	if o.RateLimited {
 		// Each key's own delay: one at a time (the limiter has its lock).
-		for _, k := range keys {
-			q.AddWithOptions(k, o)
+		for i, k := range keys {
+			if i < len(ts) {
+				t := ts[i]
+				if t.Time.IsZero() {
+					t.at = now
+				}
+				q.addWithOptions(k, o, &t, nil)
+			} else {
+				q.addWithOptions(k, o, nil, nil)
+			}
 		}
 		return
 	}
@@ -277,17 +380,59 @@ func (q *Queue[K]) AddAll(keys []K, o AddOptions) {
 	if q.shuttingDown {
 		return
 	}
-	if o.After <= 0 {
-		for _, k := range keys {
-			q.addNow(k, o.Priority)
+	var at int64
+	if o.After > 0 {
+		at = dueAt(q.now(), o.After)
+	}
+	for j, k := range keys {
+		var i int32
+		if o.After <= 0 {
+			i = q.addNow(k, o.Priority)
+		} else {
+			q.retries++
+			i = q.addLater(k, o.Priority, at)
 		}
+		if !q.triggers {
+			continue
+		}
+		r := q.record(i)
+		if j >= len(ts) {
+			r.count(TriggerUnknown)
+			continue
+		}
+		r.Add(ts[j])
+		if ts[j].Time.IsZero() {
+			r.recent[(int(r.next)+RecentTriggers-1)%RecentTriggers].at = now
+		}
+	}
+}
+
+// record returns the trigger record of node i, making one if it has none.
+// The pointer is valid until the next record.
+func (q *Queue[K]) record(i int32) *Triggers {
+	n := &q.nodes[i]
+	if n.trig == 0 {
+		var idx uint32
+		if f := len(q.trigFree); f > 0 {
+			idx = q.trigFree[f-1]
+			q.trigFree = q.trigFree[:f-1]
+		} else {
+			q.trigs = append(q.trigs, Triggers{})
+			idx = uint32(len(q.trigs) - 1)
+		}
+		n.trig = idx + 1
+	}
+	return &q.trigs[n.trig-1]
+}
+
+// dropTriggers frees n's trigger record, if it has one.
+func (q *Queue[K]) dropTriggers(n *node[K]) {
+	if n.trig == 0 {
 		return
 	}
-	at := dueAt(q.now(), o.After)
-	for _, k := range keys {
-		q.retries++
-		q.addLater(k, o.Priority, at)
-	}
+	q.trigs[n.trig-1].Reset()
+	q.trigFree = append(q.trigFree, n.trig-1)
+	n.trig = 0
 }
 
 // dueAt is now+d, saturated: a due time that overflowed would be in the
@@ -330,7 +475,16 @@ func (q *Queue[K]) Get() (key K, shutdown bool) {
 func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.getLocked()
+	return q.getLocked(nil)
+}
+
+// GetWithTriggers is GetWithPriority that also fills dst with the key's
+// trigger record (Options.Triggers): why it was added since a worker last
+// took it. dst is emptied when there is none.
+func (q *Queue[K]) GetWithTriggers(dst *Triggers) (key K, priority int, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.getLocked(dst)
 }
 
 // Next is Done(done) followed by GetWithPriority, in one critical section
@@ -341,11 +495,20 @@ func (q *Queue[K]) Next(done K) (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.doneLocked(done)
-	return q.getLocked()
+	return q.getLocked(nil)
 }
 
-// getLocked is GetWithPriority with q.mu held.
-func (q *Queue[K]) getLocked() (key K, priority int, shutdown bool) {
+// NextWithTriggers is Next that fills dst as GetWithTriggers does.
+func (q *Queue[K]) NextWithTriggers(done K, dst *Triggers) (key K, priority int, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.doneLocked(done)
+	return q.getLocked(dst)
+}
+
+// getLocked is GetWithPriority with q.mu held; it fills dst (if not nil)
+// with the key's trigger record.
+func (q *Queue[K]) getLocked(dst *Triggers) (key K, priority int, shutdown bool) {
 	for q.ready == 0 && !q.shuttingDown {
 		q.waiters++
 		q.cond.Wait()
@@ -363,6 +526,15 @@ func (q *Queue[K]) getLocked() (key K, priority int, shutdown bool) {
 		q.wake() // keys left: the next worker
 	}
 	n := &q.nodes[i]
+	switch {
+	case q.triggers && n.trig != 0:
+		if dst != nil {
+			q.trigs[n.trig-1].moveTo(dst, q.epoch)
+		}
+		q.dropTriggers(n)
+	case dst != nil:
+		dst.Reset()
+	}
 	n.flags |= flagProcessing
 	n.procIdx = int32(len(q.inFlight))
 	q.inFlight = append(q.inFlight, i)
@@ -500,6 +672,7 @@ func (q *Queue[K]) release(i int32) {
 		return
 	}
 	n := &q.nodes[i]
+	q.dropTriggers(n)
 	n.flags = flagIdle
 	n.seq++
 	n.idlePrev, n.idleNext = q.idleTail, -1
@@ -543,6 +716,7 @@ func (q *Queue[K]) unlinkIdle(i int32) {
 // the free list.
 func (q *Queue[K]) free1(i int32) {
 	n := &q.nodes[i]
+	q.dropTriggers(n)
 	delete(q.index, n.key)
 	n.flags = 0
 	var zero K
@@ -551,7 +725,8 @@ func (q *Queue[K]) free1(i int32) {
 	q.free = append(q.free, i)
 }
 
-func (q *Queue[K]) addNow(key K, prio int) {
+// addNow makes key ready (or dirty) and returns its node.
+func (q *Queue[K]) addNow(key K, prio int) int32 {
 	i, n := q.lookup(key)
 	switch {
 	case n.flags&flagReady != 0:
@@ -562,10 +737,10 @@ func (q *Queue[K]) addNow(key K, prio int) {
 			n.prio = prio
 			q.pushReady(i)
 		}
-		return
+		return i
 	case n.flags&flagDirty != 0:
 		n.prio = max(n.prio, prio)
-		return
+		return i
 	case n.flags&flagHeap != 0:
 		q.heapRemove(i)
 		n.prio = max(n.prio, prio)
@@ -575,9 +750,10 @@ func (q *Queue[K]) addNow(key K, prio int) {
 	q.stamp(n)
 	if n.flags&flagProcessing != 0 {
 		n.flags |= flagDirty
-		return
+		return i
 	}
 	q.pushReady(i)
+	return i
 }
 
 // stamp records that node n entered the queue now.
@@ -588,7 +764,9 @@ func (q *Queue[K]) stamp(n *node[K]) {
 	}
 }
 
-func (q *Queue[K]) addLater(key K, prio int, at int64) {
+// addLater makes key wait until at (unless it is due earlier) and returns
+// its node.
+func (q *Queue[K]) addLater(key K, prio int, at int64) int32 {
 	i, n := q.lookup(key)
 	switch {
 	case n.flags&(flagReady|flagDirty) != 0:
@@ -600,18 +778,19 @@ func (q *Queue[K]) addLater(key K, prio int, at int64) {
 				n.prio = prio
 			}
 		}
-		return
+		return i
 	case n.flags&flagHeap != 0:
 		n.prio = max(n.prio, prio)
 		if at < n.at {
 			q.heapPush(i, at)
 			q.arm()
 		}
-		return
+		return i
 	}
 	n.prio = prio
 	q.heapPush(i, at)
 	q.arm()
+	return i
 }
 
 // pushReady appends node i to the ring of its priority.

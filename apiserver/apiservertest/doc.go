@@ -67,6 +67,13 @@
 // waits until they are usable. ServiceAccountConfig's tokens come from the
 // TokenRequest API on both.
 //
+// Env.InstallWebhooks, as envtest's WebhookInstallOptions, installs
+// webhook configurations (kubebuilder's config/webhook manifests) and
+// points them, and the conversion of named CRDs, at a webhook server on a
+// free loopback port with a certificate of the test's: the webhook.Options
+// it returns make a manager (manager.Options.Webhook) serve them, on both
+// targets.
+//
 // # Faults
 //
 // [Server.Faults] (and [Env.Faults], which skips the test on the real

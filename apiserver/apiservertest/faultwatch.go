@@ -90,6 +90,10 @@ func wantsInitialEvents(q url.Values) bool {
 
 func (w *watchWriter) Header() http.Header { return w.inner.Header() }
 
+// Unwrap lets the server find the writers under this one (the encoding a
+// request negotiated); flushes and deadlines are this writer's own.
+func (w *watchWriter) Unwrap() http.ResponseWriter { return w.inner }
+
 func (w *watchWriter) WriteHeader(code int) { w.inner.WriteHeader(code) }
 
 // WatchEvent is told what the next Write carries.

@@ -665,8 +665,8 @@ func (r *resource) evictOlder(s *Store, cutoff time.Time) {
 // filters on, the Object itself); the previous state an event carries costs
 // nothing while the event that wrote it is still in the history (it is that
 // event's object), and its size once that event is evicted; and an event's
-// watch frame (Event.Frame, a copy of the JSON) costs its size from the
-// moment a watcher builds it.
+// watch frame (Event.Frame, a copy of the JSON) and its other encodings
+// (Event.Encoded) cost their size from the moment a watcher builds them.
 func (s *Store) HistoryBytes() int64 { return s.historyBytes.Load() }
 
 // trim evicts the oldest events of the store, whatever their resource,

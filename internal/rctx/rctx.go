@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"log/slog"
+
+	"kloop.dev/kloop/workqueue"
 )
 
 // key is the context key of a Scope.
@@ -20,6 +22,18 @@ type Scope struct {
 	UUID    [16]byte
 	HasUUID bool
 	Logger  *slog.Logger
+	// Triggers is why the reconcile runs: the record the work queue
+	// handed out with the key (nil outside a controller, or with
+	// controller.Options.DisableTriggers). It is the worker's, valid during
+	// the reconcile only: readers copy what they keep.
+	Triggers *workqueue.Triggers
+	// Writes collects the writes made through the client with the
+	// reconcile's context (nil: nobody asks).
+	Writes *Writes
+	// NoReadWait: the client's cached reads with the reconcile's context
+	// do not wait for the cache to catch up with the client's writes
+	// (controller.Options.DisableReadYourOwnWrites).
+	NoReadWait bool
 }
 
 // Value returns the scope itself for its key, and asks the parent
