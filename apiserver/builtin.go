@@ -189,6 +189,7 @@ func setupService(svc *kind) {
 		return nil
 	}
 	svc.admit, svc.releaseAdmitted = (*Server).allocateServiceIP, (*Server).releaseServiceIP
+	svc.restore = (*Server).restoreServiceIPs
 	svc.afterDelete = func(s *Server, o *storage.Object) {
 		if obj, err := decodeMap(o.Data); err == nil {
 			s.releaseServiceIP(obj)

@@ -200,6 +200,7 @@ func crdKind(k *kind) {
 	}
 	k.afterWrite = func(s *Server, o *storage.Object) { s.syncCRD(o.Name) }
 	k.afterDelete = k.afterWrite
+	k.restore = k.afterWrite
 	k.terminate = func(obj map[string]any) {
 		// A CRD keeps a finalizer until its objects are deleted.
 		u := &unstructured.Unstructured{Object: obj}

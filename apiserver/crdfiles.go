@@ -14,6 +14,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"kloop.dev/kloop/apiserver/internal/apiext"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // CRDDocument is a CustomResourceDefinition ReadCRDs read, and where.
@@ -122,7 +123,8 @@ func readCRDFile(path string) ([]CRDDocument, error) {
 }
 
 // installCRDs creates the CRDs of Options.CRDPaths, each established when
-// its create returns.
+// its create returns. A CRD a data directory holds already is updated to
+// the file's, as envtest's CRD installation does.
 func (s *Server) installCRDs(paths []string) error {
 	crds, err := ReadCRDs(paths...)
 	if err != nil {
@@ -137,7 +139,16 @@ func (s *Server) installCRDs(paths []string) error {
 		}
 		wo := &writeOpts{fieldValidation: "Strict"}
 		obj, err := s.decodeStored(k, body, wo)
-		if err == nil {
+		if _, gerr := s.store.Get(k.storageResource, "", crd.GetName()); err == nil && gerr == nil {
+			ri := requestInfo{gv: crdGVR.GroupVersion(), resource: crdGVR.Resource, name: crd.GetName()}
+			_, err = s.update(k, ri, wo, func(cur *storage.Object) (map[string]any, error) {
+				next, err := s.decodeStored(k, body, wo)
+				if err == nil {
+					meta(next)["resourceVersion"] = formatRV(cur.ResourceVersion)
+				}
+				return next, err
+			})
+		} else if err == nil {
 			_, err = s.create(k, obj, "", wo)
 		}
 		if err != nil {

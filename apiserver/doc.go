@@ -2,8 +2,8 @@
 // speaks the Kubernetes REST and watch protocol (JSON, YAML and, for built-in
 // kinds, protobuf, in requests and answers alike), so that kubectl, client-go
 // and controller-runtime use it as they would a cluster. It starts no other
-// process (start-up time: README.md) and keeps everything in memory
-// ([storage]).
+// process (start-up time: README.md) and keeps everything in memory, or
+// with Options.DataDir in a directory across restarts ([storage]).
 //
 // It serves namespaces, configmaps, secrets, events (core/v1 and
 // events.k8s.io/v1, one storage), serviceaccounts, pods, services,
@@ -41,6 +41,7 @@
 //	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
 //	              admission.go admission webhooks, webhookcall.go the calls of webhooks
 //	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
+//	persist.go    Options.DataDir: the credentials kept, what New rebuilds from stored objects, Close
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds

@@ -44,3 +44,11 @@ func serveOnce(t *testing.T, s *Server, method, path, ctype, body string) *httpt
 	s.Handler().ServeHTTP(rec, req)
 	return rec
 }
+
+// WithSnapshotBytes returns opts whose data directory's store snapshots
+// once its log holds n bytes (storage.Options.SnapshotBytes), so that tests
+// see snapshots without writing 64 MiB.
+func WithSnapshotBytes(opts Options, n int64) Options {
+	opts.snapshotBytes = n
+	return opts
+}

@@ -22,6 +22,9 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
+	if err == nil {
+		err = f.Sync() // on disk before the rename makes it the file
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

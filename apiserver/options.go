@@ -107,6 +107,24 @@ type Options struct {
 	// with an error naming its file, document and field. Default: none.
 	CRDPaths []string
 
+	// DataDir, when set, keeps the server's state in this directory
+	// (created if missing) across restarts, as etcd keeps kube-apiserver's:
+	// the objects, the resourceVersion counter and the watch history (so a
+	// client resuming a watch from a resourceVersion of before the restart
+	// gets the events after it, or 410 Gone where the history no longer
+	// reaches), and the credentials that make kubeconfigs and tokens stay
+	// valid: the administrator's token when Token is empty, the
+	// ServiceAccount token signing key, and with TLS the serving
+	// certificate. Every write is on disk (fdatasync) before it is
+	// acknowledged. One server at a time may have the directory open (an
+	// flock: Linux, macOS and the BSDs); Close (or the end of Serve)
+	// releases it. Users are not kept: they are configuration. See
+	// "Persistence" in README.md. Default "": everything lives in memory.
+	DataDir string
+	// snapshotBytes is storage.Options.SnapshotBytes (tests make it small).
+	// Default 64 MiB.
+	snapshotBytes int64
+
 	// decodedMutation, when set, turns on the check of the rule that the
 	// entries of the decoded-object cache (decoded.go) are shared and never
 	// written: each entry is deep-copied when it is put and compared with

@@ -66,6 +66,7 @@ func setupRBAC(gvr schema.GroupVersionResource) func(k *kind) {
 		sync := func(s *Server, o *storage.Object) { s.syncRBAC(gvr, o) }
 		k.nameValidation = func(name string, _ bool) []string { return content.IsPathSegmentName(name) }
 		k.afterWrite, k.afterDelete, k.normalize, k.stored = sync, sync, normalizeRBAC, storedRBAC
+		k.restore = func(s *Server, o *storage.Object) { s.restoreRBAC(gvr, o) }
 		switch gvr {
 		case roleGVR:
 			k.validate = func(o map[string]any) field.ErrorList { return validateRules(o, true) }
@@ -330,6 +331,20 @@ func (s *Server) syncRBAC(gvr schema.GroupVersionResource, o *storage.Object) {
 	}
 }
 
+// restoreRBAC puts a stored RBAC object in the policy's objects; New
+// builds the policy (bootstrapRBAC) once they are all in.
+func (s *Server) restoreRBAC(gvr schema.GroupVersionResource, o *storage.Object) {
+	k := s.reg.get(gvr)
+	typed := k.newTyped()
+	if err := json.Unmarshal(o.Data, typed); err != nil {
+		s.opts.Logger.Error("apiserver: decoding a stored RBAC object", "resource", k.gvr.Resource, "namespace", o.Namespace, "name", o.Name, "err", err)
+		return
+	}
+	s.rbac.mu.Lock()
+	s.rbac.objs[rbacKey{k.storageResource, o.Namespace, o.Name}] = typed
+	s.rbac.mu.Unlock()
+}
+
 // buildPolicy indexes the decoded objects; the caller holds rbac.mu.
 func (s *Server) buildPolicy() *rbac.Policy {
 	var objs rbac.Objects
@@ -382,7 +397,9 @@ func (s *Server) bootstrapRBAC() error {
 			return &storage.Object{Name: om.Name, UID: string(om.UID), Data: data, APIVersion: k.apiVersion(), Labels: om.Labels,
 				Fields: map[string]string{"metadata.name": om.Name, "metadata.namespace": ""}}, nil
 		}
-		if _, err := s.store.Create(k.storageResource, "", om.Name, encode); err != nil {
+		if _, err := s.store.Create(k.storageResource, "", om.Name, encode); errors.Is(err, storage.ErrAlreadyExists) {
+			return nil // kept in a data directory (restoreRBAC), maybe as a user changed it
+		} else if err != nil {
 			return fmt.Errorf("apiserver: bootstrap %s %s: %w", k.kind, om.Name, err)
 		}
 		s.rbac.objs[rbacKey{k.storageResource, "", om.Name}] = obj

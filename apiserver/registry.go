@@ -146,6 +146,11 @@ type kind struct {
 	// services: release the cluster IP).
 	afterWrite  func(s *Server, o *storage.Object)
 	afterDelete func(s *Server, o *storage.Object)
+	// restore rebuilds what the server derives from a stored object, for
+	// each object of a data directory New opens (persist.go). Kinds whose
+	// afterWrite or admit keeps state outside the store need one (CRDs:
+	// their served kinds; services: their cluster IPs; RBAC: the policy).
+	restore func(s *Server, o *storage.Object)
 	// terminate makes deletion two-phased, for kinds whose objects hold
 	// others (namespaces, CRDs): the first deletion of an object only marks
 	// it deleted, with what terminate adds (namespaces: status.phase

@@ -25,6 +25,9 @@ const kubernetesServiceIP = "10.96.0.1"
 // createKubernetesService creates the Service, recorded as kube-apiserver
 // records it (its managedFields written by hand, as New needs no schema).
 func (s *Server) createKubernetesService() error {
+	if _, err := s.store.Get(s.reg.get(servicesGVR).storageResource, "default", "kubernetes"); err == nil {
+		return nil // kept in a data directory
+	}
 	now := s.opts.Now().UTC().Truncate(time.Second)
 	fields := map[string]any{
 		"f:metadata": map[string]any{"f:labels": map[string]any{".": map[string]any{}, "f:component": map[string]any{}, "f:provider": map[string]any{}}},

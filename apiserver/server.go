@@ -2,9 +2,7 @@ package apiserver
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +20,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"kloop.dev/kloop/apiserver/storage"
-	"kloop.dev/kloop/internal/selfsigned"
 )
 
 // Server is the embedded API server. Create it with [New], run it with
@@ -86,28 +83,31 @@ type Server struct {
 // New returns a server holding the built-in kinds and the namespaces every
 // cluster has (default, kube-system, kube-public, kube-node-lease). It does
 // not listen yet.
-func New(opts Options) (*Server, error) {
+//
+// With Options.DataDir it holds what the directory holds (see DataDir); a
+// directory that another server has open, that is damaged or that a newer
+// kloop wrote is an error. Close releases it.
+func New(opts Options) (_ *Server, err error) {
 	opts.setDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	if opts.Token == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return nil, fmt.Errorf("apiserver: token: %w", err)
-		}
-		opts.Token = hex.EncodeToString(b)
-	}
-	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, HistoryBytes: opts.HistoryBytes, Now: opts.Now, Logger: opts.Logger})
+	st, err := storage.New(storage.Options{HistoryEvents: opts.HistoryEvents, HistoryAge: opts.HistoryAge, HistoryBytes: opts.HistoryBytes, Now: opts.Now, Logger: opts.Logger,
+		Dir: opts.storeDir(), SnapshotBytes: opts.snapshotBytes})
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			_ = st.Close()
+		}
+	}()
 	s := &Server{opts: opts, store: st, reg: newRegistry(), ready: make(chan struct{}), ips: newIPAllocator(), decoded: newDecodedCache(opts.decodedMutation)}
-	s.limits = newInflightLimits(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MaxWatches)
-	if err := s.initAuth(); err != nil {
+	if err := s.credentials(); err != nil { // the token, the ServiceAccount key, the serving certificate
 		return nil, err
 	}
-	if s.saTokens, err = newSATokens(); err != nil {
+	s.limits = newInflightLimits(opts.MaxRequestsInFlight, opts.MaxMutatingRequestsInFlight, opts.MaxWatches)
+	if err := s.initAuth(); err != nil {
 		return nil, err
 	}
 	s.reg.add(builtinKinds()...)
@@ -115,15 +115,14 @@ func New(opts Options) (*Server, error) {
 	if s.openapi, err = newOpenAPI(); err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	if opts.TLS {
-		cert, caPEM, err := selfsigned.New(opts.Now(), "kloop-apiserver")
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: TLS certificate: %w", err)
-		}
-		s.cert, s.caPEM = &cert, caPEM
+	if err := s.restore(); err != nil { // what a data directory holds
+		return nil, err
 	}
 	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
 		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}
+		if _, err := s.store.Get("/namespaces", "", name); err == nil {
+			continue // kept in a data directory
+		}
 		if _, err := s.create(s.reg.get(namespaceGVR), obj, "", &writeOpts{}); err != nil {
 			return nil, fmt.Errorf("apiserver: namespace %s: %w", name, err)
 		}
@@ -139,6 +138,7 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.resumeDeletions()
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s, nil
 }
@@ -230,9 +230,9 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // Serve serves on ln until ctx is cancelled, then closes ln, ends the open
-// watches and waits (at most 5 s) for the requests in flight. A server serves
-// once.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// watches, waits (at most 5 s) for the requests in flight and closes the
+// server (Close). A server serves once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) (err error) {
 	s.mu.Lock()
 	if s.serving {
 		s.mu.Unlock()
@@ -240,6 +240,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.New("apiserver: the server is already serving")
 	}
 	s.serving = true
+	defer func() {
+		if cerr := s.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	conns := newConnLimiter(ln, s.opts.MaxConnections, s.opts.Logger)
 	s.conns, ln = conns, conns
 	scheme := "http"

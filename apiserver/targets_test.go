@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -12,7 +13,12 @@ import (
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(crashChildEnv) != "" {
+		os.Exit(crashChild()) // a server for TestCrashLosesNoAcknowledgedWrite to kill
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // forEachTarget is apiservertest.ForEachTarget with the embedded server
 // checking its decoded-object cache (apiserver.CheckDecodedCache), as

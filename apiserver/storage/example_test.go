@@ -2,7 +2,9 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -47,4 +49,50 @@ func Example() {
 	// {"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"},"value":"1"}}
 	// {"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"2"},"value":"2"}}
 	// 1 object at revision 2
+}
+
+// A store on a directory: a second store on it, once the first is closed,
+// has its objects and its history; watching from a revision of the first
+// goes on where it was.
+func Example_dir() {
+	dir, err := os.MkdirTemp("", "store")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := storage.New(storage.Options{Dir: dir})
+	if err != nil {
+		panic(err)
+	}
+	a, err := s.Create("widgets", "", "a", encode("a", "1"))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := s.Create("widgets", "", "b", encode("b", "1")); err != nil {
+		panic(err)
+	}
+	if _, err := storage.New(storage.Options{Dir: dir}); errors.Is(err, storage.ErrInUse) {
+		fmt.Println("a second store on the directory: in use")
+	}
+	if err := s.Close(); err != nil {
+		panic(err)
+	}
+
+	s, err = storage.New(storage.Options{Dir: dir})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	w, err := s.Watch("widgets", storage.WatchOptions{Revision: a.ResourceVersion})
+	if err != nil {
+		panic(err)
+	}
+	ev, err := w.Next(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print("after the restart, from ", a.ResourceVersion, ": ", string(ev.Frame()))
+	// Output:
+	// a second store on the directory: in use
+	// after the restart, from 1: {"type":"ADDED","object":{"metadata":{"name":"b","resourceVersion":"2"},"value":"1"}}
 }

@@ -28,6 +28,21 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives debug logs. Default discards.
 	Logger *slog.Logger
+	// Dir, when set, keeps the store in files in this directory (created
+	// if missing), so that a new store on it has the objects, the
+	// revision and the history of the last: see "Persistence" in the
+	// package documentation. One store at a time may have it open; Close
+	// releases it. Default "": the store lives in memory only.
+	Dir string
+	// SnapshotBytes: with Dir, once the log since the last snapshot holds
+	// this many bytes (or as many as the last snapshot, if more), a
+	// snapshot replaces it. Default 64 MiB (DefaultSnapshotBytes).
+	SnapshotBytes int64
+
+	// noSync, with Dir, skips every fdatasync and fsync: the package's
+	// fuzz target sets it, as its inputs need no durability and the
+	// syncs would bound it to a few executions a second.
+	noSync bool
 }
 
 func (o *Options) setDefaults() {
@@ -46,6 +61,9 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.SnapshotBytes == 0 {
+		o.SnapshotBytes = DefaultSnapshotBytes
+	}
 }
 
 func (o *Options) validate() error {
@@ -57,6 +75,9 @@ func (o *Options) validate() error {
 	}
 	if o.HistoryBytes < 1 {
 		return fmt.Errorf("storage: HistoryBytes must be positive, got %d", o.HistoryBytes)
+	}
+	if o.SnapshotBytes < 1 {
+		return fmt.Errorf("storage: SnapshotBytes must be positive, got %d", o.SnapshotBytes)
 	}
 	return nil
 }
@@ -92,15 +113,27 @@ type Store struct {
 	// historyBytes back within Options.HistoryBytes (trim). It is taken
 	// before any resource's lock, never while holding one.
 	trimMu sync.Mutex
+
+	// disk is the data directory (persist.go); nil without Options.Dir.
+	disk *disk
 }
 
-// New returns an empty store.
+// New returns a store: an empty one, or with Options.Dir what the
+// directory holds. A directory that another store has open, that is
+// damaged or that a newer kloop wrote is an error (ErrInUse, ErrCorrupt,
+// ErrNewerFormat).
 func New(opts Options) (*Store, error) {
 	opts.setDefaults()
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	return &Store{opts: opts, resources: map[string]*resource{}}, nil
+	s := &Store{opts: opts, resources: map[string]*resource{}}
+	if opts.Dir != "" {
+		if err := s.open(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Revision returns the current (last committed or handed out) revision.
@@ -123,6 +156,9 @@ type resource struct {
 	// notify, when not nil, is closed (and reset to nil) by the next commit;
 	// waiting watchers select on it.
 	notify chan struct{}
+	// last is the revision of the resource's last write; snapshotLast,
+	// while a data directory is loaded, the last one its snapshot holds.
+	last, snapshotLast int64
 }
 
 func (s *Store) resource(name string) *resource {
@@ -158,29 +194,42 @@ func (s *Store) Get(res, namespace, name string) (*Object, error) {
 // Create stores a new object at the next revision; an existing key gives an
 // error wrapping ErrAlreadyExists.
 func (s *Store) Create(res, namespace, name string, encode EncodeFunc) (*Object, error) {
-	o, err := s.create(res, namespace, name, encode)
-	if err == nil {
-		s.trim()
+	o, pos, err := s.create(res, namespace, name, encode)
+	if err != nil {
+		return nil, err
 	}
-	return o, err
+	s.trim()
+	if s.disk != nil {
+		if err := s.durable(pos); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }
 
-func (s *Store) create(res, namespace, name string, encode EncodeFunc) (*Object, error) {
+func (s *Store) create(res, namespace, name string, encode EncodeFunc) (*Object, int64, error) {
 	r := s.resource(res)
 	key := Key(namespace, name)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.objects[key]; ok {
-		return nil, fmt.Errorf("%s %q: %w", res, name, ErrAlreadyExists)
+		return nil, 0, fmt.Errorf("%s %q: %w", res, name, ErrAlreadyExists)
 	}
 	o, err := s.encode(encode, namespace, name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	now := s.opts.Now()
+	var pos int64
+	if s.disk != nil {
+		if pos, err = s.disk.logEvent(Added, res, now, o); err != nil {
+			return nil, 0, err
+		}
 	}
 	r.objects[key] = o
 	r.keys.Store(nil)
-	s.commit(r, &Event{Type: Added, Revision: o.ResourceVersion, Object: o})
-	return o, nil
+	s.commit(r, &Event{Type: Added, Revision: o.ResourceVersion, Object: o}, now)
+	return o, pos, nil
 }
 
 // Update replaces an object, GuaranteedUpdate-style: fn computes the next state
@@ -244,23 +293,48 @@ func (s *Store) write(res, namespace, name string, fn WriteFunc) (*Object, bool,
 			r.mu.Unlock()
 			return nil, false, err
 		}
+		now := s.opts.Now()
+		var pos int64
+		if s.disk != nil {
+			typ := Modified
+			if del {
+				typ = Deleted
+			}
+			if pos, err = s.disk.logEvent(typ, res, now, o); err != nil {
+				r.mu.Unlock()
+				return nil, false, err
+			}
+		}
 		if del {
 			delete(r.objects, key)
 			r.keys.Store(nil)
-			s.commit(r, &Event{Type: Deleted, Revision: o.ResourceVersion, Object: o, Prev: cur})
+			s.commit(r, &Event{Type: Deleted, Revision: o.ResourceVersion, Object: o, Prev: cur}, now)
 		} else {
 			r.objects[key] = o
-			s.commit(r, &Event{Type: Modified, Revision: o.ResourceVersion, Object: o, Prev: cur})
+			s.commit(r, &Event{Type: Modified, Revision: o.ResourceVersion, Object: o, Prev: cur}, now)
 		}
 		r.mu.Unlock()
 		s.trim()
+		if s.disk != nil {
+			if err := s.durable(pos); err != nil {
+				return nil, false, err
+			}
+		}
 		return o, del, nil
 	}
 }
 
 // encode takes the next revision and runs the encoder; r.mu is held.
 func (s *Store) encode(encode EncodeFunc, namespace, name string) (*Object, error) {
-	rev := s.rev.Add(1)
+	var rev int64
+	if s.disk == nil {
+		rev = s.rev.Add(1)
+	} else {
+		var err error
+		if rev, err = s.nextRev(); err != nil {
+			return nil, err
+		}
+	}
 	o, err := encode(rev)
 	if err != nil {
 		return nil, err
@@ -276,16 +350,33 @@ func (s *Store) encode(encode EncodeFunc, namespace, name string) (*Object, erro
 // Compact discards the history up to and including revision rev in every
 // resource, as etcd's compaction does: a watch or list at an older revision
 // then fails with ErrExpired (410 Gone). Watches already past rev go on.
+//
+// With Options.Dir the compaction is recorded, so it holds after a
+// restart too.
 func (s *Store) Compact(rev int64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var pos int64
+	var err error
+	if s.disk != nil {
+		pos, err = s.disk.logCompact(rev)
+	}
+	s.compactLocked(rev)
+	s.mu.Unlock()
+	if err == nil && s.disk != nil {
+		err = s.disk.waitDurable(pos)
+	}
+	if err != nil {
+		s.opts.Logger.Error("storage: recording a compaction", "revision", rev, "err", err)
+	}
+}
+
+// compactLocked is Compact's work; s.mu is held (or the store is not
+// shared yet).
+func (s *Store) compactLocked(rev int64) {
 	s.compacted = max(s.compacted, rev)
 	for _, r := range s.resources {
 		r.mu.Lock()
-		for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
-			r.evict(s)
-		}
-		r.history.compacted = max(r.history.compacted, rev)
+		r.compact(s, rev)
 		r.mu.Unlock()
 	}
 }
@@ -294,25 +385,44 @@ func (s *Store) Compact(rev int64) {
 // including revision rev, as [Store.Compact] does for every resource: a
 // watch or list of that resource at an older revision then fails with
 // ErrExpired. The other resources keep their history. It fails when rev
-// is beyond the current revision.
+// is beyond the current revision. With Options.Dir it is recorded, as
+// Compact is.
 func (s *Store) CompactResource(res string, rev int64) error {
 	if cur := s.rev.Load(); rev > cur {
 		return &TooLargeError{Requested: rev, Current: cur}
 	}
 	r := s.resource(res)
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var pos int64
+	if s.disk != nil {
+		var err error
+		if pos, err = s.disk.logCompactResource(res, rev); err != nil {
+			r.mu.Unlock()
+			return err
+		}
+	}
+	r.compact(s, rev)
+	r.mu.Unlock()
+	if s.disk != nil {
+		return s.disk.waitDurable(pos)
+	}
+	return nil
+}
+
+// compact discards the resource's history up to and including rev; r.mu
+// is held.
+func (r *resource) compact(s *Store, rev int64) {
 	for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
 		r.evict(s)
 	}
 	r.history.compacted = max(r.history.compacted, rev)
-	return nil
 }
 
-// commit appends ev to the history and wakes the watchers; r.mu is held.
-func (s *Store) commit(r *resource, ev *Event) {
-	now := s.opts.Now()
+// commit appends ev to the history, committed at now, and wakes the
+// watchers; r.mu is held.
+func (s *Store) commit(r *resource, ev *Event, now time.Time) {
 	ev.at, ev.store = now, s
+	r.last = ev.Revision
 	r.push(s, ev)
 	r.evictOlder(s, now.Add(-s.opts.HistoryAge))
 	if r.notify != nil {

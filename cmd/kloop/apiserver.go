@@ -29,6 +29,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	token := fs.String("token", "", "bearer token clients must send (default: random)")
 	useTLS := fs.Bool("tls", true, "serve HTTPS with a self-signed certificate; kubectl sends the token only over TLS, so a kubeconfig needs it")
 	tokenFile := fs.String("token-auth-file", "", "authenticate the users of this file, in kube-apiserver's --token-auth-file format (token,user,uid,\"group1,group2\"); RBAC says what they may do")
+	dataDir := fs.String("data-dir", "", "keep the objects, the resourceVersion counter, the watch history, the token, the ServiceAccount signing key and the serving certificate in this directory across restarts (every write is on disk before it is acknowledged); default: in memory only")
 	faultAPI := fs.String("fault-api", "", "serve the fault-injection API (apiservertest.Faults as JSON over HTTP, for tests not written in Go) on this loopback `address`, such as 127.0.0.1:0; requests need the server's token")
 	verbose := fs.Bool("v", false, "log every request (verb, URI, user, code, latency, user agent, as kube-apiserver's httplog), request errors and lifecycle to stderr")
 	var crds stringList
@@ -56,7 +57,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stderr, "kloop apiserver: --kubeconfig-out needs --tls (kubectl sends bearer tokens only over TLS)")
 		return errUsage
 	}
-	opts.Addr, opts.Token, opts.TLS = *addr, *token, *useTLS
+	opts.Addr, opts.Token, opts.TLS, opts.DataDir = *addr, *token, *useTLS, *dataDir
 	if *tokenFile != "" {
 		users, err := apiserver.ReadTokenFile(*tokenFile)
 		if err != nil {
@@ -73,6 +74,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	defer srv.Close() // Serve closes it; this is for a Start that fails to listen
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if *faultAPI != "" {

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -52,6 +53,7 @@ func TestDispatch(t *testing.T) {
 		{[]string{"apiserver", "--history-bytes", "1.5"}, 2, "not a whole number of bytes"},
 		{[]string{"apiserver", "--history-bytes", "lots"}, 2, "invalid value"},
 		{[]string{"apiserver", "--token-auth-file", "/nonexistent/tokens.csv"}, 1, "token file"},
+		{[]string{"apiserver", "--data-dir", "/dev/null/kloop"}, 1, "data directory"},
 		{[]string{"apiserver", "--fault-api", "0.0.0.0:0"}, 2, "not a loopback address"},
 		{[]string{"apiserver", "--fault-api", ":0"}, 2, "not a loopback address"},
 		{[]string{"apiserver", "--fault-api", "10.1.2.3:80"}, 2, "not a loopback address"},
@@ -264,5 +266,92 @@ spec:
 	var out2, errOut2 testutil.SyncBuffer
 	if code := run(context.Background(), []string{"apiserver", "--crds", dir}, &out2, &errOut2); code == 0 || !strings.Contains(errOut2.String(), "broken.yaml, document 1") || !strings.Contains(errOut2.String(), "spec.scope") {
 		t.Fatalf("a bad CRD: exit %d, stderr %q", code, errOut2.String())
+	}
+}
+
+// TestAPIServerDataDir restarts `kloop apiserver --data-dir` on the same
+// directory and address: the kubeconfig written by the first run works
+// with the second, which has the first one's objects; a second server on
+// the directory is refused.
+func TestAPIServerDataDir(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"apiserver", "--data-dir", dir, "--addr", addr, "--kubeconfig-out", path}
+	serve := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out, errOut testutil.SyncBuffer
+		done := make(chan int)
+		go func() { done <- run(ctx, args, &out, &errOut) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), "kubeconfig written") {
+			if time.Now().After(deadline) {
+				t.Fatalf("no kubeconfig; stdout %q stderr %q", out.String(), errOut.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return func() {
+			cancel()
+			if code := <-done; code != 0 {
+				t.Errorf("exit code %d, stderr %q", code, errOut.String())
+			}
+		}
+	}
+	stop := serve()
+	kubeconfig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"k": "v"}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut testutil.SyncBuffer
+	if code := run(ctx, []string{"apiserver", "--data-dir", dir}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "data directory in use") {
+		t.Fatalf("a second server on the directory: code %d, stderr %q", code, errOut.String())
+	}
+	list, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	stop = serve()
+	defer stop()
+	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil || got.Data["k"] != "v" {
+		t.Fatalf("the ConfigMap after the restart, with the kubeconfig of before it: %v, %v", got, err)
+	}
+	if again, err := os.ReadFile(path); err != nil || string(again) != string(kubeconfig) {
+		t.Fatalf("the kubeconfig changed across the restart (%v)", err)
+	}
+	// A watch from the resourceVersion of a list before the restart gets
+	// the writes after it.
+	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if cm, ok := ev.Object.(*corev1.ConfigMap); !ok || ev.Type != "ADDED" || cm.Name != "after" {
+			t.Fatalf("watch from %s across the restart: %s %v", list.ResourceVersion, ev.Type, ev.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event from the watch across the restart")
 	}
 }
