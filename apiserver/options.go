@@ -107,6 +107,13 @@ type Options struct {
 	// with an error naming its file, document and field. Default: none.
 	CRDPaths []string
 
+	// DisableControllers turns off what the server runs beside its API
+	// while it serves, as kube-controller-manager runs it beside
+	// kube-apiserver: the default ServiceAccount and the kube-root-ca.crt
+	// ConfigMap of every namespace, made asynchronously as kube's
+	// controllers make them. Default false (they run).
+	DisableControllers bool
+
 	// decodedMutation, when set, turns on the check of the rule that the
 	// entries of the decoded-object cache (decoded.go) are shared and never
 	// written: each entry is deep-copied when it is put and compared with

@@ -94,7 +94,8 @@ func testSource(t *testing.T, ae *apiservertest.Env, inline, batching bool) {
 	if _, err := informer.NewSource(inf, nil, informer.SourceOptions{}); err == nil {
 		t.Fatal("informer.NewSource without a handler succeeded")
 	}
-	notB := predicate.NewFuncs(func(o handler.Object) bool { return o.GetName() != "b" })
+	// (The namespace's kube-root-ca.crt is left out as well.)
+	notB := predicate.NewFuncs(func(o handler.Object) bool { return o.GetName() != "b" && o.GetName() != "kube-root-ca.crt" })
 	src, err := informer.NewSource(inf, handler.EnqueueRequestForObject{}, informer.SourceOptions{Predicates: []predicate.Predicate{notB}, Inline: inline})
 	if err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func TestRESTRateLimiter(t *testing.T) {
 		ctx := t.Context()
 		tg := newTarget(t, env)
 		for i := range 3 {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("cm-%d", i)}}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("x-cm-%d", i), Labels: map[string]string{"test": "limiter"}}}
 			if _, err := tg.cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,8 @@ func TestRESTRateLimiter(t *testing.T) {
 		cfg.QPS = 1 // ignored: the RateLimiter wins
 		cfg.RateLimiter = lim
 		lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, env.Namespace, reflector.RESTOptions[*corev1.ConfigMap]{
-			HTTPClient: env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { return &journalTransport{j: j, next: rt} }),
+			HTTPClient:    env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { return &journalTransport{j: j, next: rt} }),
+			LabelSelector: "test=limiter", // not the namespace's kube-root-ca.crt, which sorts before x-cm-*
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -91,9 +91,15 @@ func TestForEachTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A fresh namespace holds what kube-controller-manager puts
+			// in every one.
 			cms, err := cs.CoreV1().ConfigMaps(env.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil || len(cms.Items) != 0 {
+			if err != nil || len(cms.Items) != 1 || cms.Items[0].Name != "kube-root-ca.crt" {
 				t.Fatalf("%s: list in the fresh namespace: %d items, %v", name, len(cms.Items), err)
+			}
+			sas, err := cs.CoreV1().ServiceAccounts(env.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil || len(sas.Items) != 1 || sas.Items[0].Name != "default" {
+				t.Fatalf("%s: ServiceAccounts of the fresh namespace: %d items, %v", name, len(sas.Items), err)
 			}
 		}
 		// HTTPClient: authenticated, through the wrapper.

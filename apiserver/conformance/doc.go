@@ -41,6 +41,11 @@
 // its own. A transcript must not branch on responses: both targets must
 // issue the same requests.
 //
+// Each transcript's namespace holds its default ServiceAccount and
+// kube-root-ca.crt ConfigMap (kube-controller-manager's, and the embedded
+// server's own controllers') before the transcript starts: the harness waits
+// for them, unrecorded.
+//
 // Requests are the administrator's unless made within tr.as(cfg, ...),
 // with the credentials of a user of apiservertest's ConfigFor (tr.user) or
 // a configuration impersonating one; tr.await polls, unrecorded, until the
