@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"kloop.dev/kloop/apiserver/internal/garbagecollector"
 	"kloop.dev/kloop/apiserver/internal/inproc"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler"
@@ -114,6 +115,13 @@ func (s *Server) startControllers(ctx context.Context) (*controllerSet, error) {
 			}
 		}
 	})
+	if !s.opts.GarbageCollector.Disabled {
+		run, err := s.garbageCollector(factory)
+		if err != nil {
+			return fail(fmt.Errorf("garbage collector: %w", err))
+		}
+		runners = append(runners, run)
+	}
 	set.wg.Go(func() {
 		if err := factory.Start(ctx); err != nil {
 			s.opts.Logger.Error("apiserver: controllers' informers", "err", err)
@@ -127,6 +135,81 @@ func (s *Server) startControllers(ctx context.Context) (*controllerSet, error) {
 		})
 	}
 	return set, nil
+}
+
+// garbageCollector makes the server's garbage collector, as its
+// ServiceAccount kube-system/generic-garbage-collector; every change of a
+// CRD makes it read discovery again (it follows the kinds served). While
+// it runs, deletions take the collector's finalizers (gcEnabled).
+func (s *Server) garbageCollector(f *informer.Factory) (func(context.Context) error, error) {
+	cfg, err := s.controllerConfig("generic-garbage-collector")
+	if err != nil {
+		return nil, err
+	}
+	o := s.opts.GarbageCollector
+	gc, err := garbagecollector.New(garbagecollector.Options{Config: cfg, Workers: o.Workers, Logger: s.opts.Logger,
+		QueueMetrics: o.QueueMetrics, ControllerMetrics: o.ControllerMetrics})
+	if err != nil {
+		return nil, err
+	}
+	if o.Metrics != nil {
+		if err := o.Metrics.Register(func(st *GarbageCollectorStats) { *st = gcStats(gc) }); err != nil {
+			return nil, err
+		}
+	}
+	crds, err := f.Metadata(crdGVR.GroupVersion().WithKind("CustomResourceDefinition"), informer.Scope{})
+	if err != nil {
+		return nil, err
+	}
+	trigger := func() { gc.Trigger() }
+	if _, err := crds.AddHandler(informer.HandlerFuncs[*metav1.PartialObjectMetadata]{
+		AddFunc:    func(*metav1.PartialObjectMetadata, bool) { trigger() },
+		UpdateFunc: func(_, _ *metav1.PartialObjectMetadata) { trigger() },
+		DeleteFunc: func(informer.Deleted[*metav1.PartialObjectMetadata]) { trigger() },
+	}, informer.HandlerOptions{Inline: true}); err != nil {
+		return nil, err
+	}
+	s.gcMu.Lock()
+	s.gc = gc // from now on: deletions before the server is ready included
+	s.gcMu.Unlock()
+	return func(ctx context.Context) error {
+		defer func() {
+			s.gcMu.Lock()
+			s.gc = nil
+			s.gcMu.Unlock()
+		}()
+		return gc.Start(ctx)
+	}, nil
+}
+
+// gcEnabled reports whether deletions take the garbage collector's
+// finalizers: while it runs, as kube-apiserver's with
+// --enable-garbage-collector (a server whose collector does not run,
+// Options.GarbageCollector.Disabled or a server not serving, adds none:
+// nothing would remove them).
+func (s *Server) gcEnabled() bool {
+	s.gcMu.Lock()
+	defer s.gcMu.Unlock()
+	return s.gc != nil
+}
+
+// GarbageCollectorStats returns the garbage collector's counters; zero when
+// it does not run.
+func (s *Server) GarbageCollectorStats() GarbageCollectorStats {
+	s.gcMu.Lock()
+	gc := s.gc
+	s.gcMu.Unlock()
+	if gc == nil {
+		return GarbageCollectorStats{}
+	}
+	return gcStats(gc)
+}
+
+func gcStats(gc *garbagecollector.Collector) GarbageCollectorStats {
+	var st garbagecollector.Stats
+	gc.ReadStats(&st)
+	return GarbageCollectorStats{DeletionsAttempted: st.DeletionsAttempted, DeletionsDone: st.DeletionsDone, DeletionsFailed: st.DeletionsFailed,
+		Orphaned: st.Orphaned, FinalizersRemoved: st.FinalizersRemoved, GraphNodes: st.GraphNodes, Monitors: st.Monitors, ResourceSyncErrors: st.ResourceSyncErrors}
 }
 
 // controllerConfig is the in-process client configuration of the

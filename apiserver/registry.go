@@ -115,6 +115,11 @@ type kind struct {
 	// finalizer left, must still stay while it holds content (namespaces;
 	// CRDs have their finalizer for that).
 	waitsForContent func(s *Server, name string) bool
+	// orphanByDefault: the kind's default garbage-collection policy is
+	// to orphan dependents (kube: batch/v1 Jobs, and the kinds of
+	// extensions/v1beta1 and apps/v1beta1 and v1beta2), which a deletion
+	// without propagationPolicy then does (the orphan finalizer).
+	orphanByDefault bool
 	// gracePeriod makes deletion graceful (pods): a first update records
 	// it (deletionTimestamp, deletionGracePeriodSeconds: the period
 	// gracePeriod returns for the object and the deletion's options), and

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"kloop.dev/kloop/apiserver/internal/garbagecollector"
 	"kloop.dev/kloop/apiserver/internal/inproc"
 	"kloop.dev/kloop/apiserver/storage"
 	"kloop.dev/kloop/internal/selfsigned"
@@ -68,6 +69,13 @@ type Server struct {
 	mu      sync.Mutex // guards url and serving
 	url     string     // set before ready is closed
 	serving bool       // Serve was called
+
+	// emptying holds the namespaces whose content deleteNamespaceContent
+	// is deleting (namespace name → true).
+	emptying sync.Map
+
+	gcMu sync.Mutex                  // guards gc
+	gc   *garbagecollector.Collector // the running garbage collector, if any
 
 	// Who may do what (authn.go, authz.go, impersonate.go, rbac.go).
 	users users     // bearer tokens
