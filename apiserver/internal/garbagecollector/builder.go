@@ -75,10 +75,16 @@ func (c *Collector) applyChange(e *event) {
 		}
 		c.processTransitions(e.old, obj, existing)
 	case e.typ == deleteEvent:
+		if !e.virtual {
+			c.deleted.Delete(obj.UID)
+		}
 		if !found {
 			return
 		}
 		c.applyDelete(e, existing)
+	}
+	if e.typ != deleteEvent && beingDeleted(obj) {
+		c.deleted.Delete(obj.UID) // marked, not gone: its node says so now
 	}
 }
 

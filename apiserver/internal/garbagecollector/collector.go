@@ -96,6 +96,12 @@ type Collector struct {
 	enqReady  chan struct{}
 	enqClosed bool
 
+	// deleted holds the uids the collector deleted whose deletion the
+	// graph has not seen yet (uid → true): a second attempt would only
+	// find them gone (a foreground owner requeues its dependents until it
+	// sees them go).
+	deleted sync.Map
+
 	mu        sync.RWMutex // guards uidToNode and every node's fields
 	uidToNode map[types.UID]*node
 

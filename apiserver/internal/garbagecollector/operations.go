@@ -110,6 +110,9 @@ func (c *Collector) attemptToDeleteItem(ctx context.Context, s snapshot) error {
 	if s.beingDeleted && !s.deletingDependents {
 		return nil // one way to its deletion; its dependents follow then
 	}
+	if _, ok := c.deleted.Load(s.identity.UID); ok && !s.deletingDependents {
+		return nil // deleted; the graph learns it from its monitor
+	}
 	latest, err := c.latest(ctx, s.identity)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -186,7 +189,9 @@ func (c *Collector) processDeletingDependents(ctx context.Context, s snapshot) e
 		return c.removeFinalizer(ctx, s.identity, metav1.FinalizerDeleteDependents)
 	}
 	for _, d := range s.dependentList {
-		c.enqueueDelete(d)
+		if _, done := c.deleted.Load(d.identity.UID); !done {
+			c.enqueueDelete(d)
+		}
 	}
 	return nil
 }
@@ -396,7 +401,10 @@ func (c *Collector) deleteObject(ctx context.Context, id objectRef, rv string, o
 		opts := metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, Preconditions: &pre, PropagationPolicy: &policy}
 		err := c.client.Do(ctx, http.MethodDelete, objectPath(info, ns, id.Name), "", opts, nil)
 		switch {
-		case err == nil || apierrors.IsNotFound(err):
+		case err == nil:
+			c.stats.done.Add(1)
+			c.deleted.Store(uid, true)
+		case apierrors.IsNotFound(err):
 			c.stats.done.Add(1)
 		default:
 			c.stats.failed.Add(1)
