@@ -153,7 +153,7 @@ func (s *Server) garbageCollector(f *informer.Factory) (func(context.Context) er
 		return nil, err
 	}
 	if o.Metrics != nil {
-		if err := o.Metrics.Register(func(st *GarbageCollectorStats) { *st = gcStats(gc) }); err != nil {
+		if err := o.Metrics.Register("garbage_collector", func(st *GarbageCollectorStats) { *st = gcStats(gc) }); err != nil {
 			return nil, err
 		}
 	}

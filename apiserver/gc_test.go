@@ -2,7 +2,10 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +23,9 @@ import (
 
 	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/internal/testutil"
+	"kloop.dev/kloop/workqueue"
 )
 
 // The garbage collector, on both servers: kube-controller-manager's beside
@@ -382,5 +387,100 @@ func TestKubectlDeleteCascade(t *testing.T) {
 			_, err := cs.CoreV1().Pods(ns).Get(context.Background(), "p", metav1.GetOptions{})
 			return err
 		})
+	})
+}
+
+// The collector's counters, queues and controllers reach the metrics
+// providers of Options.GarbageCollector.
+func TestGarbageCollectorMetrics(t *testing.T) {
+	counters := &testutil.Provider[apiserver.GarbageCollectorStats]{}
+	queues := &testutil.Provider[workqueue.Stats]{}
+	controllers := &testutil.Provider[controller.Stats]{}
+	env, cs := embedded(t, apiservertest.Options{GarbageCollector: apiserver.GarbageCollectorOptions{
+		Metrics: counters, QueueMetrics: queues, ControllerMetrics: controllers, Workers: 2}})
+	ctx := ctxT(t)
+	owner, err := cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dep",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.UID}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := cs.CoreV1().ConfigMaps(env.Namespace).Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, "the dependent", func() error {
+		_, err := cs.CoreV1().ConfigMaps(env.Namespace).Get(ctx, "dep", metav1.GetOptions{})
+		return err
+	})
+	testutil.Eventually(t, "the counters", func() error {
+		st, ok := counters.Read("garbage_collector")
+		if !ok || st.DeletionsAttempted < 1 || st.DeletionsDone < 1 || st.GraphNodes == 0 || st.Monitors == 0 {
+			return fmt.Errorf("%v %+v", ok, st)
+		}
+		return nil
+	})
+	for _, name := range []string{"garbage_collector_graph_changes", "garbage_collector_attempt_to_delete", "garbage_collector_attempt_to_orphan"} {
+		if _, ok := queues.Read(name); !ok {
+			t.Errorf("queue %s not registered (%v)", name, queues.Names())
+		}
+	}
+	if st, ok := controllers.Read("garbage_collector_attempt_to_delete"); !ok || st.Success == 0 || st.MaxConcurrentReconciles != 2 {
+		t.Errorf("attempt-to-delete controller: %v %+v", ok, st)
+	}
+	if _, ok := controllers.Read("garbage_collector_attempt_to_orphan"); !ok {
+		t.Errorf("attempt-to-orphan controller not registered (%v)", controllers.Names())
+	}
+}
+
+// A collector that starts finds the dependents whose owners vanished while
+// none ran (after a restart, as a new server over a store kept on disk
+// would): it collects them from its first lists.
+func TestGarbageCollectionOfWhatWasLeft(t *testing.T) {
+	srv, err := apiserver.New(apiserver.Options{Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No controller runs before Serve: the owner goes, its dependent stays.
+	do := func(method, path, body string, want int) string {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	const cms = "/api/v1/namespaces/default/configmaps"
+	var owner corev1.ConfigMap
+	if err := json.Unmarshal([]byte(do(http.MethodPost, cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"owner"}}`, http.StatusCreated)), &owner); err != nil {
+		t.Fatal(err)
+	}
+	do(http.MethodPost, cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"left","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"`+string(owner.UID)+`"}]}}`, http.StatusCreated)
+	do(http.MethodDelete, cms+"/owner", `{"apiVersion":"v1","kind":"DeleteOptions","propagationPolicy":"Foreground"}`, http.StatusOK)
+	do(http.MethodGet, cms+"/owner", "", http.StatusNotFound) // no collector, no finalizer: gone at once
+	do(http.MethodGet, cms+"/left", "", http.StatusOK)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
+	<-srv.Ready()
+	testutil.Eventually(t, "the dependent left behind collected", func() bool {
+		req := httptest.NewRequest(http.MethodGet, cms+"/left", nil)
+		req.Header.Set("Authorization", "Bearer t")
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, req)
+		return rec.Code == http.StatusNotFound
 	})
 }

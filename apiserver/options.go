@@ -169,9 +169,11 @@ type GarbageCollectorOptions struct {
 
 // GarbageCollectorMetricsProvider exposes the garbage collector's counters,
 // pull style as workqueue.MetricsProvider: Register is called once, when
-// the server starts serving, with a reader of a consistent snapshot.
+// the server starts serving, with the name "garbage_collector" and a
+// reader of the counters, which may be called from any goroutine at any
+// time. An error fails Serve.
 type GarbageCollectorMetricsProvider interface {
-	Register(read func(*GarbageCollectorStats)) error
+	Register(name string, read func(*GarbageCollectorStats)) error
 }
 
 // GarbageCollectorStats are the garbage collector's counters.
