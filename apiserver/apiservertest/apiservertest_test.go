@@ -206,3 +206,17 @@ func TestNewError(t *testing.T) {
 		t.Fatal("New on an address that cannot be listened on succeeded")
 	}
 }
+
+// An embedded server without controllers makes no default ServiceAccount
+// or kube-root-ca.crt, and Start does not wait for them.
+func TestStartWithoutControllers(t *testing.T) {
+	env := apiservertest.Start(t, apiservertest.Embedded, apiservertest.Options{DisableControllers: true})
+	cs, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(env.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(cms.Items) != 0 {
+		t.Fatalf("ConfigMaps of a namespace without controllers: %v %v", err, cms.Items)
+	}
+}

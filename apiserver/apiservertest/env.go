@@ -150,8 +150,10 @@ func Start(t testing.TB, target Target, opts Options) *Env {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("apiservertest: create namespace %s on %s: %v", env.Namespace, target, err)
 	}
-	if err := WaitForNamespaceDefaults(ctx, env.cfg, env.Namespace); err != nil {
-		t.Fatalf("apiservertest: namespace %s on %s: %v", env.Namespace, target, err)
+	if target == RealServer || !opts.DisableControllers {
+		if err := WaitForNamespaceDefaults(ctx, env.cfg, env.Namespace); err != nil {
+			t.Fatalf("apiservertest: namespace %s on %s: %v", env.Namespace, target, err)
+		}
 	}
 	return env
 }
@@ -161,7 +163,8 @@ func Start(t testing.TB, target Target, opts Options) *Env {
 // is created — the default ServiceAccount and the kube-root-ca.crt
 // ConfigMap — so that a test that lists a namespace's ServiceAccounts or
 // ConfigMaps sees the same on both targets whatever the controllers'
-// timing. Start waits for them in the Env's namespace.
+// timing. Start waits for them in the Env's namespace (but on an embedded
+// server started with Options.DisableControllers, which makes none).
 func WaitForNamespaceDefaults(ctx context.Context, cfg *rest.Config, ns string) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
