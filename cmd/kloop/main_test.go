@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"flag"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/internal/testutil"
 )
 
@@ -260,5 +263,28 @@ spec:
 	var out2, errOut2 testutil.SyncBuffer
 	if code := run(context.Background(), []string{"apiserver", "--crds", dir}, &out2, &errOut2); code == 0 || !strings.Contains(errOut2.String(), "broken.yaml, document 1") || !strings.Contains(errOut2.String(), "spec.scope") {
 		t.Fatalf("a bad CRD: exit %d, stderr %q", code, errOut2.String())
+	}
+}
+
+func TestControllerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args            []string
+		disabled, gcOff bool
+		wantErr         bool
+	}{
+		{nil, false, false, false},
+		{[]string{"--disable-controllers"}, true, false, false},
+		{[]string{"--enable-garbage-collector=false"}, false, true, false},
+		{[]string{"--enable-garbage-collector"}, false, false, false},
+		{[]string{"--enable-garbage-collector=maybe"}, false, false, true},
+	} {
+		fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var opts apiserver.Options
+		controllerFlags(fs, &opts)
+		err := fs.Parse(tc.args)
+		if (err != nil) != tc.wantErr || err == nil && (opts.DisableControllers != tc.disabled || opts.GarbageCollector.Disabled != tc.gcOff) {
+			t.Errorf("%v: %v, %+v", tc.args, err, opts)
+		}
 	}
 }
