@@ -177,14 +177,14 @@ func New(opts Options) (*Collector, error) {
 	if c.graphChanges, err = workqueue.New(workqueue.Options[*event]{Name: "garbage_collector_graph_changes", Metrics: opts.QueueMetrics}); err != nil {
 		return nil, fmt.Errorf("garbagecollector: %w", err)
 	}
-	ctlOpts := func(name string) controller.Options {
-		return controller.Options{MaxConcurrentReconciles: opts.Workers, Logger: opts.Logger, Metrics: opts.ControllerMetrics, QueueMetrics: opts.QueueMetrics,
-			CacheSyncTimeout: opts.InitialSyncTimeout + time.Minute}
-	}
-	if c.deleteCtl, err = controller.New("garbage_collector_attempt_to_delete", reconcile.Func(c.attemptToDelete), ctlOpts("delete")); err != nil {
+	// The controllers start working once the first monitors listed (or
+	// InitialSyncTimeout passed: queueSource.HasSynced).
+	ctlOpts := controller.Options{MaxConcurrentReconciles: opts.Workers, Logger: opts.Logger, Metrics: opts.ControllerMetrics, QueueMetrics: opts.QueueMetrics,
+		CacheSyncTimeout: opts.InitialSyncTimeout + time.Minute}
+	if c.deleteCtl, err = controller.New("garbage_collector_attempt_to_delete", reconcile.Func(c.attemptToDelete), ctlOpts); err != nil {
 		return nil, fmt.Errorf("garbagecollector: %w", err)
 	}
-	if c.orphanCtl, err = controller.New("garbage_collector_attempt_to_orphan", reconcile.Func(c.attemptToOrphan), ctlOpts("orphan")); err != nil {
+	if c.orphanCtl, err = controller.New("garbage_collector_attempt_to_orphan", reconcile.Func(c.attemptToOrphan), ctlOpts); err != nil {
 		return nil, fmt.Errorf("garbagecollector: %w", err)
 	}
 	if err := c.deleteCtl.Watch(&queueSource{c: c, orphan: false}); err != nil {
