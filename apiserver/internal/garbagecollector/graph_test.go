@@ -178,3 +178,21 @@ func TestNewOptions(t *testing.T) {
 		t.Fatal("New without a Config succeeded")
 	}
 }
+
+func TestDeleteOptionsJSON(t *testing.T) {
+	uid, rv := types.UID(`u"1`), "42"
+	for _, pre := range []metav1.Preconditions{{UID: &uid, ResourceVersion: &rv}, {UID: &uid}, {}} {
+		got := deleteOptions(pre, metav1.DeletePropagationForeground)
+		var back metav1.DeleteOptions
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		want, _ := json.Marshal(metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"}, Preconditions: &pre, PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)})
+		again, _ := json.Marshal(back)
+		if string(again) != string(want) {
+			t.Errorf("%s decodes to %s, want %s", got, again, want)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

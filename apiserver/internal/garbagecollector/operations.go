@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/reconcile"
 )
 
@@ -398,8 +399,7 @@ func (c *Collector) deleteObject(ctx context.Context, id objectRef, rv string, o
 	uid := id.UID
 	del := func(pre metav1.Preconditions) error {
 		c.stats.attempted.Add(1)
-		opts := metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}, Preconditions: &pre, PropagationPolicy: &policy}
-		err := c.client.Do(ctx, http.MethodDelete, objectPath(info, ns, id.Name), "", opts, nil)
+		err := c.client.Do(ctx, http.MethodDelete, objectPath(info, ns, id.Name), "", deleteOptions(pre, policy), nil)
 		switch {
 		case err == nil:
 			c.stats.done.Add(1)
@@ -427,6 +427,27 @@ func (c *Collector) deleteObject(ctx context.Context, id objectRef, rv string, o
 		return errVirtualDeleteQueued
 	}
 	return err
+}
+
+// deleteOptions is the JSON of DeleteOptions with preconditions and a
+// propagation policy (one per object collected: written without
+// reflection).
+func deleteOptions(pre metav1.Preconditions, policy metav1.DeletionPropagation) []byte {
+	b := make([]byte, 0, 192)
+	b = append(b, `{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{`...)
+	sep := ""
+	if pre.UID != nil {
+		b = append(b, `"uid":`...)
+		b = jsontree.AppendString(b, string(*pre.UID))
+		sep = ","
+	}
+	if pre.ResourceVersion != nil {
+		b = append(b, sep+`"resourceVersion":`...)
+		b = jsontree.AppendString(b, *pre.ResourceVersion)
+	}
+	b = append(b, `},"propagationPolicy":`...)
+	b = jsontree.AppendString(b, string(policy))
+	return append(b, '}')
 }
 
 func ownersEqual(a, b []metav1.OwnerReference) bool {
