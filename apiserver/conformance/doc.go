@@ -41,6 +41,14 @@
 // its own. A transcript must not branch on responses: both targets must
 // issue the same requests.
 //
+// What controllers do after a request (garbage collection, namespace
+// deletion) comes a moment later, by each server's own timing:
+// tr.awaitGet polls, unrecorded, until a path answers a code (and has some
+// fields set), and the transcript then records the result. The transcripts
+// gc-* compare kube-controller-manager's garbage collector with the
+// embedded server's, namespace-deleted-with-finalizers its namespace
+// controller.
+//
 // Each transcript's namespace holds its default ServiceAccount and
 // kube-root-ca.crt ConfigMap (kube-controller-manager's, and the embedded
 // server's own controllers') before the transcript starts: the harness waits
