@@ -190,6 +190,16 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 				return nil, false, nil
 			case u.GetDeletionTimestamp() == nil:
 				k.terminate(obj)
+				// The first deletion takes the collector's finalizers:
+				// kube's namespace registry by its own rules, CRDs by the
+				// registry's.
+				fs, changed := s.gcFinalizers(k, u.GetFinalizers(), opts)
+				if k.gvr == namespaceGVR {
+					fs, changed = s.namespaceGCFinalizers(u.GetFinalizers(), opts)
+				}
+				if changed {
+					u.SetFinalizers(fs)
+				}
 			case len(u.GetFinalizers()) == 0 && (k.waitsForContent == nil || !k.waitsForContent(s, name)):
 				return k.encoder(obj), true, nil
 			default:
@@ -307,6 +317,40 @@ func (s *Server) gcFinalizers(k *kind, fs []string, opts metav1.DeleteOptions) (
 				break
 			}
 		}
+	}
+	var out []string
+	for _, f := range fs {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	if sameSet(fs, out) {
+		return fs, false
+	}
+	return out, true
+}
+
+// namespaceGCFinalizers is gcFinalizers for a namespace's first deletion,
+// by kube's namespace registry's rules: orphanDependents true asks for the
+// orphan finalizer and false for foregroundDeletion, else the
+// propagationPolicy (Orphan, Foreground), else the finalizers it has stay.
+func (s *Server) namespaceGCFinalizers(fs []string, opts metav1.DeleteOptions) ([]string, bool) {
+	if !s.gcEnabled() {
+		return fs, false
+	}
+	orphan := slices.Contains(fs, metav1.FinalizerOrphanDependents)
+	foreground := slices.Contains(fs, metav1.FinalizerDeleteDependents)
+	//nolint:staticcheck // orphanDependents is deprecated and still honoured, as kube-apiserver does
+	if od := opts.OrphanDependents; od != nil {
+		orphan, foreground = *od, !*od
+	} else if p := opts.PropagationPolicy; p != nil {
+		orphan, foreground = *p == metav1.DeletePropagationOrphan, *p == metav1.DeletePropagationForeground
 	}
 	var out []string
 	for _, f := range fs {

@@ -88,6 +88,15 @@ var gcTranscripts = []transcript{
 		tr.Get("/api/v1/namespaces/{ns}-o/configmaps/owner").Want(http.StatusOK)
 		tr.Delete("/api/v1/namespaces/{ns}-o", "").Want(http.StatusOK)
 	}},
+	{"namespace-deleted-foreground", func(tr *T) {
+		// A namespace's deletion takes the collector's finalizer too; the
+		// collector removes it (nothing in the cluster names the namespace
+		// as owner), and the namespace goes once empty.
+		tr.Post(cms, configMap("c", "")).Want(http.StatusCreated)
+		tr.Delete("/api/v1/namespaces/{ns}", `{"apiVersion":"v1","kind":"DeleteOptions","propagationPolicy":"Foreground"}`).Want(http.StatusOK)
+		tr.awaitGet("/api/v1/namespaces/{ns}", http.StatusNotFound)
+		tr.Get(cms + "/c").Want(http.StatusNotFound)
+	}},
 	{"namespace-deleted-with-finalizers", func(tr *T) {
 		tr.Post(cms, cmWithMeta("held", `"finalizers":["example.com/hold"]`)).Want(http.StatusCreated)
 		tr.Post(cms, configMap("free", "")).Want(http.StatusCreated)
