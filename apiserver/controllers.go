@@ -59,21 +59,32 @@ const (
 
 // controllerSet is the server's controllers while they run.
 type controllerSet struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped func() // after they stopped
 }
 
 // stop cancels the controllers and waits for them.
 func (c *controllerSet) stop() {
 	c.cancel()
 	c.wg.Wait()
+	if c.stopped != nil {
+		c.stopped()
+	}
 }
 
 // startControllers starts the server's controllers; they run until ctx is
-// cancelled or stop is called.
+// cancelled or stop is called. What needs no request is made here (the
+// garbage collector included, so that deletions take its finalizers from
+// the moment the server serves); the informers, which ask discovery, are
+// made in the background, so that the server is ready at once.
 func (s *Server) startControllers(ctx context.Context) (*controllerSet, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	set := &controllerSet{cancel: cancel}
+	set := &controllerSet{cancel: cancel, stopped: func() {
+		s.gcMu.Lock()
+		s.gc = nil // deletions take the collector's finalizers no more
+		s.gcMu.Unlock()
+	}}
 	fail := func(err error) (*controllerSet, error) {
 		set.stop()
 		return nil, fmt.Errorf("apiserver: controllers: %w", err)
@@ -82,32 +93,68 @@ func (s *Server) startControllers(ctx context.Context) (*controllerSet, error) {
 	if err != nil {
 		return fail(err)
 	}
-	factory, err := informer.NewFactory(kcm, informer.FactoryOptions{Logger: s.opts.Logger})
-	if err != nil {
-		return fail(err)
+	var gc *garbagecollector.Collector
+	if !s.opts.GarbageCollector.Disabled {
+		if gc, err = s.newGarbageCollector(); err != nil {
+			return fail(fmt.Errorf("garbage collector: %w", err))
+		}
 	}
-	kcmClient := inproc.NewClient(kcm)
-	var runners []func(context.Context) error
-	for _, c := range []struct {
-		name string // its ServiceAccount in kube-system
-		add  func(ctx context.Context, factory *informer.Factory, client inproc.Client) (func(context.Context) error, error)
-	}{
-		{"service-account-controller", s.serviceAccountController},
-		{"root-ca-cert-publisher", s.rootCAPublisher},
-	} {
-		cfg, err := s.controllerConfig(c.name)
-		if err != nil {
+	configs := map[string]*rest.Config{}
+	for _, name := range []string{"service-account-controller", "root-ca-cert-publisher"} {
+		if configs[name], err = s.controllerConfig(name); err != nil {
 			return fail(err)
 		}
-		run, err := c.add(ctx, factory, inproc.NewClient(cfg))
-		if err != nil {
-			return fail(fmt.Errorf("%s: %w", c.name, err))
-		}
-		runners = append(runners, run)
 	}
 	set.wg.Go(func() {
+		// (Its default scheme, all of client-go's types, takes
+		// milliseconds to make.)
+		factory, err := informer.NewFactory(kcm, informer.FactoryOptions{Logger: s.opts.Logger})
+		if err != nil {
+			s.opts.Logger.Error("apiserver: controllers' informers", "err", err)
+			return
+		}
+		var runners []func(context.Context) error
+		for _, c := range []struct {
+			name string // its ServiceAccount in kube-system
+			add  func(ctx context.Context, factory *informer.Factory, client inproc.Client) (func(context.Context) error, error)
+		}{
+			{"service-account-controller", s.serviceAccountController},
+			{"root-ca-cert-publisher", s.rootCAPublisher},
+		} {
+			run, err := c.add(ctx, factory, inproc.NewClient(configs[c.name]))
+			if err != nil {
+				if ctx.Err() == nil {
+					s.opts.Logger.Error("apiserver: starting a controller", "controller", c.name, "err", err)
+				}
+				continue
+			}
+			runners = append(runners, run)
+		}
+		if gc != nil {
+			run, err := s.runGarbageCollector(gc, factory)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.opts.Logger.Error("apiserver: starting the garbage collector", "err", err)
+				}
+			} else {
+				runners = append(runners, run)
+			}
+		}
+		set.wg.Go(func() {
+			if err := factory.Start(ctx); err != nil {
+				s.opts.Logger.Error("apiserver: controllers' informers", "err", err)
+			}
+		})
+		for _, run := range runners {
+			set.wg.Go(func() {
+				if err := run(ctx); err != nil && ctx.Err() == nil {
+					s.opts.Logger.Error("apiserver: controller stopped", "err", err)
+				}
+			})
+		}
 		// kube-controller-manager makes each controller's ServiceAccount
 		// (--use-service-account-credentials) as its own user.
+		kcmClient := inproc.NewClient(kcm)
 		for _, name := range []string{"generic-garbage-collector", "namespace-controller", "root-ca-cert-publisher", "service-account-controller"} {
 			sa := corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
 			if err := kcmClient.Do(ctx, http.MethodPost, "/api/v1/namespaces/kube-system/serviceaccounts", "", sa, nil); err != nil && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
@@ -115,33 +162,13 @@ func (s *Server) startControllers(ctx context.Context) (*controllerSet, error) {
 			}
 		}
 	})
-	if !s.opts.GarbageCollector.Disabled {
-		run, err := s.garbageCollector(factory)
-		if err != nil {
-			return fail(fmt.Errorf("garbage collector: %w", err))
-		}
-		runners = append(runners, run)
-	}
-	set.wg.Go(func() {
-		if err := factory.Start(ctx); err != nil {
-			s.opts.Logger.Error("apiserver: controllers' informers", "err", err)
-		}
-	})
-	for _, run := range runners {
-		set.wg.Go(func() {
-			if err := run(ctx); err != nil && ctx.Err() == nil {
-				s.opts.Logger.Error("apiserver: controller stopped", "err", err)
-			}
-		})
-	}
 	return set, nil
 }
 
-// garbageCollector makes the server's garbage collector, as its
-// ServiceAccount kube-system/generic-garbage-collector; every change of a
-// CRD makes it read discovery again (it follows the kinds served). While
-// it runs, deletions take the collector's finalizers (gcEnabled).
-func (s *Server) garbageCollector(f *informer.Factory) (func(context.Context) error, error) {
+// newGarbageCollector makes the server's garbage collector, as its
+// ServiceAccount kube-system/generic-garbage-collector, and registers its
+// metrics. From then on deletions take its finalizers (gcEnabled).
+func (s *Server) newGarbageCollector() (*garbagecollector.Collector, error) {
 	cfg, err := s.controllerConfig("generic-garbage-collector")
 	if err != nil {
 		return nil, err
@@ -157,6 +184,16 @@ func (s *Server) garbageCollector(f *informer.Factory) (func(context.Context) er
 			return nil, err
 		}
 	}
+	s.gcMu.Lock()
+	s.gc = gc
+	s.gcMu.Unlock()
+	return gc, nil
+}
+
+// runGarbageCollector returns the runner of the garbage collector: every
+// change of a CRD makes it read discovery again (it follows the kinds
+// served); when it stops, deletions take its finalizers no more.
+func (s *Server) runGarbageCollector(gc *garbagecollector.Collector, f *informer.Factory) (func(context.Context) error, error) {
 	crds, err := f.Metadata(crdGVR.GroupVersion().WithKind("CustomResourceDefinition"), informer.Scope{})
 	if err != nil {
 		return nil, err
@@ -169,17 +206,7 @@ func (s *Server) garbageCollector(f *informer.Factory) (func(context.Context) er
 	}, informer.HandlerOptions{Inline: true}); err != nil {
 		return nil, err
 	}
-	s.gcMu.Lock()
-	s.gc = gc // from now on: deletions before the server is ready included
-	s.gcMu.Unlock()
-	return func(ctx context.Context) error {
-		defer func() {
-			s.gcMu.Lock()
-			s.gc = nil
-			s.gcMu.Unlock()
-		}()
-		return gc.Start(ctx)
-	}, nil
+	return gc.Start, nil
 }
 
 // gcEnabled reports whether deletions take the garbage collector's
