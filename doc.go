@@ -21,10 +21,13 @@
 //	controller      workers that take keys and call Reconcile, applying the Result rules
 //	                (controllerutil/: finalizer, owner-reference, status and create-or-update helpers)
 //	manager         one shared cache, a client, runnables, leader election, probes and /metrics
-//	builder         For / Owns / Watches wiring of a controller into a manager
+//	builder         For / Owns / Watches wiring of a controller into a manager; WebhookManagedBy
+//	webhook         the webhook server (TLS, cert reload, metrics); admission/: defaulting and validation
+//	                webhooks (Defaulter[T], Validator[T]); conversion/: CRD conversion (hub and spoke, functions)
 //	leaderelection  leader election on a coordination.k8s.io/v1 Lease
 //	metrics         Prometheus exposition of the stages' statistics, controller-runtime's names
-//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context),
+//	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context), certreload
+//	                (TLS serving certificates reloaded on rotation), selfsigned,
 //	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries,
 //	                rate limit); for tests: testutil (Eventually, SyncBuffer, a metrics Provider), testcrd
 //

@@ -57,7 +57,7 @@ func (s *Server) authorize(r *http.Request, u *identity) (*http.Request, error) 
 		return nil, err
 	}
 	if wanted == nil && u.masters {
-		return withUser(r, u), nil // the usual request: nothing to check
+		return withUser(r, u, s.admissionActive), nil // the usual request: nothing to check
 	}
 	a := requestAttributes(r)
 	if wanted != nil {
@@ -69,7 +69,7 @@ func (s *Server) authorize(r *http.Request, u *identity) (*http.Request, error) 
 		_, reason := s.decide(u, &a)
 		return nil, forbidden(u.Name, &a, reason)
 	}
-	return withUser(r, u), nil
+	return withUser(r, u, s.admissionActive), nil
 }
 
 // allows reports whether u may do a, as the authorizer decides it.
@@ -252,12 +252,15 @@ func listParamsDecode(q url.Values) bool {
 type userKey struct{}
 
 // withUser attaches the user a request is made as to it, for the handlers
-// that read it: the access and identity reviews and the writes of the RBAC
-// kinds (userFrom). Other requests are left as they are, sparing the copy
-// of the request.
-func withUser(r *http.Request, u *identity) *http.Request {
+// that read it: the access and identity reviews, the writes of the RBAC
+// kinds, CertificateSigningRequests' creates, and, when admission webhooks
+// are configured (admission reports it), every write (userFrom). Other
+// requests are left as they are, sparing the copy of the request.
+func withUser(r *http.Request, u *identity, admission func() bool) *http.Request {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/apis/")
-	if !ok || !strings.HasPrefix(rest, "authorization.k8s.io/") && !strings.HasPrefix(rest, "authentication.k8s.io/") && !strings.HasPrefix(rest, "rbac.authorization.k8s.io/") {
+	write := r.Method != http.MethodGet && r.Method != http.MethodHead && admission()
+	if !write && (!ok || !strings.HasPrefix(rest, "authorization.k8s.io/") && !strings.HasPrefix(rest, "authentication.k8s.io/") && !strings.HasPrefix(rest, "rbac.authorization.k8s.io/") &&
+		!strings.HasPrefix(rest, "certificates.k8s.io/")) {
 		return r
 	}
 	return r.WithContext(context.WithValue(r.Context(), userKey{}, u))

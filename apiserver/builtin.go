@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,20 +33,26 @@ var (
 	crdGVR       = schema.GroupVersionResource{Group: apiext.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
 )
 
-// builtinKinds returns the kinds served from the start.
+// builtinKinds returns the kinds served from the start: the rows of the
+// table of built-in kinds (kinds.go).
 func builtinKinds() []*kind {
-	core := func(resource, k string, namespaced bool, newTyped func() any) *kind {
-		return &kind{gvr: schema.GroupVersionResource{Version: "v1", Resource: resource}, kind: k, namespaced: namespaced, newTyped: newTyped}
+	defs := tableKinds()
+	out := make([]*kind, 0, len(defs))
+	for i := range defs {
+		if k := defs[i].build(); k != nil {
+			finishKind(k)
+			out = append(out, k)
+		}
 	}
-	group := func(g, v, resource, k string, namespaced bool, newTyped func() any) *kind {
-		return &kind{gvr: schema.GroupVersionResource{Group: g, Version: v, Resource: resource}, kind: k, namespaced: namespaced, newTyped: newTyped}
-	}
+	return out
+}
 
-	ns := core("namespaces", "Namespace", false, func() any { return &corev1.Namespace{} })
-	ns.shortNames = []string{"ns"}
-	ns.status = true
+// The behaviour of the core/v1, apps/v1, coordination.k8s.io and
+// apiextensions.k8s.io kinds served before the table grew (the setup of
+// their rows in kinds.go).
+
+func setupNamespace(ns *kind) {
 	ns.nameValidation = apivalidation.ValidateNamespaceName
-	ns.fields = []selectableField{{"status.phase", []string{"status", "phase"}}}
 	ns.columns = []column{{def("Status", "string", "The status of the namespace"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "status", "phase") }}}
 	ns.strategyCreate = func(o map[string]any) {
 		if jsontree.Get(o, "spec", "finalizers") == nil {
@@ -68,16 +73,18 @@ func builtinKinds() []*kind {
 	ns.terminate = func(o map[string]any) { jsontree.Set(o, "Terminating", "status", "phase") }
 	ns.deleteContent = (*Server).deleteNamespaceContent
 	ns.waitsForContent = func(s *Server, name string) bool { return !s.namespaceEmpty(name) }
+	ns.validate = validateNamespace
+	ns.returnsDeleted = true
+}
 
-	cm := core("configmaps", "ConfigMap", true, func() any { return &corev1.ConfigMap{} })
-	cm.shortNames = []string{"cm"}
+func setupConfigMap(cm *kind) {
 	cm.columns = []column{{def("Data", "string", corev1.ConfigMap{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any {
 		return int64(jsontree.Len(o, "data") + jsontree.Len(o, "binaryData"))
 	}}}
 	cm.validate, cm.validateUpdate = validateConfigMap, validateConfigMapUpdate
+}
 
-	secret := core("secrets", "Secret", true, func() any { return &corev1.Secret{} })
-	secret.fields = []selectableField{{"type", []string{"type"}}}
+func setupSecret(secret *kind) {
 	secret.columns = []column{
 		{def("Type", "string", corev1.Secret{}.SwaggerDoc()["type"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "type") }},
 		{def("Data", "string", corev1.Secret{}.SwaggerDoc()["data"]), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "data")) }},
@@ -89,41 +96,47 @@ func builtinKinds() []*kind {
 	}
 	secret.normalize = mergeStringData
 	secret.validate, secret.validateUpdate, secret.warnings = validateSecret, validateSecretUpdate, secretWarnings
+	secret.defaults = typedDefaults(func(s *corev1.Secret) {
+		if s.Type == "" {
+			s.Type = corev1.SecretTypeOpaque
+		}
+	})
+}
 
-	ev := core("events", "Event", true, func() any { return &corev1.Event{} })
-	ev.shortNames = []string{"ev"}
-	ev.fields = coreEventFields()
+func setupCoreEvent(ev *kind) {
 	ev.columns, ev.tableNoName = eventColumns(false), true
 	ev.validate = validateCoreEvent // events.k8s.io/v1 writes are not validated yet
+}
 
-	evv1 := group("events.k8s.io", "v1", "events", "Event", true, func() any { return &eventsv1.Event{} })
-	evv1.shortNames = []string{"ev"}
-	evv1.storageResource, evv1.storageVersion = "/events", "v1"
-	evv1.convert = &conversion{toStorage: eventToCore, fromStorage: eventFromCore}
-	evv1.fields = coreEventFields() // selectors apply to the stored (core) form
+func setupEventV1(evv1 *kind) {
 	evv1.fieldAliases = map[string]string{"reportingController": "reportingComponent"}
 	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
 		evv1.fieldAliases["regarding."+f] = "involvedObject." + f
 	}
 	evv1.columns, evv1.tableNoName = eventColumns(true), true
+}
 
-	sa := core("serviceaccounts", "ServiceAccount", true, func() any { return &corev1.ServiceAccount{} })
-	sa.shortNames = []string{"sa"}
+func setupServiceAccount(sa *kind) {
 	sa.columns = []column{{def("Secrets", "string", "Number of secrets"), func(o map[string]any, _ time.Time) any { return int64(jsontree.Len(o, "secrets")) }}}
+	sa.returnsDeleted = true
+}
 
-	pod := core("pods", "Pod", true, func() any { return &corev1.Pod{} })
-	pod.shortNames, pod.categories = []string{"po"}, []string{"all"}
-	pod.status, pod.generation = true, true
-	pod.fields = []selectableField{
-		{"spec.nodeName", []string{"spec", "nodeName"}},
-		{"spec.restartPolicy", []string{"spec", "restartPolicy"}},
-		{"spec.schedulerName", []string{"spec", "schedulerName"}},
-		{"spec.serviceAccountName", []string{"spec", "serviceAccountName"}},
-		{"spec.hostNetwork", []string{"spec", "hostNetwork"}},
-		{"status.phase", []string{"status", "phase"}},
-		{"status.podIP", []string{"status", "podIP"}},
-		{"status.nominatedNodeName", []string{"status", "nominatedNodeName"}},
+// podFields are the fields pods select on.
+func podFields() []selectableField {
+	return []selectableField{
+		{name: "spec.nodeName", path: []string{"spec", "nodeName"}},
+		{name: "spec.restartPolicy", path: []string{"spec", "restartPolicy"}},
+		{name: "spec.schedulerName", path: []string{"spec", "schedulerName"}},
+		{name: "spec.serviceAccountName", path: []string{"spec", "serviceAccountName"}},
+		{name: "spec.hostNetwork", path: []string{"spec", "hostNetwork"}, absent: "false"},
+		{name: "status.phase", path: []string{"status", "phase"}},
+		{name: "status.podIP", path: []string{"status", "podIP"}},
+		{name: "status.nominatedNodeName", path: []string{"status", "nominatedNodeName"}},
 	}
+}
+
+func setupPod(pod *kind) {
+	pod.prepareCreate = nil // the strategy sets the status (strategyCreate)
 	pod.columns = podColumns()
 	pod.strategyCreate, pod.carryOver = preparePodCreate, carryOverPod
 	pod.validate = func(o map[string]any) field.ErrorList {
@@ -149,10 +162,13 @@ func builtinKinds() []*kind {
 		errs = append(errs, oneOf(field.NewPath("spec", "dnsPolicy"), jsontree.Str(o, "spec", "dnsPolicy"), "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")...)
 		return errs
 	}
+	pod.gracePeriod = podGracePeriod
+	pod.statusKeepsMeta = []string{"ownerReferences"}
+	pod.returnsDeleted = true
+	pod.defaults = typedDefaults(defaultPod)
+}
 
-	svc := core("services", "Service", true, func() any { return &corev1.Service{} })
-	svc.shortNames, svc.categories = []string{"svc"}, []string{"all"}
-	svc.status = true
+func setupService(svc *kind) {
 	svc.nameValidation = apivalidation.NameIsDNSLabel // RFC 1123 labels (kube-apiserver 1.37)
 	svc.columns = serviceColumns()
 	svc.carryOver = func(obj, old map[string]any) {
@@ -189,11 +205,12 @@ func builtinKinds() []*kind {
 			}
 		}
 	}
+	svc.validate = validateService
+	svc.returnsDeleted = true
+	svc.defaults = typedDefaults(defaultService)
+}
 
-	deploy := group("apps", "v1", "deployments", "Deployment", true, func() any { return &appsv1.Deployment{} })
-	deploy.shortNames, deploy.categories = []string{"deploy"}, []string{"all"}
-	deploy.status, deploy.generation = true, true
-	deploy.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
+func setupDeployment(deploy *kind) {
 	deploy.columns = []column{
 		{def("Ready", "string", "Number of the pod with ready state"), func(o map[string]any, _ time.Time) any {
 			return fmt.Sprintf("%d/%d", jsontree.Int(o, "status", "readyReplicas"), jsontree.Int(o, "spec", "replicas"))
@@ -218,13 +235,13 @@ func builtinKinds() []*kind {
 			spec["strategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxSurge": "25%", "maxUnavailable": "25%"}}
 		}
 	}
-	deploy.validate = validateDeployment
+	deploy.validate = typedValidation(validateDeployment)
+	deploy.statusKeepsMeta = []string{"labels"}
+	deploy.annotationsMoveGeneration = true
+	deploy.defaults = typedDefaults(defaultDeployment)
+}
 
-	rs := group("apps", "v1", "replicasets", "ReplicaSet", true, func() any { return &appsv1.ReplicaSet{} })
-	rs.shortNames, rs.categories = []string{"rs"}, []string{"all"}
-	rs.status, rs.generation = true, true
-	rs.scale = &scaleInfo{specReplicas: []string{"spec", "replicas"}, statusReplicas: []string{"status", "replicas"}, selector: []string{"spec", "selector"}}
-	rs.fields = []selectableField{{"status.replicas", []string{"status", "replicas"}}}
+func setupReplicaSet(rs *kind) {
 	rs.columns = []column{
 		{def("Desired", "integer", appsv1.ReplicaSetSpec{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "spec", "replicas") }},
 		{def("Current", "integer", appsv1.ReplicaSetStatus{}.SwaggerDoc()["replicas"]), func(o map[string]any, _ time.Time) any { return jsontree.Int(o, "status", "replicas") }},
@@ -240,41 +257,27 @@ func builtinKinds() []*kind {
 			defaultInt(spec, "replicas", 1)
 		}
 	}
-	rs.validate = validateSelectorMatchesTemplate
+	rs.validate = typedValidation(validateReplicaSet)
+	rs.defaults = typedDefaults(func(rs *appsv1.ReplicaSet) {
+		if rs.Spec.Replicas == nil {
+			rs.Spec.Replicas = ptrTo[int32](1)
+		}
+		defaultPodSpec(&rs.Spec.Template.Spec)
+	})
+}
 
-	lease := group("coordination.k8s.io", "v1", "leases", "Lease", true, func() any { return &coordinationv1.Lease{} })
+func setupLease(lease *kind) {
 	lease.columns = []column{{def("Holder", "string", coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "spec", "holderIdentity") }}}
 	lease.validate = validateLease
 	lease.strategyCreate = func(o map[string]any) { dropLeaseStrategy(o, nil) }
 	lease.carryOver = dropLeaseStrategy
+	lease.requireResourceVersion = true
+}
 
-	crd := group(apiext.GroupName, "v1", "customresourcedefinitions", "CustomResourceDefinition", false, func() any { return &apiext.CustomResourceDefinition{} })
-	crd.shortNames, crd.status, crd.generation = []string{"crd", "crds"}, true, true
+func setupCRD(crd *kind) {
 	crdKind(crd)
 	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "metadata", "creationTimestamp") }}}
-
-	pod.gracePeriod = podGracePeriod
-	svc.validate, ns.validate = validateService, validateNamespace
-	deploy.statusKeepsMeta, pod.statusKeepsMeta = []string{"labels"}, []string{"ownerReferences"}
-	deploy.annotationsMoveGeneration = true
-	lease.requireResourceVersion, crd.requireResourceVersion = true, true
-	ns.returnsDeleted, pod.returnsDeleted, svc.returnsDeleted, sa.returnsDeleted = true, true, true, true
-
-	out := []*kind{ns, cm, secret, ev, evv1, sa, pod, svc, deploy, rs, lease, crd}
-	out = append(out, rbacKinds()...)
-	for _, k := range out {
-		k.singular = strings.ToLower(k.kind)
-		k.listKind = k.kind + "List"
-		k.verbs = allVerbs
-		if k.storageResource == "" {
-			k.storageResource = k.gvr.Group + "/" + k.gvr.Resource
-			k.storageVersion = k.apiVersion()
-		}
-		if k.nameValidation == nil {
-			k.nameValidation = apivalidation.NameIsDNSSubdomain
-		}
-	}
-	return out
+	crd.requireResourceVersion = true
 }
 
 func def(name, typ, desc string) metav1.TableColumnDefinition {
@@ -284,13 +287,13 @@ func def(name, typ, desc string) metav1.TableColumnDefinition {
 func coreEventFields() []selectableField {
 	var out []selectableField
 	for _, f := range []string{"kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"} {
-		out = append(out, selectableField{"involvedObject." + f, []string{"involvedObject", f}})
+		out = append(out, selectableField{name: "involvedObject." + f, path: []string{"involvedObject", f}})
 	}
 	return append(out,
-		selectableField{"reason", []string{"reason"}},
-		selectableField{"reportingComponent", []string{"reportingComponent"}},
-		selectableField{"source", []string{"source", "component"}},
-		selectableField{"type", []string{"type"}},
+		selectableField{name: "reason", path: []string{"reason"}},
+		selectableField{name: "reportingComponent", path: []string{"reportingComponent"}},
+		selectableField{name: "source", path: []string{"source", "component"}},
+		selectableField{name: "type", path: []string{"type"}},
 	)
 }
 
@@ -513,39 +516,6 @@ func selectorString(o map[string]any) string {
 		return "<invalid>"
 	}
 	return s.String()
-}
-
-// validateSelectorMatchesTemplate is the selector rule of Deployments and ReplicaSets.
-func validateSelectorMatchesTemplate(o map[string]any) field.ErrorList {
-	sel, ok := jsontree.Get(o, "spec", "selector").(map[string]any)
-	if !ok {
-		return field.ErrorList{field.Required(field.NewPath("spec", "selector"), "")}
-	}
-	ls := &metav1.LabelSelector{}
-	if err := fromMap(sel, ls); err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, err.Error())}
-	}
-	selector, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, err.Error())}
-	}
-	if selector.Empty() {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), sel, "empty selector is invalid for deployment")}
-	}
-	tl, _ := jsontree.Get(o, "spec", "template", "metadata", "labels").(map[string]any)
-	set := labels.Set{}
-	for k, v := range tl {
-		set[k], _ = v.(string)
-	}
-	if !selector.Matches(set) {
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "template", "metadata", "labels"), tl, "`selector` does not match template `labels`")}
-	}
-	// The pod template's spec, as kube's pod spec validation: at least one
-	// container (null and [] alike).
-	if jsontree.Len(o, "spec", "template", "spec", "containers") == 0 {
-		return field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers"), "")}
-	}
-	return nil
 }
 
 // mergeStringData folds a Secret's write-only stringData into data (base64,

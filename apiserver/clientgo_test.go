@@ -18,8 +18,8 @@ import (
 )
 
 // TestProtobufClient: a client that sends protobuf and prefers it in
-// answers (as kube-controller-manager does) works on both servers; the
-// embedded one answers in JSON, which such a client accepts.
+// answers (as kube-controller-manager does) works on both servers (every
+// verb and kind: TestProtobufTypedClients).
 func TestProtobufClient(t *testing.T) {
 	forEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 		cfg := env.Config()

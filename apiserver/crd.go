@@ -39,6 +39,13 @@ type crdServing struct {
 	columns *apiext.Columns
 	// terminating: the CRD is being deleted; creates are refused.
 	terminating bool
+	// webhook is the CRD's conversion webhook (strategy Webhook), nil
+	// for strategy None (crdconvert.go).
+	webhook *crdWebhook
+	// check, when set, is what objects are pruned, defaulted and validated
+	// against once converted to the stored form: the storage version's
+	// schema, for a version converted by a webhook. nil: this version's.
+	check *crdServing
 	// gone is closed when the kind stops being served (its CRD deleted, or
 	// the version no longer served): its watches end then, as
 	// kube-apiserver's do when it destroys a CRD's storage. Set by
@@ -49,6 +56,7 @@ type crdServing struct {
 // defaultAndPrune applies the schema's defaults and prunes unknown fields,
 // returning the paths of the pruned fields.
 func (c *crdServing) defaultAndPrune(obj map[string]any) []string {
+	c = c.checked()
 	if c.schema == nil {
 		return nil
 	}
@@ -61,10 +69,28 @@ func (c *crdServing) defaultAndPrune(obj map[string]any) []string {
 func (c *crdServing) hasVersion(v string) bool { return slices.Contains(c.versions, v) }
 
 func (c *crdServing) validate(obj map[string]any) field.ErrorList {
+	c = c.checked()
 	if c.schema == nil {
 		return nil
 	}
 	return c.schema.Validate(obj)
+}
+
+// validateCEL evaluates the x-kubernetes-validations rules of the schema
+// objects are checked against (old is nil on create); errs are the
+// schema's errors so far.
+func (c *crdServing) validateCEL(obj, old map[string]any, errs field.ErrorList) field.ErrorList {
+	c = c.checked()
+	return c.cel.validate(c.schemaProps, obj, old, errs)
+}
+
+// checked returns what objects of this version are checked against in
+// their stored form.
+func (c *crdServing) checked() *crdServing {
+	if c.check != nil {
+		return c.check
+	}
+	return c
 }
 
 // decodeCRD decodes a CRD from its stored form.
@@ -293,6 +319,7 @@ func (s *Server) syncCRD(name string) {
 	for _, k := range kinds {
 		k.crd.terminating = crd.DeletionTimestamp != nil
 	}
+	s.setWebhookConversion(kinds, crd)
 	s.reg.replaceCRD(crd.Name, kinds)
 }
 

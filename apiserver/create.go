@@ -116,8 +116,18 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		obj = s.manageFields(k, "", obj, nil, wo)
 		u.Object = obj
 	}
+	// Mutating admission webhooks, after the field manager, as
+	// kube-apiserver calls them (admission.go).
+	obj, err := s.mutateWrite(k, "", obj, nil, wo)
+	if err != nil {
+		return nil, err
+	}
+	u.Object, m = obj, meta(obj)
 	if k.strategyCreate != nil {
 		k.strategyCreate(obj)
+	}
+	if k.createdBy != nil {
+		k.createdBy(obj, wo.user)
 	}
 	if k.stored != nil {
 		k.stored(obj)
@@ -126,10 +136,13 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		if generate {
 			u.SetName(u.GetGenerateName() + randomSuffix())
 		}
-		if err := s.validate(k, u, nil); err != nil {
+		if err := s.validate(k, u, nil, ""); err != nil {
 			return nil, err
 		}
 		wo.strategyWarnings(k, obj)
+		if err := s.validateWrite(k, "", obj, nil, wo); err != nil {
+			return nil, err
+		}
 		if k.namespaced {
 			// kube's NamespaceLifecycle admission names what is refused:
 			// before names are generated, a generateName by its prefix.

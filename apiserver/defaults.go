@@ -18,31 +18,6 @@ import (
 // for the fields clients meet (pods and pod templates, services, secrets,
 // deployments, replica sets); exotic volume sources are left as sent.
 
-// defaultTyped applies the defaults of a decoded built-in object; it
-// reports whether its type has any.
-func defaultTyped(obj any) bool {
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		defaultPod(o)
-	case *corev1.Service:
-		defaultService(o)
-	case *corev1.Secret:
-		if o.Type == "" {
-			o.Type = corev1.SecretTypeOpaque
-		}
-	case *appsv1.Deployment:
-		defaultDeployment(o)
-	case *appsv1.ReplicaSet:
-		if o.Spec.Replicas == nil {
-			o.Spec.Replicas = ptrTo[int32](1)
-		}
-		defaultPodSpec(&o.Spec.Template.Spec)
-	default:
-		return false
-	}
-	return true
-}
-
 func ptrTo[T any](v T) *T { return &v }
 
 func defaultPod(p *corev1.Pod) {
@@ -466,4 +441,19 @@ func podQOS(ps *corev1.PodSpec) corev1.PodQOSClass {
 		return corev1.PodQOSGuaranteed
 	}
 	return corev1.PodQOSBurstable
+}
+
+// defaultPVC applies the defaults of a PersistentVolumeClaim, alone or
+// as a StatefulSet's template: phase Pending, volumeMode Filesystem.
+func defaultPVC(c *corev1.PersistentVolumeClaim) {
+	if c.Status.Phase == "" {
+		c.Status.Phase = corev1.ClaimPending
+	}
+	if c.Spec.VolumeMode == nil {
+		c.Spec.VolumeMode = ptrTo(corev1.PersistentVolumeFilesystem)
+	}
+	roundUp(c.Spec.Resources.Limits)
+	roundUp(c.Spec.Resources.Requests)
+	roundUp(c.Status.Capacity)
+	roundUp(c.Status.AllocatedResources)
 }

@@ -27,6 +27,9 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err != nil {
 		return err
 	}
+	if err := s.admitDelete(w, r, k, ns, name, opts); err != nil {
+		return err
+	}
 	o, deleted, err := s.delete(k, ns, name, opts)
 	if err != nil {
 		return err
@@ -442,6 +445,9 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 	fmt.Fprintf(&buf, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.listKind, k.apiVersion(), lm)
 	n := 0
 	for _, o := range res.Objects {
+		if err := s.admitDelete(w, r, k, o.Namespace, o.Name, opts); err != nil {
+			return err
+		}
 		d, deleted, err := s.delete(k, o.Namespace, o.Name, opts)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue

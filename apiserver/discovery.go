@@ -46,6 +46,9 @@ func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 		s.writeAggregated(w, true)
 		return
 	}
+	if !s.negotiateDiscovery(w, r) {
+		return
+	}
 	writeObject(w, http.StatusOK, &metav1.APIVersions{
 		TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
 		Versions:                   []string{"v1"},
@@ -57,6 +60,9 @@ func (s *Server) serveAPIVersions(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveAPIGroupList(w http.ResponseWriter, r *http.Request) {
 	if wantsAggregated(r) {
 		s.writeAggregated(w, false)
+		return
+	}
+	if !s.negotiateDiscovery(w, r) {
 		return
 	}
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
@@ -81,7 +87,9 @@ func apiGroup(g groupVersions) metav1.APIGroup {
 func (s *Server) serveAPIGroup(w http.ResponseWriter, r *http.Request, group string) {
 	for _, g := range s.reg.groupVersions() {
 		if g.group == group && group != "" {
-			writeObject(w, http.StatusOK, apiGroup(g))
+			if s.negotiateDiscovery(w, r) {
+				writeObject(w, http.StatusOK, apiGroup(g))
+			}
 			return
 		}
 	}
@@ -103,6 +111,9 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request, gv sc
 		if k.status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/status", Namespaced: k.namespaced, Kind: k.kind, Verbs: statusVerbs})
 		}
+		if k.approval {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/approval", Namespaced: k.namespaced, Kind: k.kind, Verbs: statusVerbs})
+		}
 		if k.scale != nil {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.gvr.Resource + "/scale", Namespaced: k.namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: statusVerbs})
 		}
@@ -111,7 +122,9 @@ func (s *Server) serveResourceList(w http.ResponseWriter, r *http.Request, gv sc
 		s.notFound(w, r)
 		return
 	}
-	writeObject(w, http.StatusOK, list)
+	if s.negotiateDiscovery(w, r) {
+		writeObject(w, http.StatusOK, list)
+	}
 }
 
 // writeAggregated serves aggregated discovery: for /api the core group, for
@@ -137,6 +150,9 @@ func (s *Server) writeAggregated(w http.ResponseWriter, core bool) {
 				rd := apidiscoveryv2.APIResourceDiscovery{
 					Resource: k.gvr.Resource, ResponseKind: &metav1.GroupVersionKind{Group: g.group, Version: v, Kind: k.kind},
 					Scope: scope, SingularResource: k.singular, Verbs: k.verbs, ShortNames: k.shortNames, Categories: k.categories,
+				}
+				if k.approval {
+					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: "approval", ResponseKind: rd.ResponseKind, Verbs: statusVerbs})
 				}
 				if k.status {
 					rd.Subresources = append(rd.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: "status", ResponseKind: rd.ResponseKind, Verbs: statusVerbs})

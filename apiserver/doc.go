@@ -1,6 +1,6 @@
 // Package apiserver is kloop's embedded API server: an in-process server that
-// speaks the Kubernetes REST and watch protocol (JSON on the wire; protobuf
-// request bodies of built-in kinds are accepted), so that kubectl, client-go
+// speaks the Kubernetes REST and watch protocol (JSON, YAML and, for built-in
+// kinds, protobuf, in requests and answers alike), so that kubectl, client-go
 // and controller-runtime use it as they would a cluster. It starts no other
 // process (start-up time: README.md) and keeps everything in memory
 // ([storage]).
@@ -8,8 +8,12 @@
 // It serves namespaces, configmaps, secrets, events (core/v1 and
 // events.k8s.io/v1, one storage), serviceaccounts, pods, services,
 // deployments, replicasets, leases, customresourcedefinitions, roles,
-// clusterroles, rolebindings and clusterrolebindings, and the custom
-// resources of every CRD as soon as the CRD's create returns.
+// clusterroles, rolebindings and clusterrolebindings, the other kinds a
+// controller commonly watches or writes (statefulsets, daemonsets, jobs,
+// cronjobs, nodes, persistent volumes and claims, endpointslices, ingresses,
+// horizontalpodautoscalers, webhook configurations, certificate signing
+// requests, ...: kinds.go), and the custom resources of every CRD as soon
+// as the CRD's create returns.
 //
 // Layout, one file per concern:
 //
@@ -21,17 +25,21 @@
 //	impersonate.go the Impersonate-* headers, checked as kube-apiserver's constrained impersonation
 //	rbac.go       the RBAC kinds, the bootstrap roles, ClusterRole aggregation, escalation checks
 //	router.go     path parsing (kube-apiserver's RequestInfo rules) and dispatch
-//	registry.go   the served kinds and their hooks; builtin.go declares the built-in ones
+//	registry.go   the served kinds and their hooks
+//	kinds.go      the table of built-in kinds, one row each; their behaviour per API group in
+//	              builtin.go (the first ones) and kinds_<group>.go (defaults, strategies,
+//	              validation, columns)
 //	resource.go   get and list (selectors.go: label and field selectors)
 //	create.go     create, update.go update, delete.go delete, with kube-apiserver's metadata rules
 //	write.go      what writes share: the stored form, validation; write_decode.go request
 //	              bodies, write_options.go a write's options and warnings
 //	patch.go      JSON, merge and strategic merge patch (patchlimits.go: the work a patch may
 //	              ask for); scale.go the /scale subresource
-//	watch.go      chunked JSON watch streams: bookmarks, watch-list, 410 Expired
+//	watch.go      chunked watch streams (JSON, protobuf): bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions
+//	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
+//	              admission.go admission webhooks, webhookcall.go the calls of webhooks
 //	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion (with
 //	              kube's namespace controller's conditions)
 //	controllers.go what kube-controller-manager does beside kube-apiserver: every namespace's
@@ -40,6 +48,8 @@
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
+//	negotiate.go  the encoding of answers by Accept, as kube-apiserver negotiates it
+//	protobuf_encode.go answers in protobuf (protobuf_answers.go: lists, watch events)
 //	reviews.go    access, identity and token reviews (kubectl auth can-i, kubectl auth whoami)
 //	podconnect.go pods' log, exec, attach and portforward (no kubelet to reach)
 //	ipalloc.go    Service cluster IPs
@@ -49,11 +59,15 @@
 //	              (shared, never written: the tests check it, see Options.decodedMutation)
 //	validation.go kind validation of ConfigMaps, Secrets, Services, Namespaces, Deployments
 //	object.go     objects as JSON maps: decoding, metadata, resourceVersions
+//	intercept.go  the hooks of fault injection (apiservertest.Faults): an Interceptor of
+//	              authenticated requests, reads as of an older revision, per-resource compaction
 //
 // Below it, internal/jsontree reads, writes, compares, decodes and encodes
 // JSON trees (the form objects are handled in) as the standard packages
 // do, faster; internal/typed tells from a JSON tree alone that a body is
-// already in its Go type's form (for fasttyped.go); internal/jsonpatch
+// already in its Go type's form (for fasttyped.go); internal/pbenc encodes
+// the JSON of a built-in kind in protobuf without decoding it into its Go
+// type (for protobuf answers); internal/jsonpatch
 // applies JSON and merge patches as json-patch.v4 (kube-apiserver's
 // library) does, with a bound on copies and in linear time; internal/apiext
 // implements CustomResourceDefinitions (types, validation, structural
@@ -75,7 +89,9 @@
 // removed; errors are metav1.Status bodies with kube-apiserver's reasons and
 // codes and messages. The differential suite in the conformance
 // subpackage compares all of this with kube-apiserver v1.37.2, response by
-// response. Not yet: admission webhooks, conversion webhooks.
+// response. Admission webhooks (the stored webhook configurations:
+// admission.go) and the conversion webhooks of CRDs (crdconvert.go) are
+// called (webhookcall.go).
 //
 // While it serves, the server runs what kube-controller-manager runs beside
 // kube-apiserver that clients see as API semantics (Options.DisableControllers

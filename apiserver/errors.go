@@ -68,8 +68,18 @@ func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	if err != nil { // a Status always encodes; keep the answer valid anyway
 		b = []byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
 	}
+	ct := "application/json"
+	if nw := negotiatedOf(w); nw != nil {
+		// kube-apiserver negotiates the encoding of errors too, with no
+		// transformation (as=) allowed; JSON when nothing fits.
+		if a, ok := negotiate(nw.accept, errorEndpoint); ok && a.format != formatJSON {
+			if out, err := nw.encode(a, b, st); err == nil {
+				b, ct = out, a.format.contentType()
+			}
+		}
+	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
@@ -191,10 +201,25 @@ func writeError(w http.ResponseWriter, err error, gr schema.GroupResource, name 
 	writeStatus(w, statusFor(err, gr, name))
 }
 
-// writeJSON writes an already encoded JSON body.
+// writeJSON writes an answer encoded in JSON, in the encoding the request
+// negotiated (negotiateAnswer; JSON if none).
 func writeJSON(w http.ResponseWriter, code int, b []byte) {
+	ct := "application/json"
+	if nw := negotiatedOf(w); nw != nil && nw.answer != (answer{}) {
+		out, err := nw.encode(nw.answer, b, nil)
+		if err != nil {
+			writeError(w, fmt.Errorf("encoding the answer in %s: %w", nw.answer.format.contentType(), err), schema.GroupResource{}, "")
+			return
+		}
+		b, ct = out, nw.answer.format.contentType()
+	}
+	writeBody(w, code, ct, b)
+}
+
+// writeBody writes an encoded answer.
+func writeBody(w http.ResponseWriter, code int, contentType string, b []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
 	_, _ = w.Write(b)

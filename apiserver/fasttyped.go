@@ -89,7 +89,7 @@ func (k *kind) typedSchema() *typed.Schema {
 			return
 		}
 		v := k.newTyped()
-		if defaultTyped(v) {
+		if k.applyDefaults(v) {
 			return // defaults change the tree
 		}
 		t := reflect.TypeOf(v)

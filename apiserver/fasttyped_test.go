@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -210,7 +211,13 @@ func TestFastTypedAllKinds(t *testing.T) {
 		fast := 0
 		for seed := range 100 {
 			typed := k.newTyped()
-			randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(6).Fill(typed)
+			randfill.NewWithSeed(int64(seed)).NilChance(0.3).NumElements(0, 2).MaxDepth(6).Funcs(
+				// ControllerRevisions' data: a JSON object (randfill cannot
+				// fill its runtime.Object).
+				func(r *runtime.RawExtension, c randfill.Continue) {
+					r.Raw = fmt.Appendf(nil, `{"n":%d}`, c.Int63())
+				},
+			).Fill(typed)
 			typed.(runtime.Object).GetObjectKind().SetGroupVersionKind(k.gvr.GroupVersion().WithKind(k.kind))
 			body, err := json.Marshal(typed)
 			if err != nil {
@@ -220,7 +227,9 @@ func TestFastTypedAllKinds(t *testing.T) {
 				fast++
 			}
 		}
-		if fast == 0 {
+		// A ControllerRevision's data is a RawExtension, opaque to
+		// fastTyped: its objects go the long way.
+		if fast == 0 && k.kind != "ControllerRevision" {
 			t.Errorf("%s: fastTyped took none of the random objects", k.kind)
 		}
 	}

@@ -76,6 +76,19 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add(b, "/api/v1/namespaces/default/configmaps", "application/json")
 	}
+	// The kinds of the table, with what their strategies parse: a
+	// DaemonSet's template generation, an HPA v1's annotations, a CSR's
+	// PEM request, a CronJob's schedule.
+	for _, c := range []struct{ body, path string }{
+		{`{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"d","annotations":{"deprecated.daemonset.template.generation":"x"}},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, "/apis/apps/v1/namespaces/default/daemonsets"},
+		{`{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}},"volumeClaimTemplates":[{"metadata":{"name":"d"}}]}}`, "/apis/apps/v1/namespaces/default/statefulsets"},
+		{`{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}}`, "/apis/batch/v1/namespaces/default/jobs"},
+		{`{"apiVersion":"batch/v1","kind":"CronJob","metadata":{"name":"c"},"spec":{"schedule":"*/5 * * * *","timeZone":"Etc/UTC","jobTemplate":{"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}}}}`, "/apis/batch/v1/namespaces/default/cronjobs"},
+		{`{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"h","annotations":{"autoscaling.alpha.kubernetes.io/metrics":"[{\"type\":\"Pods\",\"pods\":{\"metricName\":\"q\",\"targetAverageValue\":\"1\"}}]","autoscaling.alpha.kubernetes.io/behavior":"{\"ScaleUp\":{}}"}},"spec":{"scaleTargetRef":{"kind":"Deployment","name":"d"},"maxReplicas":3}}`, "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"},
+		{`{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"c"},"spec":{"request":"LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K","signerName":"example.com/s","usages":["client auth"]}}`, "/apis/certificates.k8s.io/v1/certificatesigningrequests"},
+	} {
+		f.Add(c.body, c.path, "application/json")
+	}
 	f.Add(`[{"op":"add","path":"/data/x","value":"1"}]`, "/api/v1/namespaces/kube-system", "application/json-patch+json")
 	f.Add(`{"spec":{"finalizers":null}}`, "/api/v1/namespaces/default", "application/strategic-merge-patch+json")
 	s := fuzzServer(f)

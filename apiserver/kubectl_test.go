@@ -270,6 +270,10 @@ func TestKubectlExplain(t *testing.T) {
 			{[]string{"explain", "secrets.data"}, []string{"FIELD: data <map[string]string>"}},
 			{[]string{"explain", "customresourcedefinitions.spec.versions"}, []string{"GROUP:      apiextensions.k8s.io", "KIND:       CustomResourceDefinition", "FIELD: versions <[]CustomResourceDefinitionVersion>"}},
 			{[]string{"explain", "leases.spec.holderIdentity"}, []string{"GROUP:      coordination.k8s.io", "FIELD: holderIdentity <string>"}},
+			{[]string{"explain", "statefulsets.spec.updateStrategy.type"}, []string{"GROUP:      apps", "KIND:       StatefulSet", "FIELD: type <string>"}},
+			{[]string{"explain", "jobs.spec.backoffLimit"}, []string{"GROUP:      batch", "FIELD: backoffLimit <integer>"}},
+			{[]string{"explain", "hpa.spec.metrics"}, []string{"GROUP:      autoscaling", "VERSION:    v2", "FIELD: metrics <[]MetricSpec>"}},
+			{[]string{"explain", "csr.spec.signerName"}, []string{"GROUP:      certificates.k8s.io", "FIELD: signerName <string>"}},
 		} {
 			out := k.run("", tc.args...)
 			for _, w := range tc.want {

@@ -109,7 +109,9 @@ func (k *kind) managesFields() bool { return k.managed != nil }
 // metadata the status strategy keeps.
 func resetFields(k *kind, sub string) map[fieldpath.APIVersion]fieldpath.Filter {
 	var paths []fieldpath.Path
-	switch {
+	switch own, ok := k.resetFields[sub]; {
+	case ok:
+		paths = own
 	case sub == "" && k.status:
 		paths = append(paths, fieldpath.MakePathOrDie("status"))
 	case sub == "status":
@@ -135,7 +137,8 @@ func resetFields(k *kind, sub string) map[fieldpath.APIVersion]fieldpath.Filter 
 // fmConverter is the object converter, creater and defaulter of a kind's
 // field manager. Objects are unstructured; the versions it converts
 // between are k's served one and its stored one (for custom resources,
-// any version of the CRD: their conversion only renames the version).
+// any version of the CRD: their conversion renames the version, or calls
+// the CRD's conversion webhook).
 // Defaulting is left to the write path, after the field manager.
 type fmConverter struct {
 	s *Server
@@ -191,10 +194,46 @@ func (c fmConverter) ConvertToVersion(in runtime.Object, target runtime.GroupVer
 		return &unstructured.Unstructured{Object: m}, nil
 	case k.crd != nil && to.Group == k.gvr.Group && k.crd.hasVersion(to.Version):
 		m := runtime.DeepCopyJSON(u.Object)
+		if k.crd.webhook != nil {
+			var err error
+			if m, err = c.s.convertCR(k, m, want); err != nil {
+				return nil, err
+			}
+			return &unstructured.Unstructured{Object: m}, nil
+		}
 		m["apiVersion"] = want
 		return &unstructured.Unstructured{Object: m}, nil
 	}
-	return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+	// Another version of the group served over the same storage (managers
+	// of autoscaling/v1 and v2 HorizontalPodAutoscalers): through the
+	// stored form. Across groups (core and events.k8s.io Events)
+	// kube-apiserver's field manager does not convert either.
+	if to.Group != k.gvr.Group || gvk.Group != k.gvr.Group {
+		return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+	}
+	stored := runtime.DeepCopyJSON(u.Object)
+	if from != k.storedAPIVersion() {
+		kf := c.s.reg.servedOver(k.storageResource, from)
+		if kf == nil {
+			return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+		}
+		var err error
+		if stored, err = c.s.toStorage(kf, stored); err != nil {
+			return nil, err
+		}
+	}
+	if want == k.storedAPIVersion() {
+		return &unstructured.Unstructured{Object: stored}, nil
+	}
+	kt := c.s.reg.servedOver(k.storageResource, want)
+	if kt == nil || kt.crd != nil {
+		return nil, runtime.NewNotRegisteredErrForKind("kloop-apiserver", to)
+	}
+	m, err := c.s.toServed(kt, stored)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
 }
 
 func (c fmConverter) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
@@ -235,7 +274,7 @@ func (c fmConverter) Default(obj runtime.Object) {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
 		return // the write path's validation reports it
 	}
-	if !defaultTyped(typed) {
+	if !c.k.applyDefaults(typed) {
 		return
 	}
 	m, err := toMap(typed)

@@ -191,6 +191,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 	}
 	wo.user = userFrom(r)
 	wo.manager = managerName(wo.manager, r.UserAgent())
+	wo.adm = newAdmissionCall(r, "PatchOptions")
 	defer warnOnError(w, wo, &err)
 	if pt == types.ApplyYAMLPatchType && ri.subresource != "scale" { // scale.go applies to a Scale
 		return s.serveApply(w, k, ri, body, wo)

@@ -7,45 +7,53 @@ import (
 	"net/http"
 	"sync"
 
-	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"kloop.dev/kloop/apiserver/internal/pbenc"
 )
 
 const protobufContentType = "application/vnd.kubernetes.protobuf"
 
-// protobufDecoder decodes the Kubernetes protobuf envelope of built-in kinds.
-// client-go's generated clients send built-in objects (and DeleteOptions) as
-// protobuf unless told otherwise; the server answers in JSON, which they
-// accept. It is built on first use.
+// protobufDecoder decodes the Kubernetes protobuf envelope of built-in
+// kinds, and encodes answers in it (protobuf_encode.go). client-go's
+// generated clients send built-in objects (and DeleteOptions) as protobuf
+// unless told otherwise, and kube-controller-manager asks for protobuf
+// answers. Its scheme holds every kind of client-go's scheme (all built-in
+// groups), the CRD kinds and meta.k8s.io's; it is built on first use.
 type protobufDecoder struct {
 	once sync.Once
+	sc   *runtime.Scheme
 	ser  *protobuf.Serializer
 	err  error
+	// kinds caches serves (schema.GroupVersionKind -> bool), lists
+	// listShape (the list's reflect.Type -> bool), messages pbenc
+	// (schema.GroupVersionKind -> *pbenc.Message, nil for none).
+	kinds, lists, messages sync.Map
+	// meta describes metav1.ObjectMeta for pbenc (objectMeta), made once.
+	metaOnce sync.Once
+	meta     *pbenc.Message
 }
 
 func (p *protobufDecoder) decoder() (*protobuf.Serializer, error) {
 	p.once.Do(func() {
+		// Every built-in group of client-go's scheme, so that the body of
+		// any built-in kind decodes.
 		sc := runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, coordinationv1.AddToScheme, eventsv1.AddToScheme, autoscalingv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme, rbacv1.AddToScheme, policyv1.AddToScheme} {
+		for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, metav1.AddMetaToScheme, metav1beta1.AddMetaToScheme} {
 			if err := add(sc); err != nil {
 				p.err = err
 				return
 			}
 		}
 		metav1.AddToGroupVersion(sc, schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"})
-		p.ser = protobuf.NewSerializer(sc, sc)
+		p.sc, p.ser = sc, protobuf.NewSerializer(sc, sc)
 	})
 	return p.ser, p.err
 }

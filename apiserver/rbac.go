@@ -59,31 +59,34 @@ type rbacKey struct{ resource, namespace, name string }
 // policy returns the current RBAC snapshot.
 func (s *Server) policy() *rbac.Policy { return s.rbac.policy.Load() }
 
-// rbacKinds returns the four RBAC kinds.
-func rbacKinds() []*kind {
-	mk := func(gvr schema.GroupVersionResource, k string, namespaced bool, newTyped func() any) *kind {
+// setupRBAC returns the setup of the RBAC kind at gvr (its row in
+// kinds.go).
+func setupRBAC(gvr schema.GroupVersionResource) func(k *kind) {
+	return func(k *kind) {
 		sync := func(s *Server, o *storage.Object) { s.syncRBAC(gvr, o) }
-		return &kind{gvr: gvr, kind: k, namespaced: namespaced, newTyped: newTyped,
-			nameValidation: func(name string, _ bool) []string { return content.IsPathSegmentName(name) },
-			afterWrite:     sync, afterDelete: sync, normalize: normalizeRBAC, stored: storedRBAC}
+		k.nameValidation = func(name string, _ bool) []string { return content.IsPathSegmentName(name) }
+		k.afterWrite, k.afterDelete, k.normalize, k.stored = sync, sync, normalizeRBAC, storedRBAC
+		switch gvr {
+		case roleGVR:
+			k.validate = func(o map[string]any) field.ErrorList { return validateRules(o, true) }
+			k.columns = []column{createdAtColumn()}
+			k.checkWrite = (*Server).checkRoleEscalation
+		case clusterRoleGVR:
+			k.validate = validateClusterRole
+			k.columns = []column{createdAtColumn()}
+			k.checkWrite = (*Server).checkRoleEscalation
+		case roleBindingGVR:
+			k.validate = func(o map[string]any) field.ErrorList { return validateBinding(o, true) }
+			k.validateUpdate = validateRoleRefUpdate
+			k.columns = bindingColumns("roleBinding", rbacv1beta1.RoleBinding{}.SwaggerDoc()["roleRef"])
+			k.checkWrite = (*Server).checkBinding
+		case clusterRoleBindingGVR:
+			k.validate = func(o map[string]any) field.ErrorList { return validateBinding(o, false) }
+			k.validateUpdate = validateRoleRefUpdate
+			k.columns = bindingColumns("clusterRoleBinding", rbacv1beta1.ClusterRoleBinding{}.SwaggerDoc()["roleRef"])
+			k.checkWrite = (*Server).checkBinding
+		}
 	}
-	role := mk(roleGVR, "Role", true, func() any { return &rbacv1.Role{} })
-	role.validate = func(o map[string]any) field.ErrorList { return validateRules(o, true) }
-	role.columns = []column{createdAtColumn()}
-	clusterRole := mk(clusterRoleGVR, "ClusterRole", false, func() any { return &rbacv1.ClusterRole{} })
-	clusterRole.validate = validateClusterRole
-	clusterRole.columns = []column{createdAtColumn()}
-	roleBinding := mk(roleBindingGVR, "RoleBinding", true, func() any { return &rbacv1.RoleBinding{} })
-	roleBinding.validate = func(o map[string]any) field.ErrorList { return validateBinding(o, true) }
-	roleBinding.validateUpdate = validateRoleRefUpdate
-	roleBinding.columns = bindingColumns("roleBinding", rbacv1beta1.RoleBinding{}.SwaggerDoc()["roleRef"])
-	clusterRoleBinding := mk(clusterRoleBindingGVR, "ClusterRoleBinding", false, func() any { return &rbacv1.ClusterRoleBinding{} })
-	clusterRoleBinding.validate = func(o map[string]any) field.ErrorList { return validateBinding(o, false) }
-	clusterRoleBinding.validateUpdate = validateRoleRefUpdate
-	clusterRoleBinding.columns = bindingColumns("clusterRoleBinding", rbacv1beta1.ClusterRoleBinding{}.SwaggerDoc()["roleRef"])
-	role.checkWrite, clusterRole.checkWrite = (*Server).checkRoleEscalation, (*Server).checkRoleEscalation
-	roleBinding.checkWrite, clusterRoleBinding.checkWrite = (*Server).checkBinding, (*Server).checkBinding
-	return []*kind{role, clusterRole, roleBinding, clusterRoleBinding}
 }
 
 // createdAtColumn is the column of kube-apiserver's default Table for kinds

@@ -11,38 +11,62 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
 	"kloop.dev/kloop/apiserver/internal/typed"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
 // kind describes one served resource at one group version: how it is named,
-// stored, validated, selected and printed. Built-in kinds are declared in
-// builtin.go; custom resources get theirs from their CRD (crd.go). A kind is
-// immutable once registered.
+// stored, validated, selected and printed. Built-in kinds are rows of the
+// table in kinds.go; custom resources get theirs from their CRD (crd.go).
+// A kind is immutable once ready (ready: its setup done).
 type kind struct {
-	gvr              schema.GroupVersionResource
-	kind, listKind   string
-	singular         string
-	namespaced       bool
-	shortNames       []string
-	categories       []string
-	verbs            []string
-	storageResource  string // key of the store resource: "group/resource"
-	storageVersion   string // apiVersion of stored objects
-	status           bool   // has a /status subresource
-	scale            *scaleInfo
-	generation       bool // maintains metadata.generation
-	nameValidation   func(name string, prefix bool) []string
-	newTyped         func() any // built-ins: Go type for decoding and strategic merge patch
-	fields           []selectableField
-	fieldAliases     map[string]string // served field label -> stored one (events.k8s.io)
-	columns          []column
-	tableNoName      bool                     // Table output without the leading Name column (events: theirs is last)
-	prepareCreate    func(obj map[string]any) // resets and defaults on create (decoding's work: the field manager sees them)
-	strategyCreate   func(obj map[string]any) // what kube-apiserver's strategy and admission set on create, after the field manager
-	stored           func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
-	validate         func(obj map[string]any) field.ErrorList
-	validateUpdate   func(obj, old map[string]any) field.ErrorList
+	gvr             schema.GroupVersionResource
+	kind, listKind  string
+	singular        string
+	namespaced      bool
+	shortNames      []string
+	categories      []string
+	verbs           []string
+	storageResource string // key of the store resource: "group/resource"
+	storageVersion  string // apiVersion of stored objects
+	status          bool   // has a /status subresource
+	scale           *scaleInfo
+	generation      bool // maintains metadata.generation
+	nameValidation  func(name string, prefix bool) []string
+	newTyped        func() any    // built-ins: Go type for decoding and strategic merge patch
+	defaults        func(obj any) // built-ins: the scheme's defaults of a decoded object (newTyped's type)
+	approval        bool          // has an /approval subresource (CertificateSigningRequests)
+	fields          []selectableField
+	fieldAliases    map[string]string // served field label -> stored one (events.k8s.io)
+	columns         []column
+	tableNoName     bool // Table output without the leading Name column (events: theirs is last)
+	// cells, when set, gives a row's cells after Name (one per column,
+	// whose value functions are then unused): kinds printed from their Go
+	// type (kinds_*.go).
+	cells func(obj map[string]any, now time.Time) []any
+	// internalMeta, when set, turns an object's metadata into the form
+	// kube-apiserver's internal type has, which its Table rows carry
+	// (DaemonSets: without the template generation annotation).
+	internalMeta func(md map[string]any)
+	// nameCell, when set, is a row's Name cell (IngressClasses: the
+	// default one says so).
+	nameCell       func(obj map[string]any) string
+	prepareCreate  func(obj map[string]any) // resets and defaults on create (decoding's work: the field manager sees them)
+	strategyCreate func(obj map[string]any) // what kube-apiserver's strategy and admission set on create, after the field manager
+	stored         func(obj map[string]any) // what kube-apiserver's storage keeps of a written object, after the field manager
+	validate       func(obj map[string]any) field.ErrorList
+	validateUpdate func(obj, old map[string]any) field.ErrorList
+	validateCreate func(obj map[string]any) field.ErrorList // beside validate, on create only
+	// validateSubresource, when set, is the update validation of the
+	// strategy of a subresource ("" for the main resource).
+	validateSubresource func(sub string, obj, old map[string]any) field.ErrorList
+	// declarative, when set, rewrites a write's validation errors as
+	// kube-apiserver v1.37 reports them for kinds whose declarative
+	// validation (beta) has taken over some rules: those errors, in their
+	// declarative form, come after the others.
+	declarative      func(errs field.ErrorList, obj map[string]any, update bool) field.ErrorList
 	carryOver        func(obj, old map[string]any)                    // fills fields an update may leave out (the strategy's: after the field manager)
 	normalize        func(obj map[string]any) (map[string]any, error) // canonical form before validation
 	convert          *conversion                                      // when the served form differs from the stored one (not counting apiVersion)
@@ -53,6 +77,24 @@ type kind struct {
 	// object, not a Status (kube-apiserver's ReturnDeletedObject: pods,
 	// services, service accounts, namespaces).
 	returnsDeleted bool
+	// createdBy, when set, records the creating user in a new object
+	// (CertificateSigningRequests' requester), after the field manager.
+	createdBy func(obj map[string]any, u *identity)
+	// subresourceUpdate, when set, applies what the kind's strategy for
+	// sub ("" for the main resource) keeps of old in an update, after the
+	// generic rules (CertificateSigningRequests: their spec, approval).
+	subresourceUpdate func(sub string, obj, old map[string]any, now time.Time)
+	// resetFields, when set, are the fields a write to each subresource
+	// never sets, for the field manager (kube's GetResetFields), instead
+	// of the generic ones (status on the main resource, spec on /status).
+	resetFields map[string][]fieldpath.Path
+	// orphanByDefault: a deletion without a propagation policy orphans the
+	// object's dependents (kube-apiserver's DefaultGarbageCollectionPolicy
+	// of batch/v1 Jobs and core/v1 ReplicationControllers).
+	orphanByDefault bool
+	// admitUpdate, when set, is the admission check of an update of the
+	// main resource, after validation (PersistentVolumeClaims' resize).
+	admitUpdate func(s *Server, obj, old map[string]any) error
 	// warnings returns the Warning headers of a valid write (nil: none).
 	warnings func(obj map[string]any) []string
 	// statusKeepsMeta lists the metadata fields a write to /status cannot
@@ -66,6 +108,9 @@ type kind struct {
 	// metadata.generation as a spec change does (deployments, in
 	// kube-apiserver's strategy), except through /status.
 	annotationsMoveGeneration bool
+	// labelsMoveGeneration: a change of labels moves metadata.generation
+	// (EndpointSlices, in kube-apiserver's strategy).
+	labelsMoveGeneration bool
 	// review, when set, makes the kind a create-only one that stores
 	// nothing (access and identity reviews): a create answers 201 with what
 	// review returns for the call (reviews.go).
@@ -78,8 +123,8 @@ type kind struct {
 
 	// Hooks: what a kind does around the generic write path (create.go,
 	// update.go, delete.go, lifecycle.go), which has no kind of its own;
-	// nil does nothing. They are set where the kind is declared (builtin.go,
-	// crd.go).
+	// nil does nothing. They are set by the setup of the kind's row
+	// (kinds.go) or by crd.go.
 
 	// admit checks and completes a new object (stored form) just before it
 	// is stored, reserving what it needs (CRDs: names no other CRD serves,
@@ -115,17 +160,28 @@ type kind struct {
 	// finalizer left, must still stay while it holds content (namespaces;
 	// CRDs have their finalizer for that).
 	waitsForContent func(s *Server, name string) bool
-	// orphanByDefault: the kind's default garbage-collection policy is
-	// to orphan dependents (kube: batch/v1 Jobs, and the kinds of
-	// extensions/v1beta1 and apps/v1beta1 and v1beta2), which a deletion
-	// without propagationPolicy then does (the orphan finalizer).
-	orphanByDefault bool
 	// gracePeriod makes deletion graceful (pods): a first update records
 	// it (deletionTimestamp, deletionGracePeriodSeconds: the period
 	// gracePeriod returns for the object and the deletion's options), and
 	// the object goes when the period is 0, or a later deletion shortens
 	// it to 0.
 	gracePeriod func(obj map[string]any, opts metav1.DeleteOptions) int64
+
+	// deprecated, when set, is the Warning kube-apiserver adds to every
+	// request of a deprecated kind (core/v1 Endpoints).
+	deprecated string
+
+	// setup, when set, gives a kind of the table of built-in kinds its
+	// behaviour (its hooks and columns), at its first use (ready):
+	// setupOnce guards the fields it sets, which are read only through
+	// the registry (get, all), which calls ready.
+	setup     func(k *kind)
+	setupOnce sync.Once
+
+	// zeroStatusOnce guards zeroStatus, computed on first use
+	// (resetStatus): the status of a new object, never written.
+	zeroStatusOnce sync.Once
+	zeroStatus     any
 
 	// schemaOnce guards schema, computed on first use (typedSchema): the
 	// description of newTyped's type for fastTyped, nil when it serves none.
@@ -146,17 +202,22 @@ func (k *kind) groupResource() schema.GroupResource { return k.gvr.GroupResource
 // sameStorageForm reports whether objects are stored in the form this kind
 // serves (objects written before a CRD changed its storage version may not
 // be: see servesAsIs).
-func (k *kind) sameStorageForm() bool { return k.convert == nil && k.apiVersion() == k.storageVersion }
+func (k *kind) sameStorageForm() bool {
+	return (k.convert == nil || k.convert.byVersion) && k.apiVersion() == k.storageVersion
+}
 
 // servesAsIs reports whether a stored object's bytes are its served form.
 func (k *kind) servesAsIs(o *storage.Object) bool {
-	return k.convert == nil && o.APIVersion == k.apiVersion()
+	return (k.convert == nil || k.convert.byVersion) && o.APIVersion == k.apiVersion()
 }
 
 // conversion converts between the stored and the served form of an object.
 type conversion struct {
 	toStorage   func(obj map[string]any) (map[string]any, error)
 	fromStorage func(obj map[string]any) (map[string]any, error)
+	// byVersion: an object at the version it is wanted at needs nothing
+	// (a CRD's conversion webhook: crdconvert.go).
+	byVersion bool
 }
 
 // scaleInfo locates the replica fields of a kind with a /scale subresource.
@@ -165,12 +226,16 @@ type scaleInfo struct {
 	statusReplicas []string
 	selector       []string // label selector (an object) or, for CRDs, a string path
 	selectorString bool     // the selector path holds a serialized selector (CRDs)
+	selectorMap    bool     // the selector path holds a map of labels (ReplicationControllers)
 }
 
 // selectableField is a field usable in field selectors.
 type selectableField struct {
 	name string
 	path []string
+	// absent is the field's value when the object has none (kube's
+	// printing of the Go zero value: "0" for counts, "false" for flags).
+	absent string
 }
 
 // column is one column of Table output.
@@ -281,10 +346,26 @@ func (r *registry) crdKinds(crdName string) []*kind {
 	return out
 }
 
+// servedOver returns the built-in kind served at apiVersion over the store
+// resource storageResource (nil if none).
+func (r *registry) servedOver(storageResource, apiVersion string) *kind {
+	r.mu.RLock()
+	var found *kind
+	for _, k := range r.kinds {
+		if k.crd == nil && k.storageResource == storageResource && k.apiVersion() == apiVersion {
+			found = k
+			break
+		}
+	}
+	r.mu.RUnlock()
+	return found.ready()
+}
+
 func (r *registry) get(gvr schema.GroupVersionResource) *kind {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.kinds[gvr]
+	k := r.kinds[gvr]
+	r.mu.RUnlock()
+	return k.ready()
 }
 
 // all returns the kinds sorted by group, version and resource.
@@ -295,6 +376,9 @@ func (r *registry) all() []*kind {
 		out = append(out, k)
 	}
 	r.mu.RUnlock()
+	for _, k := range out {
+		k.ready()
+	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].gvr, out[j].gvr
 		if a.Group != b.Group {
@@ -333,9 +417,12 @@ type groupVersions struct {
 	versions []string // preferred first
 }
 
-// kube-apiserver orders groups by priority: apiextensions.k8s.io comes
-// before coordination.k8s.io.
-var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "apiextensions.k8s.io", "coordination.k8s.io"}
+// kube-apiserver orders groups by priority (its /apis lists them so):
+// apiextensions.k8s.io comes before coordination.k8s.io, for one.
+var builtinGroupOrder = []string{"", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+	"autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy", "rbac.authorization.k8s.io",
+	"storage.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io",
+	"coordination.k8s.io", "node.k8s.io", "discovery.k8s.io"}
 
 func groupRank(g string) int {
 	if i := slices.Index(builtinGroupOrder, g); i >= 0 {
@@ -401,4 +488,12 @@ func parseVersion(v string) (rank, major, minor int, ok bool) {
 		minor = minor*10 + int(c-'0')
 	}
 	return rank, major, minor, true
+}
+
+// ready completes k's setup, once (nil for nil).
+func (k *kind) ready() *kind {
+	if k != nil && k.setup != nil {
+		k.setupOnce.Do(func() { k.setup(k) })
+	}
+	return k
 }

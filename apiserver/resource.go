@@ -30,6 +30,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 		return
 	}
 	gr := k.groupResource()
+	if k.deprecated != "" {
+		// kube-apiserver warns on every request of a deprecated kind.
+		for _, h := range warningHeaders([]string{k.deprecated}) {
+			w.Header().Add("Warning", h)
+		}
+	}
 	switch ri.subresource {
 	case "":
 	case "status":
@@ -42,9 +48,17 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 			s.notFound(w, r)
 			return
 		}
+	case "approval":
+		if !k.approval {
+			s.notFound(w, r)
+			return
+		}
 	case "token":
 		if k.gvr.Resource != "serviceaccounts" || k.gvr.Group != "" || ri.name == "" || ri.namespace == "" || ri.watchPath {
 			s.notFound(w, r)
+			return
+		}
+		if !s.negotiateAnswer(w, r, k, ri) {
 			return
 		}
 		if err := s.serveTokenRequest(w, r, ri); err != nil {
@@ -54,6 +68,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	case "eviction", "binding":
 		if k.gvr != podGVR || ri.name == "" || ri.namespace == "" || ri.watchPath {
 			s.notFound(w, r)
+			return
+		}
+		if !s.negotiateAnswer(w, r, k, ri) {
 			return
 		}
 		if err := s.servePodSubresourceWrite(w, r, k, ri); err != nil {
@@ -93,6 +110,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, ri reques
 	}
 	if k.review != nil && (r.Method != http.MethodPost || ri.name != "" || ri.subresource != "" || ri.watchPath) {
 		writeError(w, methodNotAllowed(), gr, ri.name)
+		return
+	}
+	if !s.negotiateAnswer(w, r, k, ri) {
 		return
 	}
 	q := r.URL.Query()
@@ -160,14 +180,20 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, k *kind, ns, name s
 	if err := k.checkKey(ns, name); err != nil {
 		return err
 	}
-	o, err := s.store.Get(k.storageResource, ns, name)
+	var o *storage.Object
+	var err error
+	if rev := s.readAt(r); rev > 0 {
+		o, err = s.getAt(k, ns, name, rev) // a stale view (intercept.go)
+	} else {
+		o, err = s.store.Get(k.storageResource, ns, name)
+	}
 	if err != nil {
 		return err
 	}
-	if t, ok := wantsTable(r); ok {
+	if t, ok := wantsTable(w, r); ok {
 		return s.writeTable(w, k, []*storage.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion)}, t)
 	}
-	if md, ok := wantsMetadata(r); ok {
+	if md, ok := wantsMetadata(w); ok {
 		if md.list {
 			return md.notAcceptable(k, false)
 		}
@@ -295,6 +321,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 		}
 		opts.Revision = rv // not older than, unless Exact
 		opts.Exact = match == string(metav1.ResourceVersionMatchExact)
+		if stale := s.readAt(r); stale > 0 { // a stale view (intercept.go)
+			if rv > stale {
+				return &storage.TooLargeError{Requested: rv, Current: stale}
+			}
+			if !opts.Exact || rv == 0 {
+				opts.Revision, opts.Exact = stale, true
+			}
+		}
 	}
 	if err := k.checkKey(ns, ""); err != nil {
 		return err
@@ -321,13 +355,19 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 			lm.RemainingItemCount = &res.Remaining
 		}
 	}
-	if t, ok := wantsTable(r); ok {
+	if t, ok := wantsTable(w, r); ok {
 		return s.writeTable(w, k, res.Objects, lm, t)
 	}
-	if md, ok := wantsMetadata(r); ok {
-		if !md.list {
-			return md.notAcceptable(k, true)
+	md, isMeta := wantsMetadata(w)
+	if isMeta && !md.list {
+		return md.notAcceptable(k, true)
+	}
+	if answerOf(w).format == formatProtobuf {
+		if ok, err := s.writeProtobufList(w, k, res.Objects, lm, md); ok || err != nil {
+			return err
 		}
+	}
+	if isMeta {
 		items := make([]any, len(res.Objects))
 		for i, o := range res.Objects {
 			m, err := s.served(k, o)
@@ -358,11 +398,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 	}
 	buf.Grow(size)
 	fmt.Fprintf(&buf, `{"kind":%q,"apiVersion":%q,"metadata":%s,"items":[`, k.listKind, k.apiVersion(), metaJSON)
+	var corrupt []*corruptObjectError // objects a conversion webhook did not convert
 	for i, o := range res.Objects {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
 		b, err := s.output(k, o)
+		var ce *corruptObjectError
+		if errors.As(err, &ce) {
+			corrupt = append(corrupt, ce)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -371,6 +417,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, k *kind, ns string
 			b = jsontree.StripTypeMeta(b)
 		}
 		buf.Write(b)
+	}
+	if len(corrupt) > 0 {
+		return storageReadError(k, corrupt)
 	}
 	buf.WriteString("]}")
 	writeJSON(w, http.StatusOK, buf.Bytes())

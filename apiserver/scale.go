@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,12 @@ func scaleOf(k *kind, obj map[string]any) (*autoscalingv1.Scale, error) {
 	if len(k.scale.selector) > 0 {
 		if k.scale.selectorString {
 			sc.Status.Selector = jsontree.Str(obj, k.scale.selector...)
+		} else if m, ok := jsontree.Get(obj, k.scale.selector...).(map[string]any); ok && k.scale.selectorMap {
+			set := labels.Set{}
+			for key, v := range m {
+				set[key], _ = v.(string)
+			}
+			sc.Status.Selector = labels.SelectorFromSet(set).String()
 		} else if sel, ok := jsontree.Get(obj, k.scale.selector...).(map[string]any); ok {
 			ls := &metav1.LabelSelector{}
 			if err := fromMap(sel, ls); err == nil {

@@ -97,7 +97,7 @@ func (k *kind) fieldsOf(obj map[string]any) map[string]string {
 		case int64:
 			out[f.name] = strconv.FormatInt(v, 10)
 		case nil:
-			out[f.name] = ""
+			out[f.name] = f.absent
 		default:
 			out[f.name] = fmt.Sprint(v)
 		}

@@ -60,6 +60,9 @@ type Server struct {
 	// their next update.
 	decoded *decodedCache
 
+	// interceptor, when set, serves authenticated requests (intercept.go).
+	interceptor atomic.Pointer[Interceptor]
+
 	inflight  atomic.Int64 // requests being served
 	conns     *connLimiter // set by Serve before ready is closed
 	limits    *inflightLimits
@@ -81,6 +84,12 @@ type Server struct {
 	users users     // bearer tokens
 	rbac  rbacState // the RBAC objects' policy
 	imp   impersonation
+
+	// hooks are the HTTP clients of the webhooks the server calls
+	// (webhookcall.go); admission the admission webhooks of the stored
+	// configurations (admission.go).
+	hooks     webhookClients
+	admission admissionHooks
 }
 
 // New returns a server holding the built-in kinds and the namespaces every
@@ -304,6 +313,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("apiserver: close: %w", err)
 	}
 	s.waitInflight(time.Minute) // handlers return once their connection is closed
+	s.hooks.closeIdle()
 	return nil
 }
 
@@ -365,6 +375,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w = lw
 		defer s.logRequest(r, id, lw, start)
 	}
+	w = s.negotiating(w, r) // answers in the encoding r accepts (negotiate.go)
+	if s.intercept(w, r, id, class) {
+		return
+	}
+	s.serveAuthenticated(w, r, id, class, rc)
+}
+
+// serveAuthenticated authorizes, admits (the in-flight bounds), bounds the
+// body and routes a request authenticated as id (nil: not authenticated).
+func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request, id *identity, class requestClass, rc *http.ResponseController) {
 	ar, err := s.authorize(r, id)
 	if err != nil {
 		// A refused request's body is never read: a 401 keeps no

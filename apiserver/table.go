@@ -3,7 +3,6 @@ package apiserver
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,26 +16,10 @@ type tableOptions struct {
 	includeObject metav1.IncludeObjectPolicy
 }
 
-// wantsTable reports whether the Accept header asks for a meta.k8s.io Table,
-// as kubectl get does.
-func wantsTable(r *http.Request) (tableOptions, bool) {
-	accept := r.Header.Get("Accept")
-	if !strings.Contains(accept, "as=Table") {
-		return tableOptions{}, false
-	}
-	ok := false
-	for _, mt := range strings.Split(accept, ",") {
-		params := map[string]string{}
-		for _, p := range strings.Split(mt, ";")[1:] {
-			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-			params[k] = v
-		}
-		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
-			ok = true
-			break
-		}
-	}
-	if !ok {
+// wantsTable reports whether the request w answers negotiated a
+// meta.k8s.io Table (as kubectl get asks), and its parameters.
+func wantsTable(w http.ResponseWriter, r *http.Request) (tableOptions, bool) {
+	if answerOf(w).as != "Table" {
 		return tableOptions{}, false
 	}
 	t := tableOptions{includeObject: metav1.IncludeMetadata}
@@ -66,9 +49,16 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 			return nil, err
 		}
 		var row metav1.TableRow
-		if k.crd != nil {
+		switch {
+		case k.crd != nil:
 			row.Cells = k.crd.columns.Cells(obj, now)
-		} else {
+		case k.cells != nil:
+			name := o.Name
+			if k.nameCell != nil {
+				name = k.nameCell(obj)
+			}
+			row.Cells = append([]any{name}, k.cells(obj, now)...)
+		default:
 			row.Cells = make([]any, 0, len(cols)+1)
 			if !k.tableNoName {
 				row.Cells = append(row.Cells, o.Name)
@@ -85,7 +75,13 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 			}
 			row.Object = runtime.RawExtension{Raw: b}
 		case metav1.IncludeMetadata:
-			b, err := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+			md := obj["metadata"]
+			if k.internalMeta != nil {
+				m, _ := runtime.DeepCopyJSONValue(md).(map[string]any)
+				k.internalMeta(m)
+				md = m
+			}
+			b, err := json.Marshal(map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": md})
 			if err != nil {
 				return nil, err
 			}
@@ -131,34 +127,21 @@ func (s *Server) writeTable(w http.ResponseWriter, k *kind, objs []*storage.Obje
 }
 
 // metadataOnly is a request's metadata-only form (client-go's metadata
-// client): the Accept header's first media type with as=PartialObjectMetadata
-// or as=PartialObjectMetadataList (g=meta.k8s.io, v=v1 or v1beta1).
+// client): as=PartialObjectMetadata or as=PartialObjectMetadataList
+// (g=meta.k8s.io, v=v1 or v1beta1) in the Accept clause it negotiated.
 type metadataOnly struct {
 	list    bool   // PartialObjectMetadataList
 	version string // of meta.k8s.io
 }
 
-// wantsMetadata reports whether r asks for metadata-only objects.
-func wantsMetadata(r *http.Request) (metadataOnly, bool) {
-	accept := r.Header.Get("Accept")
-	if !strings.Contains(accept, "as=PartialObjectMetadata") {
-		return metadataOnly{}, false
-	}
-	for _, mt := range strings.Split(accept, ",") {
-		params := map[string]string{}
-		for _, p := range strings.Split(mt, ";")[1:] {
-			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
-			params[k] = v
-		}
-		if params["g"] != "meta.k8s.io" || params["v"] != "v1" && params["v"] != "v1beta1" {
-			continue
-		}
-		switch params["as"] {
-		case "PartialObjectMetadata":
-			return metadataOnly{version: params["v"]}, true
-		case "PartialObjectMetadataList":
-			return metadataOnly{list: true, version: params["v"]}, true
-		}
+// wantsMetadata reports whether the request w answers negotiated
+// metadata-only objects.
+func wantsMetadata(w http.ResponseWriter) (metadataOnly, bool) {
+	switch a := answerOf(w); a.as {
+	case "PartialObjectMetadata":
+		return metadataOnly{version: a.asVersion}, true
+	case "PartialObjectMetadataList":
+		return metadataOnly{list: true, version: a.asVersion}, true
 	}
 	return metadataOnly{}, false
 }

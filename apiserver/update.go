@@ -170,7 +170,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		}
 		obj = next
 		u = &unstructured.Unstructured{Object: obj}
-	case ri.subresource == "status":
+	case ri.subresource == "status" || ri.subresource == "approval":
 		// Built-ins: the spec (everything but metadata and status) stays;
 		// metadata follows the update rules, except what the kind's status
 		// strategy keeps (kube-apiserver's PrepareForUpdate).
@@ -199,6 +199,9 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		} else {
 			delete(obj, "status")
 		}
+	}
+	if k.subresourceUpdate != nil {
+		k.subresourceUpdate(ri.subresource, obj, old, s.opts.Now())
 	}
 	m, om := meta(obj), meta(old)
 	if u.GetUID() == "" {
@@ -233,21 +236,36 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		obj = s.manageFields(k, ri.subresource, obj, old, wo)
 		u.Object, m = obj, meta(obj)
 	}
+	// Mutating admission webhooks, after the field manager (admission.go).
+	obj, err := s.mutateWrite(k, ri.subresource, obj, old, wo)
+	if err != nil {
+		return nil, false, false, err
+	}
+	u.Object, m = obj, meta(obj)
 	if k.stored != nil {
 		k.stored(obj)
 	}
 	if k.carryOver != nil {
 		k.carryOver(obj, old)
 	}
-	if err := s.validate(k, u, oldU); err != nil {
+	if err := s.validate(k, u, oldU, ri.subresource); err != nil {
 		return nil, false, false, err
+	}
+	if k.admitUpdate != nil && ri.subresource == "" {
+		if err := k.admitUpdate(s, obj, old); err != nil {
+			return nil, false, false, err
+		}
 	}
 	if ri.subresource == "" {
 		wo.strategyWarnings(k, obj)
 	}
 	if _, ok := om["generation"]; ok && ri.subresource != "binding" && (specChanged(k, obj, old) ||
-		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"])) {
+		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"]) ||
+		k.labelsMoveGeneration && !jsontree.Equal(m["labels"], om["labels"])) {
 		m["generation"] = jsontree.Int(old, "metadata", "generation") + 1
+	}
+	if err := s.validateWrite(k, ri.subresource, obj, old, wo); err != nil {
+		return nil, false, false, err
 	}
 	if jsontree.Equal(obj, old) {
 		return obj, false, false, nil

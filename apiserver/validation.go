@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -172,16 +174,77 @@ func secretWarnings(o map[string]any) []string {
 	return nil
 }
 
-// validateDeployment checks the numbers of a Deployment's spec that must
-// not be negative, then its selector.
-func validateDeployment(o map[string]any) field.ErrorList {
-	var errs field.ErrorList
-	for _, f := range []string{"replicas", "minReadySeconds", "revisionHistoryLimit", "progressDeadlineSeconds"} {
-		if v, ok := jsontree.Get(o, "spec", f).(int64); ok && v < 0 {
-			errs = append(errs, field.Invalid(field.NewPath("spec", f), v, "must be greater than or equal to 0"))
+// validateDeployment is kube-apiserver's validation of a Deployment's
+// spec: its numbers, its selector and pod template (as a ReplicaSet's),
+// its strategy.
+func validateDeployment(d *appsv1.Deployment) field.ErrorList {
+	spec := field.NewPath("spec")
+	sp := &d.Spec
+	errs := nonNegative(int64(deref(sp.Replicas)), spec.Child("replicas"))
+	errs = append(errs, validateReplicaSetTemplate(sp.Selector, &sp.Template, spec)...)
+	st := spec.Child("strategy")
+	switch sp.Strategy.Type {
+	case appsv1.RecreateDeploymentStrategyType:
+		if sp.Strategy.RollingUpdate != nil {
+			errs = append(errs, field.Forbidden(st.Child("rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'"))
+		}
+	case appsv1.RollingUpdateDeploymentStrategyType:
+		ru := sp.Strategy.RollingUpdate
+		if ru == nil {
+			errs = append(errs, field.Required(st.Child("rollingUpdate"), "this should be defaulted and never be nil"))
+			break
+		}
+		var mu, ms intstr.IntOrString
+		if ru.MaxUnavailable != nil {
+			mu = *ru.MaxUnavailable
+		}
+		if ru.MaxSurge != nil {
+			ms = *ru.MaxSurge
+		}
+		rp := st.Child("rollingUpdate")
+		errs = append(errs, positiveIntOrPercent(mu, rp.Child("maxUnavailable"))...)
+		errs = append(errs, positiveIntOrPercent(ms, rp.Child("maxSurge"))...)
+		if intOrPercentValue(mu) == 0 && intOrPercentValue(ms) == 0 {
+			errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), mu, "may not be 0 when `maxSurge` is 0"))
+		}
+		errs = append(errs, notMoreThan100Percent(mu, rp.Child("maxUnavailable"))...)
+	default:
+		errs = append(errs, field.NotSupported(st, sp.Strategy, []string{"Recreate", "RollingUpdate"}))
+	}
+	errs = append(errs, nonNegative(int64(sp.MinReadySeconds), spec.Child("minReadySeconds"))...)
+	if sp.RevisionHistoryLimit != nil {
+		errs = append(errs, nonNegative(int64(*sp.RevisionHistoryLimit), spec.Child("revisionHistoryLimit"))...)
+	}
+	if p := sp.ProgressDeadlineSeconds; p != nil {
+		errs = append(errs, nonNegative(int64(*p), spec.Child("progressDeadlineSeconds"))...)
+		if *p <= sp.MinReadySeconds {
+			errs = append(errs, field.Invalid(spec.Child("progressDeadlineSeconds"), int64(*p), "must be greater than minReadySeconds"))
 		}
 	}
-	return append(errs, validateSelectorMatchesTemplate(o)...)
+	return errs
+}
+
+// validateReplicaSet is kube-apiserver's validation of a ReplicaSet's spec.
+func validateReplicaSet(rs *appsv1.ReplicaSet) field.ErrorList {
+	spec := field.NewPath("spec")
+	errs := nonNegative(int64(deref(rs.Spec.Replicas)), spec.Child("replicas"))
+	errs = append(errs, nonNegative(int64(rs.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
+	return append(errs, validateReplicaSetTemplate(rs.Spec.Selector, &rs.Spec.Template, spec)...)
+}
+
+// validateReplicaSetTemplate checks the selector and pod template of a
+// Deployment or a ReplicaSet (kube says "deployment" for both).
+func validateReplicaSetTemplate(sel *metav1.LabelSelector, tmpl *corev1.PodTemplateSpec, spec *field.Path) field.ErrorList {
+	errs := validateSelector(sel, tmpl.Labels, spec, "deployment")
+	tp := spec.Child("template")
+	errs = append(errs, validatePodTemplate(tmpl, tp)...)
+	if tmpl.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		errs = append(errs, field.NotSupported(tp.Child("spec", "restartPolicy"), string(tmpl.Spec.RestartPolicy), []string{"Always"}))
+	}
+	if tmpl.Spec.ActiveDeadlineSeconds != nil {
+		errs = append(errs, field.Forbidden(tp.Child("spec", "activeDeadlineSeconds"), "activeDeadlineSeconds in ReplicaSet is not Supported"))
+	}
+	return errs
 }
 
 // validateService checks a Service's ports and that only load balancers

@@ -64,6 +64,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	default:
 		opts.Revision = rv
 	}
+	if stale := s.readAt(r); stale > 0 && (opts.SendInitialEvents || rvParam == "" || rvParam == "0") {
+		// A stale view (intercept.go): the state at stale, then what
+		// followed.
+		if opts.SendInitialEvents && rv > stale {
+			return &storage.TooLargeError{Requested: rv, Current: stale}
+		}
+		opts.Revision = stale
+	}
 	timeout := s.opts.WatchTimeout
 	if q.Has("timeoutSeconds") {
 		n, err := strconv.ParseInt(q.Get("timeoutSeconds"), 10, 64)
@@ -77,8 +85,8 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 			timeout = time.Duration(min(n, 1<<31)) * time.Second
 		}
 	}
-	table, isTable := wantsTable(r)
-	md, isMeta := wantsMetadata(r)
+	table, isTable := wantsTable(w, r)
+	md, isMeta := wantsMetadata(w)
 	if isMeta && md.list {
 		return md.notAcceptable(k, true)
 	}
@@ -90,19 +98,45 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 	if err != nil && !expired {
 		return err
 	}
+	// The encoding negotiated must have a stream form (kube-apiserver
+	// checks once it has its watch).
+	pb := false
+	switch answerOf(w).format {
+	case formatYAML:
+		return notAcceptable(true)
+	case formatProtobuf:
+		pb = true
+	}
 
 	h := w.Header()
 	h.Set("Content-Type", "application/json") // Table events too, as kube-apiserver
+	if pb {
+		h.Set("Content-Type", protobufContentType+";stream=watch")
+	}
 	h.Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	ww, _ := w.(WatchEventWriter) // an Interceptor's (intercept.go)
 	if expired {
 		// kube-apiserver's watch cache answers an expired revision with an
 		// ERROR event carrying 410 Expired, on a successful response.
 		st := &apierrors.NewResourceExpired(expiredWatchMessage(k, err)).ErrStatus
 		st.Kind, st.APIVersion = "Status", "v1"
-		b, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawJSON(st)})
-		_, _ = w.Write(append(b, '\n'))
+		var b []byte
+		if pb {
+			obj, err := appendEnveloped(nil, "v1", "Status", st)
+			if err != nil {
+				return nil
+			}
+			b = appendWatchEvent(nil, "ERROR", obj)
+		} else {
+			b, _ = json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawJSON(st)})
+			b = append(b, '\n')
+		}
+		if ww != nil {
+			ww.WatchEvent(WatchEvent{Type: "ERROR"})
+		}
+		_, _ = w.Write(b)
 		_ = rc.Flush()
 		return nil
 	}
@@ -131,10 +165,18 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, k *kind, ns strin
 			}
 			return nil // end of the stream; the client re-watches from its last revision
 		}
-		frame, err := s.frame(&buf, k, ev, table, isTable, md)
+		var frame []byte
+		if pb {
+			frame, err = s.protobufFrame(&buf, k, ev, md)
+		} else {
+			frame, err = s.frame(&buf, k, ev, table, isTable, md)
+		}
 		if err != nil {
 			s.opts.Logger.Error("apiserver: encoding a watch event", "resource", k.gvr.String(), "err", err)
 			return nil
+		}
+		if ww != nil {
+			ww.WatchEvent(WatchEvent{Type: string(ev.Type), Revision: ev.Revision, Initial: ev.Initial, InitialEventsEnd: ev.InitialEventsEnd})
 		}
 		// A client that stops reading must not hold this goroutine forever:
 		// writes that block longer than slowClientTimeout end the watch.
@@ -179,6 +221,16 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 	buf.WriteString(`{"type":"`)
 	buf.WriteString(string(ev.Type))
 	buf.WriteString(`","object":`)
+	if err := s.writeEventObject(buf, k, ev, table, isTable, md); err != nil {
+		return nil, err
+	}
+	buf.WriteString("}\n")
+	return buf.Bytes(), nil
+}
+
+// writeEventObject writes the JSON of an event's object to buf, in the
+// form the watch asked for.
+func (s *Server) writeEventObject(buf *bytes.Buffer, k *kind, ev *storage.Event, table tableOptions, isTable bool, md metadataOnly) error {
 	switch {
 	case ev.Type == storage.Bookmark:
 		m := map[string]any{"resourceVersion": formatRV(ev.Revision)}
@@ -191,7 +243,7 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 		}
 		b, err := json.Marshal(map[string]any{"kind": kind, "apiVersion": apiVersion, "metadata": m})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		buf.Write(b)
 	case ev.LeftSelection && ev.Prev != nil:
@@ -200,16 +252,16 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 		// of the change.
 		m, err := s.served(k, ev.Prev)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		meta(m)["resourceVersion"] = formatRV(ev.Revision)
 		if isTable {
 			o := *ev.Prev
 			if o.Data, err = json.Marshal(m); err != nil {
-				return nil, err
+				return err
 			}
 			if err := s.writeTableRow(buf, k, &o, ev.Revision, table); err != nil {
-				return nil, err
+				return err
 			}
 			break
 		}
@@ -218,35 +270,34 @@ func (s *Server) frame(buf *bytes.Buffer, k *kind, ev *storage.Event, table tabl
 		}
 		b, err := json.Marshal(m)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		buf.Write(b)
 	case isTable:
 		if err := s.writeTableRow(buf, k, ev.Object, ev.Revision, table); err != nil {
-			return nil, err
+			return err
 		}
 	case md.version != "":
 		m, err := s.served(k, ev.Object)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		// jsontree encodes a JSON tree as json.Marshal does, without its
 		// reflection: metadata-only watches (every resource the garbage
 		// collector follows) pay it once per event and watcher.
 		b, err := jsontree.Append(buf.AvailableBuffer(), md.of(m))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		buf.Write(b)
 	default:
 		b, err := s.output(k, ev.Object)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		buf.Write(b)
 	}
-	buf.WriteString("}\n")
-	return buf.Bytes(), nil
+	return nil
 }
 
 // writeTableRow writes o as the Table of a watch event at revision rv.

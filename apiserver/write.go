@@ -25,6 +25,9 @@ func (s *Server) toStorage(k *kind, obj map[string]any) (map[string]any, error) 
 	if k.convert != nil {
 		var err error
 		if obj, err = k.convert.toStorage(obj); err != nil {
+			if _, ok := err.(apierrors.APIStatus); ok { // a conversion webhook's failure
+				return nil, err
+			}
 			return nil, badRequest("converting %s: %v", k.kind, err)
 		}
 	}
@@ -66,19 +69,29 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 	}
 }
 
-// validate runs metadata and kind validation; old is nil on create.
-func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
+// validate runs metadata and kind validation; old is nil on create, sub
+// the subresource an update writes.
+func (s *Server) validate(k *kind, u, old *unstructured.Unstructured, sub string) error {
 	var errs field.ErrorList
 	if old == nil {
 		errs = apivalidation.ValidateObjectMetaAccessor(u, k.namespaced, k.nameValidation, field.NewPath("metadata"))
 	} else {
 		errs = validateMetaUpdate(u, old, field.NewPath("metadata"))
 	}
+	if old == nil && k.validateCreate != nil {
+		errs = append(errs, k.validateCreate(u.Object)...)
+	}
 	if k.validate != nil {
 		errs = append(errs, k.validate(u.Object)...)
 	}
 	if old != nil && k.validateUpdate != nil {
 		errs = append(errs, k.validateUpdate(u.Object, old.Object)...)
+	}
+	if old != nil && k.validateSubresource != nil {
+		errs = append(errs, k.validateSubresource(sub, u.Object, old.Object)...)
+	}
+	if k.declarative != nil {
+		errs = k.declarative(errs, u.Object, old != nil)
 	}
 	if k.crd != nil {
 		errs = append(errs, k.crd.validate(u.Object)...)
@@ -89,7 +102,7 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured) error {
 		if old != nil {
 			oldObj = old.Object
 		}
-		errs = append(errs, k.crd.cel.validate(k.crd.schemaProps, u.Object, oldObj, errs)...)
+		errs = append(errs, k.crd.validateCEL(u.Object, oldObj, errs)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, u.GetName(), errs)

@@ -180,7 +180,7 @@ func (s *Server) decodeTyped(k *kind, body []byte, av, kd string, wo *writeOpts)
 		return nil, fmt.Errorf("%T is not a runtime.Object", typed)
 	}
 	ro.GetObjectKind().SetGroupVersionKind(gvk)
-	defaultTyped(typed)
+	k.applyDefaults(typed)
 	obj, err := toMap(typed)
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding %s: %w", k.kind, err)
@@ -212,7 +212,7 @@ func (s *Server) decodeTypedPlain(k *kind, body []byte) (obj map[string]any, ok 
 	if av == "" || kd == "" || gvk != k.gvr.GroupVersion().WithKind(k.kind) {
 		return nil, false, nil // defaults or another kind: decodeTyped's errors
 	}
-	defaultTyped(typed)
+	k.applyDefaults(typed)
 	if obj, err = toMap(typed); err != nil {
 		return nil, true, fmt.Errorf("re-encoding %s: %w", k.kind, err)
 	}

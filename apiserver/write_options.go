@@ -45,6 +45,12 @@ type writeOpts struct {
 	// keepManagedFields: a write of the server's own whose object carries
 	// the managedFields to store (what kube-apiserver records for itself).
 	keepManagedFields bool
+	// adm is the request as admission webhooks see it (admission.go); its
+	// zero value for the server's own writes, which no webhook sees.
+	adm admissionCall
+	// admissionWarnings are the webhooks' warnings, in the order they
+	// came (mutating, then validating), as kube-apiserver sends them.
+	admissionWarnings []string
 }
 
 // summary is kube-apiserver's summary of a request body that did not
@@ -128,13 +134,15 @@ func (wo *writeOpts) strategyWarnings(k *kind, obj map[string]any) {
 	}
 }
 
-// writeWarnings sets the Warning headers collected by wo.
+// writeWarnings sets the Warning headers collected by wo: the server's
+// own, sorted, then the admission webhooks', in their order.
 func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
-	msgs := make([]string, 0, len(wo.warnings))
+	msgs := make([]string, 0, len(wo.warnings)+len(wo.admissionWarnings))
 	for m := range wo.warnings {
 		msgs = append(msgs, m)
 	}
 	sort.Strings(msgs)
+	msgs = append(msgs, wo.admissionWarnings...)
 	for _, h := range warningHeaders(msgs) {
 		w.Header().Add("Warning", h)
 	}
@@ -149,6 +157,7 @@ func (s *Server) writeRequest(r *http.Request, k *kind, q url.Values, verb strin
 	}
 	wo.user = userFrom(r)
 	wo.manager = managerName(wo.manager, r.UserAgent())
+	wo.adm = newAdmissionCall(r, verb+"Options")
 	body, wo.original, err = s.readObjectBody(r, k.kind)
 	return wo, body, err
 }

@@ -53,4 +53,21 @@
 // other watches run. When the CRD is deleted the kind's informers stop and
 // the watch waits again; when it comes back they list it again. See
 // Builder.FailOnMissingKind, which restores the fail-fast behaviour.
+//
+// # Webhooks
+//
+// WebhookManagedBy registers a kind's admission and conversion webhooks on
+// the manager's webhook server (kloop.dev/kloop/webhook), at
+// controller-runtime's paths:
+//
+//	err := builder.WebhookManagedBy(mgr, &v1.Widget{}).
+//		WithDefaulter(widgetDefaulter{}). // admission.Defaulter[*v1.Widget]: /mutate-example-com-v1-widget
+//		WithValidator(widgetValidator{}). // admission.Validator[*v1.Widget]: /validate-example-com-v1-widget
+//		Complete()
+//
+// A kind whose versions in the manager's Scheme are a hub and its spokes
+// (conversion.Hub, conversion.Convertible) is converted at /convert, as is
+// one given WithConverter (conversion.Funcs). The object comes with
+// WebhookManagedBy, not a For, so that the defaulter and the validator are
+// typed: a Go method cannot take a type parameter of its own.
 package builder

@@ -56,6 +56,11 @@ type FactoryOptions struct {
 	HTTPClient *http.Client
 	// Logger receives diagnostics. Default: slog.Default() (Go's convention; set slog.New(slog.DiscardHandler) to silence it).
 	Logger *slog.Logger
+	// Protobuf lists and watches typed and metadata-only objects in
+	// protobuf (reflector.RESTOptions.Protobuf), as kube-controller-manager
+	// does. Default false, unless the factory's rest.Config asks for
+	// protobuf answers (its AcceptContentTypes or ContentType).
+	Protobuf bool
 
 	// ResyncPeriod, KeepManagedFields, DisableInterning, InternUpdates and
 	// Transform are given to every informer: see Options. Defaults: 10 h,
@@ -568,6 +573,7 @@ func (f *Factory) entry(fm form, gvk schema.GroupVersionKind, goType reflect.Typ
 		// The cache strips them (before any Transform): skip them while
 		// decoding instead.
 		DropManagedFields: !f.opts.KeepManagedFields,
+		Protobuf:          f.opts.Protobuf,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("informer: %w", err)

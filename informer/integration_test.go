@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"path"
 	"slices"
@@ -45,6 +46,7 @@ type link struct {
 	mu      sync.Mutex // guards the fields below
 	blocked bool
 	accepts []string                   // Accept headers seen
+	answers map[string]int             // "resource media-type" → successful answers
 	watches map[string]int             // resource → watch requests (streaming lists included)
 	lists   map[string]int             // resource → other GET requests
 	cancels map[int]context.CancelFunc // of the open watches
@@ -66,7 +68,11 @@ func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
 			l.lists[resource]++
 		}
 		l.mu.Unlock()
-		return l.next.RoundTrip(req)
+		resp, err := l.next.RoundTrip(req)
+		if err == nil {
+			l.answered(resource, resp)
+		}
+		return resp, err
 	}
 	l.watches[resource]++
 	if l.refuseWatchList && req.URL.Query().Get("sendInitialEvents") == "true" {
@@ -102,6 +108,7 @@ func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
 		done()
 		return nil, err
 	}
+	l.answered(resource, resp)
 	body := &cutBody{ReadCloser: resp.Body, hook: done}
 	l.mu.Lock()
 	if ctx.Err() != nil {
@@ -112,6 +119,36 @@ func (l *link) RoundTrip(req *http.Request) (*http.Response, error) {
 	l.mu.Unlock()
 	resp.Body = body
 	return resp, nil
+}
+
+// answered records the media type of a successful answer about resource.
+func (l *link) answered(resource string, resp *http.Response) {
+	if resp.StatusCode != http.StatusOK {
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	l.mu.Lock()
+	if l.answers == nil {
+		l.answers = map[string]int{}
+	}
+	l.answers[resource+" "+mt]++
+	l.mu.Unlock()
+}
+
+// answeredOnly fails unless every successful answer about resource was of
+// media type mt.
+func (l *link) answeredOnly(t *testing.T, resource, mt string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, n := range l.answers {
+		if r, got, _ := strings.Cut(k, " "); r == resource && got != mt {
+			t.Errorf("%d answers about %s in %s, want %s only (%v)", n, resource, got, mt, l.answers)
+		}
+	}
+	if l.answers[resource+" "+mt] == 0 {
+		t.Errorf("no answer about %s in %s (%v)", resource, mt, l.answers)
+	}
 }
 
 // cutBody is a watch's response body that the link can cut: from then on
@@ -294,7 +331,9 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 		name      string
 		watchList bool
 		refused   bool // the server refuses streaming lists
-	}{{"list then watch", false, false}, {"streaming list", true, false}, {"streaming list refused", true, true}} {
+		protobuf  bool // informer.FactoryOptions.Protobuf
+	}{{"list then watch", false, false, false}, {"streaming list", true, false, false}, {"streaming list refused", true, true, false},
+		{"protobuf list then watch", false, false, true}, {"protobuf streaming list", true, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 				ctx := informer.Timeout(t)
@@ -308,7 +347,7 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				env.createPod(t, ctx, ns, "b", labels("db"))
 				env.createPod(t, ctx, ns2, "c", labels("web"))
 
-				f := env.factory(t, informer.FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}})
+				f := env.factory(t, informer.FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}, Protobuf: tc.protobuf})
 				pods, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
@@ -402,6 +441,11 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 						t.Fatalf("late handler: %q", got)
 					}
 				}
+				mt := "application/json"
+				if tc.protobuf {
+					mt = "application/vnd.kubernetes.protobuf"
+				}
+				env.net.answeredOnly(t, "pods", mt)
 			})
 		})
 	}
@@ -661,12 +705,20 @@ func TestIntegrationCacheBeforeNotification(t *testing.T) {
 }
 
 func TestIntegrationUnstructuredAndMetadata(t *testing.T) {
+	for _, pb := range []bool{false, true} {
+		t.Run(fmt.Sprintf("protobuf=%v", pb), func(t *testing.T) { testUnstructuredAndMetadata(t, pb) })
+	}
+}
+
+// testUnstructuredAndMetadata: with protobuf, the typed and metadata-only
+// informers list and watch in protobuf, the unstructured one in JSON.
+func testUnstructuredAndMetadata(t *testing.T, protobuf bool) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 		ctx := informer.Timeout(t)
 		env := newEnv(t, ae)
 		ns := env.Namespace
 		env.createPod(t, ctx, ns, "a", map[string]string{"app": "web"})
-		f := env.factory(t, informer.FactoryOptions{})
+		f := env.factory(t, informer.FactoryOptions{Protobuf: protobuf})
 		gvk := corev1.SchemeGroupVersion.WithKind("Pod")
 		u, err := f.Unstructured(gvk, informer.Scope{})
 		if err != nil {
@@ -699,9 +751,18 @@ func TestIntegrationUnstructuredAndMetadata(t *testing.T) {
 		}
 		env.net.mu.Lock()
 		metaAsked := slices.ContainsFunc(env.net.accepts, func(a string) bool { return strings.Contains(a, "as=PartialObjectMetadata") })
+		pbMetaAsked := slices.ContainsFunc(env.net.accepts, func(a string) bool {
+			return strings.HasPrefix(a, "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata")
+		})
+		pbAnswers, jsonAnswers := env.net.answers["pods application/vnd.kubernetes.protobuf"], env.net.answers["pods application/json"]
 		env.net.mu.Unlock()
 		if !metaAsked {
 			t.Fatal("the metadata informer never asked for PartialObjectMetadata")
+		}
+		// Each informer's streaming list: in protobuf, the typed and the
+		// metadata one's.
+		if pbMetaAsked != protobuf || protobuf && (pbAnswers < 2 || jsonAnswers < 1) || !protobuf && (pbAnswers > 0 || jsonAnswers < 3) {
+			t.Fatalf("protobuf %v: metadata asked in protobuf %v; answers about pods: %d in protobuf, %d in JSON", protobuf, pbMetaAsked, pbAnswers, jsonAnswers)
 		}
 		mo, ok := m.Get(ns, "a")
 		if !ok || mo.Labels["app"] != "web" || mo.Kind != "Pod" || mo.APIVersion != "v1" {

@@ -85,6 +85,14 @@
 //     started, pass). Add more with AddHealthzCheck and AddReadyzCheck.
 //   - /debug/pprof/ (net/http/pprof), opt-in with PprofBindAddress.
 //
+// The webhook server (kloop.dev/kloop/webhook, Options.Webhook: ":9443",
+// TLS with the certificate of its CertDir reloaded on rotation, or a
+// self-signed one) serves admission and conversion webhooks. WebhookServer
+// returns it; the first call (kloop.dev/kloop/builder's WebhookManagedBy
+// makes it) adds it to the runnables of every replica and its "webhook"
+// readiness check, and its controller_runtime_webhook_* metrics are on
+// Options.Registerer.
+//
 // # Shutdown
 //
 // When Start's context is cancelled, the manager stops the leader-only

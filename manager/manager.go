@@ -51,6 +51,7 @@ type Manager struct {
 	queueM  *metrics.Workqueue
 	ctrlM   *metrics.Controller
 	elector *leaderelection.Elector // nil without leader election
+	webhook webhookServing
 
 	healthz, readyz *checks
 	leaders, others *group
@@ -153,6 +154,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 		startedCh: make(chan struct{}),
 		electedCh: make(chan struct{}),
 		names:     map[string]bool{},
+	}
+	if err := m.newWebhookServer(&registered); err != nil {
+		return failed(err)
 	}
 	m.leaders = newGroup("leader-only", m.fail)
 	m.others = newGroup("every-replica", m.fail)

@@ -12,6 +12,7 @@ import (
 
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/webhook"
 )
 
 // Defaults of Options.
@@ -114,6 +115,14 @@ type Options struct {
 	// false: every scrape is served.
 	MetricsAuth bool
 
+	// Webhook configures the webhook server (Manager.WebhookServer): its
+	// address (default ":9443"), certificate directory (default: a
+	// self-signed certificate), TLS options. Its Logger defaults to
+	// Logger and its Metrics to the manager's controller_runtime_webhook_*
+	// metrics. The server runs only once something asks for it (the
+	// builder's WebhookManagedBy does).
+	Webhook webhook.Options
+
 	// LeaderElection makes the runnables that need leadership (controllers
 	// and every runnable that does not say otherwise: see
 	// LeaderElectionRunnable) run only on the replica that holds the Lease
@@ -158,6 +167,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.Cache.Logger == nil {
 		o.Cache.Logger = o.Logger
+	}
+	if o.Webhook.Logger == nil {
+		o.Webhook.Logger = o.Logger.With("component", "webhook")
 	}
 	if o.Registerer == nil && o.Gatherer == nil {
 		reg := prometheus.NewRegistry()

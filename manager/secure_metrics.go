@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"kloop.dev/kloop/internal/certreload"
 	irest "kloop.dev/kloop/internal/rest"
 	"kloop.dev/kloop/internal/selfsigned"
 )
@@ -99,7 +100,7 @@ func (m *Manager) metricsTLSConfig() (*tls.Config, error) {
 		return cfg, nil
 	}
 	if dir := m.opts.MetricsCertDir; dir != "" {
-		r, err := newCertReloader(filepath.Join(dir, m.opts.MetricsCertName), filepath.Join(dir, m.opts.MetricsKeyName), m.log)
+		r, err := certreload.New(filepath.Join(dir, m.opts.MetricsCertName), filepath.Join(dir, m.opts.MetricsKeyName), "metrics server", m.log)
 		if err != nil {
 			return nil, fmt.Errorf("certificate: %w", err)
 		}

@@ -28,6 +28,12 @@
 //
 //	rest_client_requests_total{code,method,host}
 //
+//	controller_runtime_webhook_requests_total{webhook,code}
+//	controller_runtime_webhook_latency_seconds{webhook}
+//	controller_runtime_webhook_requests_in_flight{webhook}
+//	controller_runtime_webhook_panics_total
+//	controller_runtime_conversion_webhook_panics_total
+//
 // RegisterRuntime adds the Go runtime and process collectors (go_*,
 // process_*), as controller-runtime registers them on its registry.
 //

@@ -146,7 +146,8 @@
 // NewRESTListerWatcher speaks the Kubernetes REST protocol over a
 // *rest.Config (client-go's transport and authentication only), for typed
 // objects, *unstructured.Unstructured or *metav1.PartialObjectMetadata. It
-// decodes list pages and the JSON watch stream itself, and turns error
+// decodes list pages and the watch stream itself (JSON, or protobuf: see
+// below), and turns error
 // responses into *apierrors.StatusError (so errors.As, apierrors.IsGone,
 // IsResourceExpired and IsTooManyRequests work), with Retry-After in
 // Details.RetryAfterSeconds.
@@ -186,4 +187,17 @@
 // object, one that does not decode, anything malformed or cut) the rest of
 // the stream goes to the standard streaming decoder, so events and errors
 // are apimachinery's (FuzzTypedWatchMatchesStd).
+//
+// # Protobuf
+//
+// With RESTOptions.Protobuf, or a rest.Config whose AcceptContentTypes (or
+// ContentType) asks for protobuf as kube-controller-manager's does, lists
+// and watches of k8s.io/api types and *metav1.PartialObjectMetadata ask
+// for protobuf first, then JSON. A protobuf list is read whole and its
+// items decoded by their generated code; a protobuf watch stream is read
+// frame by frame (length-prefixed metav1.WatchEvent messages, ERROR events'
+// Status included), malformed or cut frames being errors
+// (FuzzProtobufWatch). An answer in JSON — custom resources have no
+// protobuf form — is decoded as above; unstructured objects are always
+// asked for in JSON.
 package reflector

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -327,12 +328,20 @@ func rvAtLeast(t *testing.T, a, b string) bool {
 // them, so its watches see etcd's compaction and answer 410 as kloop's
 // embedded server does (for cached kinds kube-apiserver's watch cache keeps
 // serving old positions after a compaction).
+//
+// Each mode runs twice: with lists and watches in JSON, and in protobuf
+// (RESTOptions.Protobuf), where every answer the reflector reads — lists,
+// watch events, bookmarks, the 410 ERROR event — is protobuf.
 func TestServer(t *testing.T) {
-	for _, mode := range []string{"watch-list", "list+watch", "watch-list rejected"} {
+	for _, mode := range []string{"watch-list", "list+watch", "watch-list rejected", "watch-list protobuf", "list+watch protobuf", "watch-list rejected protobuf"} {
 		t.Run(mode, func(t *testing.T) {
+			mode, pb := strings.CutSuffix(mode, " protobuf")
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, env *apiservertest.Env) {
 				tg := newTarget(t, env)
 				ctx := t.Context()
+				var answers contentTypes
+				lwc := *tg.lwc
+				lwc.Transport = answers.record(tg.lwc.Transport)
 				events := tg.cs.CoreV1().Events(env.Namespace)
 				server := map[string]string{}
 				for i := range 3 {
@@ -347,7 +356,7 @@ func TestServer(t *testing.T) {
 					tg.gate.fail = []*http.Response{failure(422, "Invalid", "")}
 				}
 				lw, err := reflector.NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
-					reflector.RESTOptions[*corev1.Event]{HTTPClient: tg.lwc})
+					reflector.RESTOptions[*corev1.Event]{HTTPClient: &lwc, Protobuf: pb})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -419,8 +428,46 @@ func TestServer(t *testing.T) {
 				if have := tg.serverEvents(t, ctx); !maps.Equal(have, server) {
 					t.Errorf("the server holds %v, the test expected %v", have, server)
 				}
+				want := "application/json"
+				if pb {
+					want = "application/vnd.kubernetes.protobuf"
+				}
+				answers.only(t, want)
 			})
 		})
+	}
+}
+
+// contentTypes records the media types of the successful answers a
+// transport got.
+type contentTypes struct {
+	mu  sync.Mutex
+	got map[string]int // media type -> answers
+}
+
+func (c *contentTypes) record(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusOK {
+			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			c.mu.Lock()
+			if c.got == nil {
+				c.got = map[string]int{}
+			}
+			c.got[mt]++
+			c.mu.Unlock()
+		}
+		return resp, err
+	})
+}
+
+// only fails unless every answer recorded was of media type mt.
+func (c *contentTypes) only(t *testing.T, mt string) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.got) != 1 || c.got[mt] == 0 {
+		t.Errorf("answers by media type %v, want %s only", c.got, mt)
 	}
 }
 
@@ -697,3 +744,7 @@ func TestServerThrottledWatch(t *testing.T) {
 		}
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

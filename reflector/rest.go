@@ -45,6 +45,18 @@ type RESTOptions[T Object] struct {
 	// as an informer does by default (the informer factory sets it then).
 	// Default false: objects come as the server sends them.
 	DropManagedFields bool
+	// Protobuf asks for lists and watches in protobuf, then JSON
+	// (Accept: application/vnd.kubernetes.protobuf,application/json), as
+	// kube-controller-manager's clients do: objects of k8s.io/api and
+	// metav1.PartialObjectMetadata, which have generated protobuf code,
+	// decode a few times faster than from JSON and allocate less. Objects
+	// without it (unstructured ones, custom resource types) are asked for
+	// in JSON; an answer in JSON (the server has no protobuf form of
+	// custom resources) is read as JSON. Default false, unless the
+	// rest.Config asks for protobuf answers (its AcceptContentTypes, or
+	// its ContentType when AcceptContentTypes is empty, starts with
+	// application/vnd.kubernetes.protobuf), as client-go's clients do.
+	Protobuf bool
 	// HTTPClient sends the requests. Default: rest.HTTPClientFor(cfg), i.e.
 	// client-go's transport with the config's TLS and authentication. Its
 	// Timeout (rest.Config.Timeout) applies to lists, not to watches, which
@@ -55,7 +67,8 @@ type RESTOptions[T Object] struct {
 }
 
 // RESTListerWatcher lists and watches one resource over the Kubernetes REST
-// API, decoding JSON. It is safe for concurrent use.
+// API, decoding JSON, or protobuf (RESTOptions.Protobuf). It is safe for
+// concurrent use.
 type RESTListerWatcher[T Object] struct {
 	client *http.Client
 	// watchClient is client without its overall Timeout (rest.Config's
@@ -75,6 +88,9 @@ type RESTListerWatcher[T Object] struct {
 	dropMF       bool // RESTOptions.DropManagedFields
 	// accept is the Accept header of lists and of watches.
 	acceptList, acceptWatch string
+	// protobuf: lists and watches are asked for in protobuf first
+	// (RESTOptions.Protobuf, for objects that decode from it).
+	protobuf bool
 	// limiter is waited on before each request (each list page, each
 	// watch): cfg's client-side rate limit (irest.RateLimiter); nil: none.
 	limiter flowcontrol.RateLimiter
@@ -169,12 +185,23 @@ func NewRESTListerWatcher[T Object](cfg *rest.Config, resource schema.GroupVersi
 		acceptWatch: "application/json",
 		limiter:     irest.RateLimiter(cfg),
 	}
+	lw.protobuf = (opts.Protobuf || configAsksProtobuf(cfg)) && protobufCapable(newObj)
 	switch any(newObj()).(type) {
 	case *unstructured.Unstructured:
-		lw.unstructured = true
+		lw.unstructured, lw.protobuf = true, false
 	case *metav1.PartialObjectMetadata:
 		lw.acceptList = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 		lw.acceptWatch = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+		if lw.protobuf {
+			// client-go's metadata client's
+			lw.acceptList = irest.ContentTypeProtobuf + ";as=PartialObjectMetadataList;g=meta.k8s.io;v=v1," + lw.acceptList
+			lw.acceptWatch = irest.ContentTypeProtobuf + ";as=PartialObjectMetadata;g=meta.k8s.io;v=v1," + lw.acceptWatch
+		}
+	default:
+		if lw.protobuf {
+			lw.acceptList = irest.ContentTypeProtobuf + ",application/json"
+			lw.acceptWatch = lw.acceptList
+		}
 	}
 	return lw, nil
 }
@@ -256,7 +283,12 @@ func (l *RESTListerWatcher[T]) List(ctx context.Context, opts metav1.ListOptions
 		return nil, err
 	}
 	defer resp.Body.Close()
-	list, err := decodeListDropping(resp.Body, l.newObj, l.unstructured, l.gv, l.dropMF)
+	var list *List[T]
+	if l.protobuf && irest.IsProtobuf(resp.Header.Get("Content-Type")) {
+		list, err = decodeProtobufList(resp.Body, l.newObj, l.dropMF)
+	} else {
+		list, err = decodeListDropping(resp.Body, l.newObj, l.unstructured, l.gv, l.dropMF)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", l.gr, err)
 	}
@@ -269,6 +301,9 @@ func (l *RESTListerWatcher[T]) Watch(ctx context.Context, opts metav1.ListOption
 	if err != nil {
 		return nil, err
 	}
+	if l.protobuf && irest.IsProtobuf(resp.Header.Get("Content-Type")) {
+		return &restWatch[T]{body: resp.Body, dec: newProtobufWatch(resp.Body, l.newObj, l.dropMF), gr: l.gr}, nil
+	}
 	dec := newEventDecoder(resp.Body, l.newObj, l.unstructured)
 	dec.dropMF = l.dropMF
 	return &restWatch[T]{body: resp.Body, dec: dec, gr: l.gr}, nil
@@ -277,7 +312,7 @@ func (l *RESTListerWatcher[T]) Watch(ctx context.Context, opts metav1.ListOption
 // restWatch is a watch over an HTTP response body.
 type restWatch[T Object] struct {
 	body io.ReadCloser
-	dec  *eventDecoder[T]
+	dec  interface{ next() (Event[T], error) }
 	gr   schema.GroupResource
 	once sync.Once // closes body
 }
@@ -291,3 +326,15 @@ func (w *restWatch[T]) Next() (Event[T], error) {
 }
 
 func (w *restWatch[T]) Stop() { w.once.Do(func() { w.body.Close() }) }
+
+// configAsksProtobuf reports whether cfg asks for answers in protobuf
+// first, as client-go's REST client reads it: its AcceptContentTypes, or
+// its ContentType when that is empty.
+func configAsksProtobuf(cfg *rest.Config) bool {
+	accept := cfg.AcceptContentTypes
+	if accept == "" {
+		accept = cfg.ContentType
+	}
+	first, _, _ := strings.Cut(accept, ",")
+	return irest.IsProtobuf(strings.TrimSpace(first))
+}

@@ -34,6 +34,9 @@ type Server struct {
 
 	closeOnce sync.Once
 	closeErr  error // Serve's error, set by the first Close
+
+	faultsOnce sync.Once
+	faults     *Faults // made by the first call of Faults
 }
 
 // New starts an embedded server on a random port of 127.0.0.1 (or on
@@ -108,6 +111,10 @@ func NewServer(t testing.TB, opts Options) *Server {
 // if any other than the stop itself. Later calls return the same.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.faultsOnce.Do(func() {}) // s.faults is set for good
+		if s.faults != nil {
+			s.faults.ReleaseAll()
+		}
 		s.cancel()
 		if err := <-s.done; err != nil && !errors.Is(err, context.Canceled) {
 			s.closeErr = err

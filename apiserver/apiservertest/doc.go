@@ -67,6 +67,84 @@
 // waits until they are usable. ServiceAccountConfig's tokens come from the
 // TokenRequest API on both.
 //
+// Env.InstallWebhooks, as envtest's WebhookInstallOptions, installs
+// webhook configurations (kubebuilder's config/webhook manifests) and
+// points them, and the conversion of named CRDs, at a webhook server on a
+// free loopback port with a certificate of the test's: the webhook.Options
+// it returns make a manager (manager.Options.Webhook) serve them, on both
+// targets.
+//
+// # Faults
+//
+// [Server.Faults] (and [Env.Faults], which skips the test on the real
+// kube-apiserver: faults are the embedded server's alone) injects faults
+// into the requests of one client — a user ([User]), a bearer token
+// ([Token], [ClientOf] a configuration) — so that a test perturbs the
+// controller under test and not the checker that watches it:
+//
+//	faults := env.Faults()
+//	rec := faults.Record(apiservertest.RecordOptions{})
+//	ctrl := faults.For(apiservertest.User("controller"))
+//	ctrl.Fail(apiservertest.Match{Verb: "update", Resource: "configmaps"}, 2, apiservertest.Conflict)
+//	hold := ctrl.HoldWatches() // the controller's informer lags …
+//	hold.Release()             // … and catches up
+//
+// Each fault is a [Fault]: it ends when released, when its count is spent,
+// or after [Fault.ReleaseAfter]; [Fault.Hits] counts what it did. The
+// faults, each an ordinary method of [ClientFaults]:
+//
+//   - DropWatches ends the client's open watches now (it resumes from its
+//     last resourceVersion); ExpireWatches answers its next watches with
+//     410 Gone (it relists); [Faults.CompactResource] compacts one
+//     resource's history to a revision, for every client.
+//   - DelayWatches delays its watch events by a duration; HoldWatches
+//     holds them until released (a lagging view; its requests are still
+//     answered at once).
+//   - StaleReads serves its GETs, LISTs and its watches' initial events as
+//     of an older revision, and holds its watch events after that revision
+//     until released: a stale API server, as Sieve makes one of the API
+//     servers of an HA cluster.
+//   - Fail answers its next n requests matching a verb, resource,
+//     namespace and name with 409, 429 or 503 (with Retry-After if asked),
+//     500, or 504, at once or after the request was served and its write
+//     committed ([TimeoutAfterCommit]: an ambiguous outcome).
+//   - ReorderInitialEvents, DuplicateEvents and DropBookmarks change its
+//     watch streams within what a client must survive. kube's watch
+//     protocol sends each change once, in resourceVersion order, and
+//     promises no order among the initial events of a watch (they are the
+//     state at a revision), no periodic bookmark at all, and the
+//     initial-events-end bookmark of sendInitialEvents. So: the initial
+//     events come reversed (a client that builds its state from them ends
+//     with the same state); every object event comes twice, the copy at
+//     the same resourceVersion (what a client sees again on every relist
+//     and resync, and a resumed watch can tell by comparing
+//     resourceVersions, KEP-5504: beyond the protocol on one stream, on
+//     purpose, to catch clients that act once per event); periodic
+//     bookmarks are dropped, the initial-events-end one never. No fault
+//     resends a change older than the resourceVersion a watch starts
+//     from: kube's API promises the changes after it, and a correct
+//     client need not compare resourceVersions to stay correct.
+//
+// Faults compose. Sieve's unobserved state — a controller that never sees
+// an intermediate state — is HoldWatches, the changes, CompactResource,
+// DropWatches, then Release: the client finds its position compacted,
+// relists, and sees the end state only. Its stale state is StaleReads
+// while the client relists (ExpireWatches, DropWatches): an informer that
+// takes the older list goes back in time (client-go's does; kloop's
+// refuses a list older than its position).
+//
+// The record ([Faults.Record]) keeps every request the server answered —
+// time, user, verb, object, the resourceVersion sent and the one
+// answered, the server's revision, the code, the fault that answered —
+// the newest [DefaultRecordSize] of them (RecordOptions.Size, or a
+// callback for all); [Record.Requests], [Record.Count] and [Record.Wait]
+// query it with a [Match]. It is what a test checks its invariants
+// against. A server that never called Faults pays nothing for any of
+// this (the hooks of apiserver.Server.SetInterceptor cost one atomic load
+// per request); once called, every authenticated request looks up the
+// faults in effect, and every watch passes through a writer that can
+// hold its events.
+//
 // The real server is kube-apiserver with the kube-controller-manager
 // controllers that make API semantics — garbage collection, namespace
 // deletion, the default ServiceAccount and the kube-root-ca.crt ConfigMap of

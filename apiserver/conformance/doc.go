@@ -32,7 +32,12 @@
 // kubectl get asks; the Content-Type is recorded too), Post, Put, Patch (merge, json,
 // strategic, or any content type), Delete (with DeleteOptions as body),
 // Watch (with a stop condition: Events(n) or UntilInitialEventsEnd) and
-// Compact. Paths and bodies may use {ns} (the transcript's own, fresh
+// Compact. GetAs, WatchAs and Accepting(accept, f) send an Accept header
+// of the transcript's choice (protobuf, YAML, the metadata-only forms) and
+// record the answer's Content-Type; answers in protobuf (objects, lists,
+// Status errors, watch streams frame by frame) and YAML are recorded
+// decoded into JSON (protobuf_test.go), so they normalize and compare as
+// JSON answers do. Paths and bodies may use {ns} (the transcript's own, fresh
 // namespace) and {group} (the API group of the suite's Gadget CRD:
 // namespaced, a structural schema with a default and an enum, a status
 // subresource, a selectable field spec.color). Values of earlier responses

@@ -134,7 +134,8 @@ func (tr *T) GetTable(path string) *Resp {
 }
 
 // GetAs issues a GET with the given Accept header (a metadata-only read,
-// a protobuf one), recording the response's Content-Type with it.
+// a protobuf one), recording the response's Content-Type with it (and a
+// protobuf or YAML answer as JSON: see Accepting).
 func (tr *T) GetAs(path, accept string) *Resp {
 	tr.t.Helper()
 	tr.accept = accept
@@ -148,6 +149,17 @@ func (tr *T) WatchAs(path, accept string, stop func(events []map[string]any) boo
 	tr.accept = accept
 	defer func() { tr.accept = "" }()
 	return tr.Watch(path, stop)
+}
+
+// Accepting issues the requests of f with the given Accept header (an
+// answer in protobuf or YAML, a metadata-only one), recording each
+// response's Content-Type with it; protobuf and YAML answers are recorded
+// as JSON.
+func (tr *T) Accepting(accept string, f func()) {
+	tr.t.Helper()
+	tr.accept = accept
+	defer func() { tr.accept = "" }()
+	f()
 }
 
 // Post creates.
@@ -215,6 +227,11 @@ func (tr *T) Do(method, path, contentType, body string) *Resp {
 	if err != nil {
 		tr.t.Fatalf("%s: %s: reading the response: %v", tr.fx.target, step, err)
 	}
+	if tr.accept != "" {
+		if raw, err = asJSON(resp.Header.Get("Content-Type"), raw); err != nil {
+			tr.t.Fatalf("%s: %s: %v", tr.fx.target, step, err)
+		}
+	}
 	ex := exchange{Step: step, Code: resp.StatusCode, Body: decodeBody(raw), Warnings: warnings(resp.Header)}
 	if tr.accept != "" {
 		ex.ContentType = resp.Header.Get("Content-Type")
@@ -254,9 +271,17 @@ func (tr *T) Watch(path string, stop func(events []map[string]any) bool) *Resp {
 	}
 	defer resp.Body.Close()
 	ex := exchange{Step: step, Code: resp.StatusCode, Warnings: warnings(resp.Header)}
+	if tr.accept != "" {
+		ex.ContentType = resp.Header.Get("Content-Type")
+	}
 	r := &Resp{Code: resp.StatusCode, tr: tr, step: step}
 	if resp.StatusCode != http.StatusOK {
 		raw, _ := io.ReadAll(resp.Body)
+		if tr.accept != "" {
+			if raw, err = asJSON(resp.Header.Get("Content-Type"), raw); err != nil {
+				tr.t.Fatalf("%s: %s: %v", tr.fx.target, step, err)
+			}
+		}
 		ex.Body = decodeBody(raw)
 		r.Obj, _ = ex.Body.(map[string]any)
 		tr.log = append(tr.log, ex)
@@ -265,9 +290,14 @@ func (tr *T) Watch(path string, stop func(events []map[string]any) bool) *Resp {
 	var events []map[string]any
 	dec := json.NewDecoder(bufio.NewReader(resp.Body))
 	dec.UseNumber()
+	next := func() (ev map[string]any, err error) { return ev, dec.Decode(&ev) }
+	if mediaType(resp.Header.Get("Content-Type")) == protobufType {
+		pe := &protobufEvents{r: bufio.NewReader(resp.Body)}
+		next = pe.next
+	}
 	for !stop(events) {
-		var ev map[string]any
-		if err := dec.Decode(&ev); err != nil {
+		ev, err := next()
+		if err != nil {
 			if ctx.Err() != nil {
 				ex.Events = append(ex.Events, "timeout")
 			} else if !errors.Is(err, io.EOF) {

@@ -27,6 +27,11 @@ func expectedHistoryBytes(s *Store) int64 {
 			if ev.state.Load() == frameCharged {
 				n += ev.frameCost()
 			}
+			ev.encodingMu.Lock()
+			for _, x := range ev.encodings {
+				n += int64(len(x.b))
+			}
+			ev.encodingMu.Unlock()
 			for _, o := range []*Object{ev.Object, ev.Prev} {
 				if o != nil && !seen[o] {
 					seen[o] = true
@@ -38,6 +43,10 @@ func expectedHistoryBytes(s *Store) int64 {
 	}
 	return n
 }
+
+// halfEncoding is an encoding of an event (Event.Encoded) of half the
+// size of its object.
+func halfEncoding(ev *Event) ([]byte, error) { return ev.Object.Data[:len(ev.Object.Data)/2], nil }
 
 // filler is the bytes of sized's objects.
 var filler = []byte(strings.Repeat("x", 1<<20))
@@ -53,7 +62,7 @@ func sized(ns, name string, size int) EncodeFunc {
 }
 
 // The history's cost follows every way events come and go — creates,
-// updates, deletes and re-creates; frames built; evictions by count, age,
+// updates, deletes and re-creates; frames and other encodings built; evictions by count, age,
 // compaction and bytes, in several resources — and returns to zero when
 // the history is empty.
 func TestHistoryBytesAccounting(t *testing.T) {
@@ -102,6 +111,11 @@ func TestHistoryBytesAccounting(t *testing.T) {
 						break
 					}
 					ev.Frame()
+					if rng.IntN(2) == 0 { // and sometimes another encoding
+						if _, err := ev.Encoded("half", halfEncoding); err != nil {
+							t.Fatal(err)
+						}
+					}
 				}
 			}
 		}

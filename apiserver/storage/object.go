@@ -124,6 +124,9 @@ type Event struct {
 	// object stop matching a watcher's predicate (Object is the new state,
 	// Prev the one that matched).
 	LeftSelection bool
+	// Initial marks the synthetic Added events of a watch's initial state
+	// (WatchOptions.SendInitialEvents).
+	Initial bool
 
 	at    time.Time // commit time, for age-based eviction
 	store *Store    // the store whose history holds the event; nil for events made for one watcher
@@ -133,6 +136,12 @@ type Event struct {
 	state     atomic.Int32
 	frameOnce sync.Once
 	frame     []byte
+	// encodings are the event's other encodings (Encoded), one per key;
+	// encodingCost is what those charged to the history cost. Both are
+	// guarded by encodingMu.
+	encodingMu   sync.Mutex
+	encodings    []*encoding
+	encodingCost int64
 }
 
 // Event.state's values.
@@ -145,13 +154,14 @@ const (
 // frameCost is the size of e's frame.
 func (e *Event) frameCost() int64 { return int64(len(e.Object.Data) + len(e.Type) + 24) }
 
-// unframe marks e evicted from the history and returns the cost of its
-// frame if it was charged.
+// unframe marks e evicted from the history and returns what its frame
+// and its other encodings were charged.
 func (e *Event) unframe() int64 {
+	var refund int64
 	if e.state.Swap(evicted) == frameCharged {
-		return e.frameCost()
+		refund = e.frameCost()
 	}
-	return 0
+	return refund + e.unencode() // after the swap: nothing is charged after it
 }
 
 // Frame returns the event as one line of the Kubernetes JSON watch stream,

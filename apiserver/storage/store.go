@@ -290,6 +290,25 @@ func (s *Store) Compact(rev int64) {
 	}
 }
 
+// CompactResource discards the history of one resource up to and
+// including revision rev, as [Store.Compact] does for every resource: a
+// watch or list of that resource at an older revision then fails with
+// ErrExpired. The other resources keep their history. It fails when rev
+// is beyond the current revision.
+func (s *Store) CompactResource(res string, rev int64) error {
+	if cur := s.rev.Load(); rev > cur {
+		return &TooLargeError{Requested: rev, Current: cur}
+	}
+	r := s.resource(res)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.history.n > 0 && r.history.buf[r.history.start].Revision <= rev {
+		r.evict(s)
+	}
+	r.history.compacted = max(r.history.compacted, rev)
+	return nil
+}
+
 // commit appends ev to the history and wakes the watchers; r.mu is held.
 func (s *Store) commit(r *resource, ev *Event) {
 	now := s.opts.Now()
@@ -536,8 +555,8 @@ func (r *resource) evictOlder(s *Store, cutoff time.Time) {
 // filters on, the Object itself); the previous state an event carries costs
 // nothing while the event that wrote it is still in the history (it is that
 // event's object), and its size once that event is evicted; and an event's
-// watch frame (Event.Frame, a copy of the JSON) costs its size from the
-// moment a watcher builds it.
+// watch frame (Event.Frame, a copy of the JSON) and its other encodings
+// (Event.Encoded) cost their size from the moment a watcher builds them.
 func (s *Store) HistoryBytes() int64 { return s.historyBytes.Load() }
 
 // trim evicts the oldest events of the store, whatever their resource,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -507,5 +508,68 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 				t.Fatalf("watcher from %d: event %d has revision %d, want %d", r.from, i, rev, want)
 			}
 		}
+	}
+}
+
+// An event's other encodings are made once per key, shared by every
+// caller (concurrent ones wait for the first), kept with their error, and
+// charged to the history until the event leaves it.
+func TestEventEncoded(t *testing.T) {
+	s := newStore(t, Options{})
+	if _, err := s.Create("widgets", "ns", "a", sized("ns", "a", 100)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch("widgets", WatchOptions{Revision: s.Revision() - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := w.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.HistoryBytes()
+	var calls atomic.Int32
+	enc := func(ev *Event) ([]byte, error) {
+		calls.Add(1)
+		return []byte("proto:" + ev.Object.Name), nil
+	}
+	var wg sync.WaitGroup
+	got := make([][]byte, 8)
+	for i := range got {
+		wg.Go(func() {
+			b, err := ev.Encoded("proto", enc)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = b
+		})
+	}
+	wg.Wait()
+	if calls.Load() != 1 {
+		t.Fatalf("encoded %d times, want once", calls.Load())
+	}
+	for _, b := range got {
+		if string(b) != "proto:a" || &b[0] != &got[0][0] {
+			t.Fatalf("encodings %q are not one shared encoding", got)
+		}
+	}
+	if d := s.HistoryBytes() - before; d != int64(len("proto:a")) {
+		t.Fatalf("the encoding costs the history %d bytes, want %d", d, len("proto:a"))
+	}
+	boom := errors.New("boom")
+	for range 2 {
+		if _, err := ev.Encoded("other", func(*Event) ([]byte, error) { calls.Add(1); return nil, boom }); !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want boom", err)
+		}
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("a failed encoding ran %d times in all, want once", calls.Load()-1)
+	}
+	s.Compact(s.Revision())
+	if got := s.HistoryBytes(); got != 0 {
+		t.Fatalf("empty history costs %d", got)
+	}
+	if _, err := ev.Encoded("late", enc); err != nil || s.HistoryBytes() != 0 {
+		t.Fatalf("an encoding made after the eviction: err %v, history costs %d", err, s.HistoryBytes())
 	}
 }

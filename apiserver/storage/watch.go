@@ -13,10 +13,13 @@ type WatchOptions struct {
 	Namespace string
 	// Revision: deliver every event after this revision. It must be inside
 	// the history (else ErrExpired) and not beyond the current revision
-	// (else ErrTooLargeResourceVersion). Ignored with SendInitialEvents.
+	// (else ErrTooLargeResourceVersion). With SendInitialEvents, a positive
+	// Revision is the revision of the initial state (zero: the current
+	// one), under the same conditions.
 	Revision int64
 	// SendInitialEvents starts the watch with a synthetic Added event for
-	// every object of the current state, then delivers the events after it.
+	// every object of the current state (or of the state at Revision), then
+	// delivers the events after it.
 	SendInitialEvents bool
 	// InitialEventsEnd, with SendInitialEvents, emits a Bookmark with
 	// InitialEventsEnd set after the initial events.
@@ -66,12 +69,22 @@ func (s *Store) Watch(res string, opts WatchOptions) (*Watcher, error) {
 	w.progress = current
 	w.seq = r.history.next()
 	if opts.SendInitialEvents {
-		keys := r.sortedKeys()
+		keys, objects := r.sortedKeys(), r.objects
+		if opts.Revision > 0 && opts.Revision < current {
+			if opts.Revision < r.history.compacted {
+				return nil, &ExpiredError{Requested: opts.Revision, Oldest: r.history.compacted}
+			}
+			keys, objects, _ = r.stateAt(opts.Revision) // inside the history: cannot fail
+			current = opts.Revision
+			w.seq, w.progress = r.seqAfter(current), current
+		} else if opts.Revision > current {
+			return nil, &TooLargeError{Requested: opts.Revision, Current: current}
+		}
 		for _, k := range keys[searchPrefix(keys, w.prefix):] {
 			if !strings.HasPrefix(k, w.prefix) {
 				break
 			}
-			if o := r.objects[k]; opts.Predicate == nil || opts.Predicate(o) {
+			if o := objects[k]; opts.Predicate == nil || opts.Predicate(o) {
 				w.initial = append(w.initial, o)
 			}
 		}
@@ -86,19 +99,24 @@ func (s *Store) Watch(res string, opts WatchOptions) (*Watcher, error) {
 	if opts.Revision < r.history.compacted {
 		return nil, &ExpiredError{Requested: opts.Revision, Oldest: r.history.compacted}
 	}
-	// Find the first retained event after opts.Revision (events are in revision order).
+	w.seq = r.seqAfter(opts.Revision)
+	w.progress = opts.Revision
+	return w, nil
+}
+
+// seqAfter returns the sequence number of the first retained event after
+// revision rev (events are in revision order); r.mu is held.
+func (r *resource) seqAfter(rev int64) int64 {
 	lo, hi := 0, r.history.len()
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if r.history.at(m).Revision <= opts.Revision {
+		if r.history.at(m).Revision <= rev {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	w.seq = r.history.first + int64(lo)
-	w.progress = opts.Revision
-	return w, nil
+	return r.history.first + int64(lo)
 }
 
 // Next returns the next event, blocking until there is one, the bookmark
@@ -111,7 +129,7 @@ func (w *Watcher) Next(ctx context.Context) (*Event, error) {
 			o := w.initial[0]
 			w.initial[0] = nil
 			w.initial = w.initial[1:]
-			return &Event{Type: Added, Revision: o.ResourceVersion, Object: o}, nil
+			return &Event{Type: Added, Revision: o.ResourceVersion, Object: o, Initial: true}, nil
 		}
 		if w.initialEnd != 0 {
 			rev := w.initialEnd

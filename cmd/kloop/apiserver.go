@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"kloop.dev/kloop/apiserver"
+	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -27,6 +30,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	token := fs.String("token", "", "bearer token clients must send (default: random)")
 	useTLS := fs.Bool("tls", true, "serve HTTPS with a self-signed certificate; kubectl sends the token only over TLS, so a kubeconfig needs it")
 	tokenFile := fs.String("token-auth-file", "", "authenticate the users of this file, in kube-apiserver's --token-auth-file format (token,user,uid,\"group1,group2\"); RBAC says what they may do")
+	faultAPI := fs.String("fault-api", "", "serve the fault-injection API (apiservertest.Faults as JSON over HTTP, for tests not written in Go) on this loopback `address`, such as 127.0.0.1:0; requests need the server's token")
 	verbose := fs.Bool("v", false, "log every request (verb, URI, user, code, latency, user agent, as kube-apiserver's httplog), request errors and lifecycle to stderr")
 	var crds stringList
 	fs.Var(&crds, "crds", "create the CustomResourceDefinitions of this file or directory (YAML or JSON, as envtest's CRDDirectoryPaths) before serving; repeatable")
@@ -43,6 +47,12 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "kloop apiserver: unexpected arguments %q\n", fs.Args())
 		fs.Usage()
 		return errUsage
+	}
+	if *faultAPI != "" {
+		if err := checkLoopback(*faultAPI); err != nil {
+			fmt.Fprintf(stderr, "kloop apiserver: --fault-api: %v\n", err)
+			return errUsage
+		}
 	}
 	if *kubeconfig != "" && !*useTLS {
 		fmt.Fprintln(stderr, "kloop apiserver: --kubeconfig-out needs --tls (kubectl sends bearer tokens only over TLS)")
@@ -67,6 +77,13 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if *faultAPI != "" {
+		stop, err := serveFaultAPI(srv, *faultAPI, stdout)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Start(ctx) }()
 	select {
@@ -104,6 +121,47 @@ func controllerFlags(fs *flag.FlagSet, opts *apiserver.Options) {
 			opts.GarbageCollector.Disabled = !on
 			return err
 		})
+}
+
+// checkLoopback refuses an address that is not on a loopback interface:
+// the fault API changes what the server answers, and is for the tests of
+// the machine it runs on.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not a loopback address (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): the fault API is for the tests of this machine only", addr)
+	}
+	return nil
+}
+
+// serveFaultAPI serves the fault API of srv on addr (a loopback address)
+// until stop is called.
+func serveFaultAPI(srv *apiserver.Server, addr string, stdout io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fault API: listen: %w", err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("fault API: %s listens on %s, which is not a loopback address", addr, ln.Addr())
+	}
+	hs := &http.Server{Handler: apiservertest.NewFaults(srv).Handler(srv.Token()), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln)
+	}()
+	fmt.Fprintf(stdout, "fault API listening on http://%s\n", ln.Addr())
+	return func() {
+		_ = hs.Close()
+		<-served
+	}, nil
 }
 
 // limitFlags binds the flags of the server's limits to opts. Their defaults

@@ -1,14 +1,17 @@
 // Command kloop is kloop's command-line tool. Each subcommand is one entry
 // of the table in main.go:
 //
-//	kloop apiserver [--addr 127.0.0.1:0] [--kubeconfig-out PATH] [--token T] [--tls=true] [--token-auth-file FILE] [--crds PATH]... [-v]
+//	kloop apiserver [--addr 127.0.0.1:0] [--kubeconfig-out PATH] [--token T] [--tls=true] [--token-auth-file FILE] [--crds PATH]... [--fault-api 127.0.0.1:PORT] [-v]
 //
 // runs the embedded API server until SIGINT or SIGTERM, printing where it
 // listens and writing a kubeconfig kubectl uses as is. Its token (kubeconfig
 // user kloop-admin) may do anything; --token-auth-file adds the users of a
 // file in kube-apiserver's --token-auth-file format, who may do what the
 // server's RBAC objects allow; --crds creates the CustomResourceDefinitions
-// of a file or directory (YAML or JSON) before serving; -v logs every
+// of a file or directory (YAML or JSON) before serving; --fault-api serves
+// apiservertest's fault injection as a small JSON API on a loopback address
+// (refused on any other), for tests not written in Go (its requests need
+// the server's token; see apiservertest.Faults.Handler); -v logs every
 // request as kube-apiserver's httplog does; the server's limits have flags
 // of their own (kloop apiserver -h).
 //

@@ -33,6 +33,7 @@ import (
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/webhook"
 )
 
 // mirrorLabel marks the ConfigMaps the controller mirrors.
@@ -53,6 +54,7 @@ func main() {
 func run(ctx context.Context, args []string, logOut io.Writer) error {
 	fs := flag.NewFlagSet("kubebuilder", flag.ContinueOnError)
 	var metricsAddr, metricsCertPath, metricsCertName, metricsCertKey string
+	var webhookCertPath, webhookCertName, webhookCertKey string
 	var enableLeaderElection, secureMetrics, enableHTTP2, devel bool
 	var probeAddr string
 	fs.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -63,6 +65,9 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 			"Enabling this will ensure there is only one active controller manager.")
 	fs.BoolVar(&secureMetrics, "metrics-secure", true,
 		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
+	fs.StringVar(&webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
+	fs.StringVar(&webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
+	fs.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
 	fs.StringVar(&metricsCertPath, "metrics-cert-path", "",
 		"The directory that contains the metrics server certificate.")
 	fs.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
@@ -105,6 +110,15 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         enableLeaderElection,
 		LeaderElectionID:       "a1b2c3d4.kubebuilder.kloop.dev",
+		// webhook.NewServer(webhook.Options{TLSOpts: …, CertDir: …}): it
+		// serves once a webhook is registered (builder.WebhookManagedBy);
+		// this operator has none.
+		Webhook: webhook.Options{TLSOptions: tlsOpts},
+	}
+	if webhookCertPath != "" {
+		opts.Webhook.CertDir = webhookCertPath
+		opts.Webhook.CertName = webhookCertName
+		opts.Webhook.KeyName = webhookCertKey
 	}
 	if secureMetrics && metricsAddr != "0" {
 		// metricsserver.Options{SecureServing: true, FilterProvider:

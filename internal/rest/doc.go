@@ -14,9 +14,12 @@
 //     one for the code — with a Retry-After header filling
 //     Details.RetryAfterSeconds when the Status does not say.
 //   - [ParseRetryAfter]: Retry-After as delay-seconds or an HTTP-date.
+//   - [Unenvelope], [ForEachField] and [DecodeProtobufStatus]: answers in
+//     Kubernetes' protobuf encoding, read without a scheme.
 //   - [Retry] and [RetryWait]: client-go's retry of an answer 429 or 5xx
 //     that carries a Retry-After, up to [MaxRetries] times.
 //
-// It imports only the standard library, k8s.io/apimachinery and client-go's
-// rest and flowcontrol packages; it knows nothing of kloop's stages.
+// It imports only the standard library, k8s.io/apimachinery, client-go's
+// rest and flowcontrol packages and google.golang.org/protobuf's wire
+// format; it knows nothing of kloop's stages.
 package rest

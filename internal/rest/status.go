@@ -26,7 +26,8 @@ func ResponseError(resp *http.Response, verb string, gr schema.GroupResource) er
 
 // DecodeError turns an error answer — its status code, header and body —
 // into a *apierrors.StatusError: the Status the server sent if body is one
-// (kind Status, status Failure; code, if it has none, from the answer),
+// (in JSON, or in protobuf when the Content-Type says so; kind Status,
+// status Failure; code, if it has none, from the answer),
 // else apierrors.NewGenericServerResponse for the code with the body as
 // its message. A Retry-After header (delay-seconds, or an HTTP-date read
 // against now) fills Details.RetryAfterSeconds when the Status does not
@@ -34,7 +35,14 @@ func ResponseError(resp *http.Response, verb string, gr schema.GroupResource) er
 func DecodeError(code int, h http.Header, body []byte, verb string, gr schema.GroupResource, now time.Time) error {
 	ra, _ := ParseRetryAfter(h.Get("Retry-After"), now)
 	var st metav1.Status
-	if err := json.Unmarshal(body, &st); err == nil && st.Kind == "Status" && st.Status == metav1.StatusFailure {
+	err := json.Unmarshal(body, &st)
+	if IsProtobuf(h.Get("Content-Type")) {
+		var pst *metav1.Status
+		if pst, err = DecodeProtobufStatus(body); err == nil {
+			st = *pst
+		}
+	}
+	if err == nil && st.Kind == "Status" && st.Status == metav1.StatusFailure {
 		if st.Code == 0 {
 			st.Code = int32(code)
 		}

@@ -69,9 +69,8 @@ func SetDefaults(crd *CustomResourceDefinition) {
 // versions and the API approval annotation of protected groups. Call
 // SetDefaults first, as the server does.
 //
-// Differences from kube-apiserver: conversion strategy Webhook is rejected
-// (kloop cannot call webhooks), CEL rules are only checked for shape (rule
-// present, message without line breaks), not compiled.
+// Differences from kube-apiserver: CEL rules are only checked for shape
+// (rule present, message without line breaks), not compiled here.
 func ValidateCRD(crd *CustomResourceDefinition) field.ErrorList {
 	if crd == nil {
 		return field.ErrorList{field.Required(field.NewPath(""), "object is required")}
@@ -308,19 +307,30 @@ func validateConversion(c *CustomResourceConversion, p *field.Path) field.ErrorL
 		return nil
 	}
 	var errs field.ErrorList
+	var cc *WebhookClientConfig
+	var reviewVersions []string
+	if c.Webhook != nil {
+		cc, reviewVersions = c.Webhook.ClientConfig, c.Webhook.ConversionReviewVersions
+	}
 	switch c.Strategy {
 	case NoneConverter:
-		if c.Webhook != nil && c.Webhook.ClientConfig != nil {
+		if cc != nil {
 			errs = append(errs, field.Forbidden(p.Child("webhookClientConfig"), "should not be set when strategy is not set to Webhook"))
 		}
-		if c.Webhook != nil && len(c.Webhook.ConversionReviewVersions) > 0 {
+		if len(reviewVersions) > 0 {
 			errs = append(errs, field.Forbidden(p.Child("conversionReviewVersions"), "should not be set when strategy is not set to Webhook"))
 		}
+	case WebhookConverter:
+		if cc == nil {
+			errs = append(errs, field.Required(p.Child("webhookClientConfig"), "required when strategy is set to Webhook"))
+		} else {
+			errs = append(errs, ValidateClientConfig(cc.URL, cc.Service, cc.CABundle, p.Child("webhookClientConfig"), "exactly one of url or service is required")...)
+		}
+		errs = append(errs, ValidateReviewVersions(reviewVersions, []string{"v1", "v1beta1"}, p.Child("conversionReviewVersions"))...)
 	case "":
 		errs = append(errs, field.Required(p.Child("strategy"), ""))
 	default:
-		// Webhook is valid in Kubernetes, but kloop cannot call webhooks.
-		errs = append(errs, field.NotSupported(p.Child("strategy"), c.Strategy, []string{string(NoneConverter)}))
+		errs = append(errs, field.NotSupported(p.Child("strategy"), c.Strategy, []string{string(NoneConverter), string(WebhookConverter)}))
 	}
 	return errs
 }

@@ -92,8 +92,32 @@ func TestValidateCRD(t *testing.T) {
 			[]string{`spec.names.listKind: Invalid value: "CronJob": kind and listKind may not be the same`}},
 		{"plural required", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Names.Plural = "" },
 			[]string{`spec.names.plural: Required value`}},
-		{"webhook conversion unsupported", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Conversion.Strategy = WebhookConverter },
-			[]string{`spec.conversion.strategy: Unsupported value: "Webhook": supported values: "None"`}},
+		{"webhook conversion without a webhook", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.Conversion.Strategy = WebhookConverter },
+			[]string{`spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook`,
+				`spec.conversion.conversionReviewVersions: Required value`}},
+		{"webhook conversion misconfigured", func(t *testing.T, c *CustomResourceDefinition) {
+			u := "http://u:p@host/x?a=b#f"
+			c.Spec.Conversion = &CustomResourceConversion{Strategy: WebhookConverter, Webhook: &WebhookConversion{
+				ClientConfig: &WebhookClientConfig{URL: &u, CABundle: []byte("not PEM")}, ConversionReviewVersions: []string{"v2", "v2"}}}
+		}, []string{
+			`spec.conversion.webhookClientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]`,
+			`spec.conversion.webhookClientConfig.url: Invalid value: "u:p": user information is not permitted in the URL`,
+			`spec.conversion.webhookClientConfig.url: Invalid value: "f": fragments are not permitted in the URL`,
+			`spec.conversion.webhookClientConfig.url: Invalid value: "a=b": query parameters are not permitted in the URL`,
+			`spec.conversion.webhookClientConfig.caBundle: Invalid value:`,
+			`spec.conversion.conversionReviewVersions[1]: Invalid value: "v2": duplicate version`,
+			`spec.conversion.conversionReviewVersions: Invalid value: ["v2","v2"]: must include at least one of v1, v1beta1`,
+		}},
+		{"webhook conversion service", func(t *testing.T, c *CustomResourceDefinition) {
+			path, port := "/a//b", int32(0)
+			c.Spec.Conversion = &CustomResourceConversion{Strategy: WebhookConverter, Webhook: &WebhookConversion{
+				ClientConfig: &WebhookClientConfig{Service: &ServiceReference{Path: &path, Port: &port}}, ConversionReviewVersions: []string{"v1"}}}
+		}, []string{
+			`spec.conversion.webhookClientConfig.service.name: Required value`,
+			`spec.conversion.webhookClientConfig.service.namespace: Required value`,
+			`spec.conversion.webhookClientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive`,
+			`spec.conversion.webhookClientConfig.service.path: Invalid value: "/a//b": segment[1] may not be empty`,
+		}},
 		{"preserveUnknownFields", func(t *testing.T, c *CustomResourceDefinition) { c.Spec.PreserveUnknownFields = true },
 			[]string{`spec.preserveUnknownFields: Invalid value: true: cannot set to true`}},
 		{"deprecation warning", func(t *testing.T, c *CustomResourceDefinition) {

@@ -36,8 +36,9 @@
 //     of embedded resources; the root metadata is the server's to check).
 //
 // Not implemented: x-kubernetes-validations (CEL) rules are accepted, stored
-// and published in OpenAPI but never evaluated; validation ratcheting;
-// conversion webhooks (ValidateCRD rejects strategy Webhook). Patterns use
+// and published in OpenAPI but not evaluated here (the server does);
+// validation ratcheting. Conversion webhooks are validated here (and
+// called by the server). Patterns use
 // Go's RE2 syntax rather than ECMA-262: lookaround and backreferences are
 // rejected when the CRD is created, and \d \w \s match ASCII only.
 //

@@ -42,9 +42,8 @@ const (
 // ConversionStrategyType is how objects are converted between versions.
 type ConversionStrategyType string
 
-// Conversion strategies. kloop implements only NoneConverter (the apiVersion
-// is rewritten, nothing else); Webhook is accepted by the types and rejected
-// by ValidateCRD.
+// Conversion strategies: NoneConverter rewrites the apiVersion, nothing
+// else; WebhookConverter calls the CRD's conversion webhook.
 const (
 	NoneConverter    ConversionStrategyType = "None"
 	WebhookConverter ConversionStrategyType = "Webhook"
@@ -88,8 +87,7 @@ type CustomResourceConversion struct {
 	Webhook  *WebhookConversion     `json:"webhook,omitempty"`
 }
 
-// WebhookConversion configures a conversion webhook (not supported by kloop;
-// kept so that documents round-trip).
+// WebhookConversion configures a conversion webhook.
 type WebhookConversion struct {
 	ClientConfig             *WebhookClientConfig `json:"clientConfig,omitempty"`
 	ConversionReviewVersions []string             `json:"conversionReviewVersions"`

@@ -1,4 +1,8 @@
-package manager
+// Package certreload serves a TLS certificate and key from two files and
+// reloads them when they change (a cert-manager Secret rotated in its
+// volume), for kloop's TLS servers: the manager's metrics server and the
+// webhook server.
+package certreload
 
 import (
 	"bytes"
@@ -10,8 +14,7 @@ import (
 	"sync"
 )
 
-// maxCertFile bounds what the metrics server reads of a certificate or
-// key file.
+// maxCertFile bounds what is read of a certificate or key file.
 const maxCertFile = 1 << 20
 
 func readSmall(path string) ([]byte, error) {
@@ -30,15 +33,16 @@ func readSmall(path string) ([]byte, error) {
 	return b, nil
 }
 
-// certReloader serves a certificate and key from two files, reloading them
+// Reloader serves a certificate and key from two files, reloading them
 // at the first handshake after either changed. It reads both files (a few
 // KiB) at each handshake and parses them only when their bytes changed: no
 // goroutine, no file watch, and a rotation is seen by the next connection
 // however the files were replaced (rewritten in place within the same
 // mtime tick, renamed over, or a Secret volume's symlink swap).
-type certReloader struct {
+type Reloader struct {
 	certPath, keyPath string
 	log               *slog.Logger
+	server            string // names the server in logs
 
 	mu sync.Mutex // guards cert, certPEM, keyPEM, failed, failedErr, logged
 	// cert is the pair loaded last, parsed from certPEM and keyPEM.
@@ -52,9 +56,10 @@ type certReloader struct {
 	logged string
 }
 
-// newCertReloader loads the pair once: an error means no certificate.
-func newCertReloader(certPath, keyPath string, log *slog.Logger) (*certReloader, error) {
-	r := &certReloader{certPath: certPath, keyPath: keyPath, log: log}
+// New loads the pair once: an error means no certificate. server names
+// the server in the logs ("metrics server").
+func New(certPath, keyPath, server string, log *slog.Logger) (*Reloader, error) {
+	r := &Reloader{certPath: certPath, keyPath: keyPath, log: log, server: server}
 	if err := r.reload(); err != nil {
 		return nil, err
 	}
@@ -63,7 +68,7 @@ func newCertReloader(certPath, keyPath string, log *slog.Logger) (*certReloader,
 
 // reload loads the pair if either file changed since the last load.
 // r.mu must be held, or r not shared yet.
-func (r *certReloader) reload() error {
+func (r *Reloader) reload() error {
 	certPEM, err := readSmall(r.certPath)
 	if err != nil {
 		return err
@@ -85,7 +90,7 @@ func (r *certReloader) reload() error {
 		return err
 	}
 	if r.cert != nil {
-		r.log.Info("metrics server: loaded a new certificate", "cert", r.certPath, "key", r.keyPath)
+		r.log.Info(r.server+": loaded a new certificate", "cert", r.certPath, "key", r.keyPath)
 	}
 	r.cert, r.certPEM, r.keyPEM = &cert, certPEM, keyPEM
 	r.failed, r.failedErr = [2][]byte{}, nil
@@ -95,7 +100,7 @@ func (r *certReloader) reload() error {
 // GetCertificate is the tls.Config hook: the pair as the files are now,
 // or the last one that loaded when they are missing or do not match (a
 // rotation half written: the next handshake tries again).
-func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err := r.reload()
@@ -104,7 +109,7 @@ func (r *certReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 		r.logged = ""
 	case err.Error() != r.logged:
 		r.logged = err.Error()
-		r.log.Warn("metrics server: keeping the previous certificate", "err", err)
+		r.log.Warn(r.server+": keeping the previous certificate", "err", err)
 	}
 	return r.cert, nil
 }
