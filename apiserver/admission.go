@@ -1040,7 +1040,12 @@ func (s *Server) mutateWrite(k *kind, sub string, obj, old map[string]any, wo *w
 	if old == nil && k.namespaced {
 		// kube-apiserver's NamespaceLifecycle plugin refuses a create in a
 		// namespace that is missing or terminating before any webhook.
-		if err := s.checkNamespace((&unstructured.Unstructured{Object: obj}).GetNamespace()); err != nil {
+		u := &unstructured.Unstructured{Object: obj}
+		name := u.GetName()
+		if name == "" {
+			name = u.GetGenerateName() // names are generated after admission
+		}
+		if err := s.checkNamespace(u.GetNamespace(), k.groupResource(), name); err != nil {
 			return nil, err
 		}
 	}

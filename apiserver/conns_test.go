@@ -82,13 +82,17 @@ func TestMaxConnectionsReclaimsIdle(t *testing.T) {
 			t.Fatal(err)
 		}
 		conns, readers = append(conns, c), append(readers, br)
+		// The server marks a connection idle after its answer is out: wait
+		// for it, so that the connections go idle in the order dialled
+		// however loaded the machine is.
+		idle := len(conns)
+		testutil.Eventually(t, "the connection idle", func() bool {
+			s.conns.mu.Lock()
+			defer s.conns.mu.Unlock()
+			return len(s.conns.idle) == idle
+		})
 		time.Sleep(2 * time.Millisecond) // distinct idle times
 	}
-	testutil.Eventually(t, "every connection idle", func() bool {
-		s.conns.mu.Lock()
-		defer s.conns.mu.Unlock()
-		return len(s.conns.idle) == max
-	})
 	c := dialRaw(t, s, addr)
 	if err := getVersion(c, bufio.NewReader(c)); err != nil {
 		t.Fatalf("a new connection at the bound: %v", err)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"kloop.dev/kloop/apiserver/internal/jsontree"
@@ -143,7 +144,13 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 			return nil, err
 		}
 		if k.namespaced {
-			if err := s.checkNamespace(u.GetNamespace()); err != nil {
+			// kube's NamespaceLifecycle admission names what is refused:
+			// before names are generated, a generateName by its prefix.
+			name := u.GetName()
+			if generate {
+				name = u.GetGenerateName()
+			}
+			if err := s.checkNamespace(u.GetNamespace(), k.groupResource(), name); err != nil {
 				return nil, err
 			}
 		}
@@ -194,8 +201,9 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 	}
 }
 
-// checkNamespace refuses writes into a namespace that is missing or terminating.
-func (s *Server) checkNamespace(ns string) error {
+// checkNamespace refuses writes into a namespace that is missing or
+// terminating; gr and name are the object's, which the refusal names.
+func (s *Server) checkNamespace(ns string, gr schema.GroupResource, name string) error {
 	o, err := s.store.Get("/namespaces", "", ns)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apierrors.NewNotFound(namespaceGVR.GroupResource(), ns)
@@ -204,7 +212,7 @@ func (s *Server) checkNamespace(ns string) error {
 		return err
 	}
 	if terminating(o) {
-		st := apierrors.NewForbidden(namespaceGVR.GroupResource(), ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		st := apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 		st.ErrStatus.Details.Causes = append(st.ErrStatus.Details.Causes, metav1.StatusCause{Type: "NamespaceTerminating", Field: "metadata.namespace", Message: fmt.Sprintf("namespace %s is being terminated", ns)})
 		return st
 	}

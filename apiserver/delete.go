@@ -153,6 +153,11 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 			if g := u.GetGeneration(); g > 0 {
 				u.SetGeneration(g + 1)
 			}
+			// The same update takes the garbage collector's finalizers,
+			// as kube-apiserver's registry adds them.
+			if fs, changed := s.gcFinalizers(k, u.GetFinalizers(), opts); changed {
+				u.SetFinalizers(fs)
+			}
 			proceed = grace == 0
 			return k.encoder(obj), false, nil
 		})
@@ -170,7 +175,6 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 	}
 	var before *storage.Object
 	dryDeleted := false // a dry run that would delete at once
-	gcPending := ""     // the garbage collector's finalizer this deletion added
 	o, deleted, err := s.store.Write(k.storageResource, ns, name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
 		before = cur
 		if err := checkDeletePreconditions(k, name, opts, cur); err != nil {
@@ -181,35 +185,54 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 			return nil, false, fmt.Errorf("decoding stored object: %w", err)
 		}
 		u := &unstructured.Unstructured{Object: obj}
-		terminates := k.terminate != nil
-		if dry {
-			dryDeleted = !terminates && len(u.GetFinalizers()) == 0
-			return nil, false, nil
-		}
-		if f := gcFinalizer(k, opts); f != "" && !terminates {
-			// Foreground and orphan deletions wait for the garbage
-			// collector, which removes their finalizer (below).
-			if slices.Contains(u.GetFinalizers(), f) {
+		if k.terminate != nil {
+			// Namespaces and CRDs first terminate: what they hold is
+			// deleted below (deleteContent), then the object.
+			switch {
+			case dry:
 				return nil, false, nil
+			case u.GetDeletionTimestamp() == nil:
+				k.terminate(obj)
+				// The first deletion takes the collector's finalizers:
+				// kube's namespace registry by its own rules, CRDs by the
+				// registry's.
+				fs, changed := s.gcFinalizers(k, u.GetFinalizers(), opts)
+				if k.gvr == namespaceGVR {
+					fs, changed = s.namespaceGCFinalizers(u.GetFinalizers(), opts)
+				}
+				if changed {
+					u.SetFinalizers(fs)
+				}
+			case len(u.GetFinalizers()) == 0 && (k.waitsForContent == nil || !k.waitsForContent(s, name)):
+				return k.encoder(obj), true, nil
+			default:
+				return nil, false, nil // deletion already in progress
 			}
-			u.SetFinalizers(append(u.GetFinalizers(), f))
-			if u.GetDeletionTimestamp() == nil {
-				s.markDeleted(u)
+			s.markDeleted(u)
+			if k.gvr == namespaceGVR {
+				// kube's namespace registry records no grace period.
+				unstructured.RemoveNestedField(obj, "metadata", "deletionGracePeriodSeconds")
 			}
-			gcPending = f
 			return k.encoder(obj), false, nil
 		}
-		switch {
-		case terminates && u.GetDeletionTimestamp() == nil:
-			// The object first terminates (namespaces, CRDs): what it
-			// holds is deleted below (deleteContent), then the object.
-			k.terminate(obj)
-		case len(u.GetFinalizers()) == 0 && (k.waitsForContent == nil || !k.waitsForContent(s, name)):
-			return k.encoder(obj), true, nil
-		case u.GetDeletionTimestamp() != nil:
-			return nil, false, nil // deletion already in progress
+		// As kube-apiserver's registry (updateForGracefulDeletionAndFinalizers):
+		// the deletion's options set the garbage collector's finalizers;
+		// with finalizers the object is marked deleted and stays, without
+		// any it goes. A later deletion may change the collector's
+		// finalizers again (an Orphan delete turned Foreground).
+		fs, changed := s.gcFinalizers(k, u.GetFinalizers(), opts)
+		if dry {
+			dryDeleted = len(fs) == 0
+			return nil, false, nil
 		}
-		s.markDeleted(u)
+		if len(fs) == 0 {
+			return k.encoder(obj), true, nil
+		}
+		if u.GetDeletionTimestamp() != nil && !changed && ptrIsZero(u.GetDeletionGracePeriodSeconds()) {
+			return nil, false, nil // deletion already in progress, nothing changes
+		}
+		u.SetFinalizers(fs)
+		s.markAsDeleting(u)
 		return k.encoder(obj), false, nil
 	})
 	if err != nil {
@@ -227,16 +250,6 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 		s.afterDelete(k, o)
 		return o, true, nil
 	}
-	if gcPending != "" {
-		// The answer shows the finalizer, as kube-apiserver's; then the
-		// garbage collector's part runs at once. The embedded server
-		// tracks no dependents (no garbage collection yet), so none
-		// blocks the owner: the finalizer goes, and with it the object
-		// if no other finalizer holds it.
-		s.afterWrite(k, before, o)
-		s.removeFinalizer(k, ns, name, gcPending)
-		return o, false, nil
-	}
 	if o != before {
 		s.afterWrite(k, before, o)
 	}
@@ -249,6 +262,8 @@ func (s *Server) delete(k *kind, ns, name string, opts metav1.DeleteOptions) (*s
 	}
 	return o, deleted, nil
 }
+
+func ptrIsZero(p *int64) bool { return p == nil || *p == 0 }
 
 // checkDeletePreconditions checks the uid and resourceVersion
 // preconditions of a deletion, with kube-apiserver's messages (which name
@@ -268,57 +283,127 @@ func checkDeletePreconditions(k *kind, name string, opts metav1.DeleteOptions, c
 	return nil
 }
 
-// gcFinalizer is the finalizer a deletion's propagation policy asks the
-// garbage collector to handle: foregroundDeletion or orphan. Without a
-// policy, kinds whose strategy orphans by default (k.orphanByDefault)
-// orphan.
-func gcFinalizer(k *kind, opts metav1.DeleteOptions) string {
-	p := opts.PropagationPolicy
-	switch {
-	case p != nil && *p == metav1.DeletePropagationForeground:
-		return metav1.FinalizerDeleteDependents
-	case p != nil && *p == metav1.DeletePropagationOrphan:
-		return metav1.FinalizerOrphanDependents
-	case p == nil && opts.OrphanDependents == nil && k.orphanByDefault: //nolint:staticcheck // the deprecated field still decides when set
-		return metav1.FinalizerOrphanDependents
+// gcFinalizers returns the finalizers an object's deletion leaves it with,
+// as kube-apiserver's registry computes them
+// (deletionFinalizersForGarbageCollection), and whether they differ from
+// fs as a set. The garbage collector's finalizers, orphan and
+// foregroundDeletion, follow the deletion's orphanDependents, else its
+// propagationPolicy, else the one the object already has, else the kind's
+// default policy (orphan for the kinds that keep their dependents by
+// default); the other finalizers stay. Without a garbage collector
+// (Options.GarbageCollector.Disabled) deletions add none, as
+// kube-apiserver's with --enable-garbage-collector=false.
+func (s *Server) gcFinalizers(k *kind, fs []string, opts metav1.DeleteOptions) ([]string, bool) {
+	if !s.gcEnabled() {
+		return fs, false
 	}
-	return ""
+	orphan, foreground := k.orphanByDefault, false
+	//nolint:staticcheck // orphanDependents is deprecated and still honoured, as kube-apiserver does
+	od := opts.OrphanDependents
+	switch p := opts.PropagationPolicy; {
+	case od != nil:
+		orphan, foreground = *od, false
+	case p != nil && *p == metav1.DeletePropagationOrphan:
+		orphan, foreground = true, false
+	case p != nil && *p == metav1.DeletePropagationForeground:
+		orphan, foreground = false, true
+	case p != nil && *p == metav1.DeletePropagationBackground:
+		orphan, foreground = false, false
+	default:
+		for _, f := range fs {
+			if f == metav1.FinalizerOrphanDependents {
+				orphan, foreground = true, false
+				break
+			}
+			if f == metav1.FinalizerDeleteDependents {
+				orphan, foreground = false, true
+				break
+			}
+		}
+	}
+	var out []string
+	for _, f := range fs {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	if sameSet(fs, out) {
+		return fs, false
+	}
+	return out, true
 }
 
-// removeFinalizer removes a finalizer from an object, deleting the object if
-// it is being deleted and nothing else holds it.
-func (s *Server) removeFinalizer(k *kind, ns, name, finalizer string) {
-	var before *storage.Object
-	o, deleted, err := s.store.Write(k.storageResource, ns, name, func(cur *storage.Object) (storage.EncodeFunc, bool, error) {
-		before = cur
-		obj, err := decodeMap(cur.Data)
-		if err != nil {
-			return nil, false, fmt.Errorf("decoding stored object: %w", err)
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		fs := u.GetFinalizers()
-		i := slices.Index(fs, finalizer)
-		if i < 0 {
-			return nil, false, nil
-		}
-		if fs = slices.Delete(fs, i, i+1); len(fs) == 0 {
-			fs = nil // no empty list left behind
-		}
-		u.SetFinalizers(fs)
-		return k.encoder(obj), u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0, nil
-	})
-	if err != nil {
-		if !errors.Is(err, storage.ErrNotFound) {
-			s.opts.Logger.Error("apiserver: removing a finalizer", "resource", k.gvr.String(), "namespace", ns, "name", name, "finalizer", finalizer, "err", err)
-		}
-		return
+// namespaceGCFinalizers is gcFinalizers for a namespace's first deletion,
+// by kube's namespace registry's rules: orphanDependents true asks for the
+// orphan finalizer and false for foregroundDeletion, else the
+// propagationPolicy (Orphan, Foreground), else the finalizers it has stay.
+func (s *Server) namespaceGCFinalizers(fs []string, opts metav1.DeleteOptions) ([]string, bool) {
+	if !s.gcEnabled() {
+		return fs, false
 	}
-	if o != before {
-		s.afterWrite(k, before, o)
-		if deleted {
-			s.afterDelete(k, o)
+	orphan := slices.Contains(fs, metav1.FinalizerOrphanDependents)
+	foreground := slices.Contains(fs, metav1.FinalizerDeleteDependents)
+	//nolint:staticcheck // orphanDependents is deprecated and still honoured, as kube-apiserver does
+	if od := opts.OrphanDependents; od != nil {
+		orphan, foreground = *od, !*od
+	} else if p := opts.PropagationPolicy; p != nil {
+		orphan, foreground = *p == metav1.DeletePropagationOrphan, *p == metav1.DeletePropagationForeground
+	}
+	var out []string
+	for _, f := range fs {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
 		}
 	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	if sameSet(fs, out) {
+		return fs, false
+	}
+	return out, true
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// markAsDeleting marks an object that finalizers hold, as kube-apiserver's
+// registry does (markAsDeleting): deletionTimestamp now unless it has an
+// earlier one, grace period 0, generation + 1 on the first deletion where
+// generations are kept.
+func (s *Server) markAsDeleting(u *unstructured.Unstructured) {
+	now := s.opts.Now()
+	ts := u.GetDeletionTimestamp()
+	if ts == nil && u.GetGeneration() > 0 {
+		u.SetGeneration(u.GetGeneration() + 1)
+	}
+	if ts == nil || ts.After(now) {
+		mt := metav1.NewTime(now)
+		u.SetDeletionTimestamp(&mt)
+	}
+	zero := int64(0)
+	u.SetDeletionGracePeriodSeconds(&zero)
 }
 
 // markDeleted records a deletion in an object's metadata: deletionTimestamp

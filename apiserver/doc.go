@@ -40,8 +40,12 @@
 //	discovery.go  /version, /api, /apis, aggregated discovery
 //	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
 //	              admission.go admission webhooks, webhookcall.go the calls of webhooks
-//	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion
 //	persist.go    Options.DataDir: the credentials kept, what New rebuilds from stored objects, Close
+//	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion (with
+//	              kube's namespace controller's conditions)
+//	controllers.go what kube-controller-manager does beside kube-apiserver: every namespace's
+//	              default ServiceAccount and kube-root-ca.crt, and the garbage collector, run
+//	              while the server serves; inprocess.go their in-process clients
 //	events.go     conversion between the two Event APIs
 //	openapi.go    /openapi/v2 and /openapi/v3 from the served kinds
 //	protobuf.go   request bodies by Content-Type: JSON, YAML, protobuf of built-in kinds
@@ -70,7 +74,12 @@
 // implements CustomResourceDefinitions (types, validation, structural
 // schemas, printer columns); internal/openapi builds the OpenAPI documents;
 // internal/rbac evaluates RBAC (the authorizer's policy, escalation checks,
-// aggregation, kube's bootstrap roles).
+// aggregation, kube's bootstrap roles); internal/garbagecollector follows
+// ownerReferences as kube-controller-manager's collector does (Background,
+// Foreground and Orphan deletions, dependents of absent owners, invalid
+// references), on kloop's informer, work queue and controller packages;
+// internal/inproc lets the server's controllers reach its API without a
+// network.
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and
@@ -81,10 +90,19 @@
 // removed; errors are metav1.Status bodies with kube-apiserver's reasons and
 // codes and messages. The differential suite in the conformance
 // subpackage compares all of this with kube-apiserver v1.37.2, response by
-// response. Not yet: server-side apply, garbage collection of owned objects.
-// Admission webhooks (the stored webhook configurations: admission.go) and
-// the conversion webhooks of CRDs (crdconvert.go) are called
-// (webhookcall.go).
+// response. Admission webhooks (the stored webhook configurations:
+// admission.go) and the conversion webhooks of CRDs (crdconvert.go) are
+// called (webhookcall.go).
+//
+// While it serves, the server runs what kube-controller-manager runs beside
+// kube-apiserver that clients see as API semantics (Options.DisableControllers
+// turns it off): every namespace's default ServiceAccount and kube-root-ca.crt
+// ConfigMap, and garbage collection — a Background delete's dependents go
+// after their owner, a Foreground delete keeps the owner (its
+// foregroundDeletion finalizer) until its blocking dependents are gone, an
+// Orphan delete (its orphan finalizer) removes the owner's reference from its
+// dependents first; Options.GarbageCollector configures it, and
+// Server.GarbageCollectorStats reads its counters.
 //
 // Every request needs a bearer token (401 otherwise; the scheme in any
 // case). Options.Token authenticates kloop-admin, in system:masters,

@@ -38,7 +38,7 @@ func TestMetadataClient(t *testing.T) {
 		if err != nil || got.Labels["k"] != "v" || got.Name != "a" {
 			t.Fatalf("get: %v %+v", err, got)
 		}
-		list, err := mc.Resource(gvr).Namespace(env.Namespace).List(ctx, metav1.ListOptions{})
+		list, err := mc.Resource(gvr).Namespace(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "k=v"})
 		if err != nil || len(list.Items) != 1 || list.Items[0].Name != "a" {
 			t.Fatalf("list: %v %+v", err, list)
 		}

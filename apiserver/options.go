@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"kloop.dev/kloop/apiserver/storage"
+	"kloop.dev/kloop/controller"
+	"kloop.dev/kloop/workqueue"
 )
 
 // Options configure a [Server]. The zero value works: a server on a random
@@ -124,6 +126,17 @@ type Options struct {
 	// snapshotBytes is storage.Options.SnapshotBytes (tests make it small).
 	// Default 64 MiB.
 	snapshotBytes int64
+	// DisableControllers turns off what the server runs beside its API
+	// while it serves, as kube-controller-manager runs it beside
+	// kube-apiserver: the default ServiceAccount and the kube-root-ca.crt
+	// ConfigMap of every namespace, made asynchronously as kube's
+	// controllers make them, and the garbage collector. Default false
+	// (they run).
+	DisableControllers bool
+	// GarbageCollector configures the garbage collector, which follows
+	// ownerReferences as kube-controller-manager's does. The zero value
+	// runs it (while the server serves, unless DisableControllers).
+	GarbageCollector GarbageCollectorOptions
 
 	// decodedMutation, when set, turns on the check of the rule that the
 	// entries of the decoded-object cache (decoded.go) are shared and never
@@ -142,6 +155,59 @@ type Options struct {
 	// kube-apiserver's --token-auth-file format; Server.AddUser adds more
 	// later. Default none.
 	Users map[string]UserInfo
+}
+
+// GarbageCollectorOptions configure the server's garbage collector. The zero
+// value runs it with eight workers per queue and no metrics.
+type GarbageCollectorOptions struct {
+	// Disabled turns the collector off: ownerReferences are stored, not
+	// followed, and deletions add no orphan or foregroundDeletion
+	// finalizer whatever their propagationPolicy, as kube-apiserver's
+	// with --enable-garbage-collector=false. Default false.
+	Disabled bool
+	// Workers is the number of workers of each of its queues (attempts to
+	// delete, attempts to orphan). Default 8.
+	Workers int
+	// Metrics reads the collector's counters (GarbageCollectorStats) from
+	// the start of Serve. Default: none (Server.GarbageCollectorStats
+	// reads them too).
+	Metrics GarbageCollectorMetricsProvider
+	// QueueMetrics reads the statistics of its work queues, named as
+	// kube's: garbage_collector_graph_changes,
+	// garbage_collector_attempt_to_delete and
+	// garbage_collector_attempt_to_orphan (kloop.dev/kloop/metrics'
+	// Workqueue gives them as workqueue_* metrics). Default: none.
+	QueueMetrics workqueue.MetricsProvider
+	// ControllerMetrics reads the statistics of its two controllers,
+	// garbage_collector_attempt_to_delete and
+	// garbage_collector_attempt_to_orphan. Default: none.
+	ControllerMetrics controller.MetricsProvider
+}
+
+// GarbageCollectorMetricsProvider exposes the garbage collector's counters,
+// pull style as workqueue.MetricsProvider: Register is called once, when
+// the server starts serving, with the name "garbage_collector" and a
+// reader of the counters, which may be called from any goroutine at any
+// time. An error fails Serve.
+type GarbageCollectorMetricsProvider interface {
+	Register(name string, read func(*GarbageCollectorStats)) error
+}
+
+// GarbageCollectorStats are the garbage collector's counters.
+type GarbageCollectorStats struct {
+	// DeletionsAttempted counts the deletes it sent, DeletionsDone those
+	// that succeeded or found the object gone, DeletionsFailed the others
+	// (retried with backoff).
+	DeletionsAttempted, DeletionsDone, DeletionsFailed uint64
+	// Orphaned counts the dependents whose reference to an owner deleted
+	// with the orphan policy it removed; FinalizersRemoved the orphan and
+	// foregroundDeletion finalizers it removed from owners.
+	Orphaned, FinalizersRemoved uint64
+	// GraphNodes is the size of its owner graph (objects, and owners named
+	// but not seen); Monitors the number of resources it watches.
+	GraphNodes, Monitors int
+	// ResourceSyncErrors counts the discovery reads that failed.
+	ResourceSyncErrors uint64
 }
 
 func (o *Options) setDefaults() {
@@ -190,6 +256,9 @@ func (o *Options) setDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.GarbageCollector.Workers == 0 {
+		o.GarbageCollector.Workers = 8
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -207,6 +276,9 @@ func (o *Options) validate() error {
 	}
 	if o.HistoryAge < 0 || o.BookmarkInterval < 0 || o.WatchTimeout < 0 {
 		return fmt.Errorf("apiserver: HistoryAge, BookmarkInterval and WatchTimeout must not be negative")
+	}
+	if o.GarbageCollector.Workers < 0 {
+		return fmt.Errorf("apiserver: GarbageCollector.Workers must not be negative, got %d", o.GarbageCollector.Workers)
 	}
 	if o.MaxRequestBytes < 1 {
 		return fmt.Errorf("apiserver: MaxRequestBytes must be positive, got %d", o.MaxRequestBytes)

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"kloop.dev/kloop/apiserver/internal/garbagecollector"
+	"kloop.dev/kloop/apiserver/internal/inproc"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -67,6 +69,13 @@ type Server struct {
 	mu      sync.Mutex // guards url and serving
 	url     string     // set before ready is closed
 	serving bool       // Serve was called
+
+	// emptying holds the namespaces whose content deleteNamespaceContent
+	// is deleting (namespace name → true).
+	emptying sync.Map
+
+	gcMu sync.Mutex                  // guards gc
+	gc   *garbagecollector.Collector // the running garbage collector, if any
 
 	// Who may do what (authn.go, authz.go, impersonate.go, rbac.go).
 	users users     // bearer tokens
@@ -274,6 +283,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (err error) {
 		HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
 		ErrorLog: slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug), // e.g. TLS handshake errors
 	}
+	var ctrls *controllerSet
+	if !s.opts.DisableControllers {
+		var err error
+		if ctrls, err = s.startControllers(ctx); err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer ctrls.stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.readyOnce.Do(func() { close(s.ready) })
@@ -283,6 +301,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) (err error) {
 	case err := <-errc:
 		return fmt.Errorf("apiserver: serve: %w", err)
 	case <-ctx.Done():
+	}
+	if ctrls != nil {
+		ctrls.stop() // their requests are in process: they end with them
 	}
 	// Stop accepting, end the watches (their contexts derive from
 	// reqCtx), let the other requests finish (at most 5 s), then close the
@@ -328,8 +349,10 @@ func (s *Server) waitInflight(d time.Duration) {
 // much body it declares (closeConnection).
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
+	if !inproc.IsInProcess(r) { // the server's controllers stop before it waits for requests
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+	}
 	defer func() {
 		if v := recover(); v != nil && v != http.ErrAbortHandler {
 			s.opts.Logger.Error("apiserver: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
@@ -379,14 +402,18 @@ func (s *Server) serveAuthenticated(w http.ResponseWriter, r *http.Request, id *
 		return
 	}
 	r = ar
-	if !s.limits.acquire(class) {
-		if r.ContentLength != 0 {
-			closeConnection(w, r, rc)
+	// The server's own controllers (in process) are not counted: the
+	// bounds are there for the clients a network brings.
+	if !inproc.IsInProcess(r) {
+		if !s.limits.acquire(class) {
+			if r.ContentLength != 0 {
+				closeConnection(w, r, rc)
+			}
+			tooManyRequests(w)
+			return
 		}
-		tooManyRequests(w)
-		return
+		defer s.limits.release(class)
 	}
-	defer s.limits.release(class)
 	if r.ContentLength > s.opts.MaxRequestBytes {
 		closeConnection(w, r, rc)
 		writeStatus(w, &apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", s.opts.MaxRequestBytes)).ErrStatus)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -281,7 +282,10 @@ func (s *Server) writeEventObject(buf *bytes.Buffer, k *kind, ev *storage.Event,
 		if err != nil {
 			return err
 		}
-		b, err := json.Marshal(md.of(m))
+		// jsontree encodes a JSON tree as json.Marshal does, without its
+		// reflection: metadata-only watches (every resource the garbage
+		// collector follows) pay it once per event and watcher.
+		b, err := jsontree.Append(buf.AvailableBuffer(), md.of(m))
 		if err != nil {
 			return err
 		}

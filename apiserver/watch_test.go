@@ -133,7 +133,7 @@ func testWatchListAndSelectors(t *testing.T, env *apiservertest.Env, cs kubernet
 		}
 	}
 	w.Stop()
-	if fmt.Sprint(got) != "[ADDED:a ADDED:b BOOKMARK:]" {
+	if fmt.Sprint(got) != "[ADDED:a ADDED:b ADDED:kube-root-ca.crt BOOKMARK:]" {
 		t.Fatalf("watch-list events %v", got)
 	}
 	// A selector on a watch: objects entering and leaving it are ADDED and DELETED.
@@ -226,7 +226,7 @@ func TestWatchExpiredThenRelist(t *testing.T) {
 		t.Fatalf("expected 410 Expired error event, got %v %+v", ev.Type, ev.Object)
 	}
 	// Relist and watch from the list's revision.
-	list, err := cms.List(ctx, metav1.ListOptions{})
+	list, err := cms.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=x"})
 	if err != nil || len(list.Items) != 1 || list.Items[0].Data["i"] != "9" {
 		t.Fatalf("relist: %v", err)
 	}

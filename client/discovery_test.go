@@ -89,7 +89,7 @@ func TestDiscoveryHangSparesCachedReads(t *testing.T) {
 					return
 				}
 				var list corev1.ConfigMapList
-				if err := c.List(ctx, &list, InNamespace(e.Namespace)); err != nil || len(list.Items) != 1 {
+				if err := c.List(ctx, &list, InNamespace(e.Namespace), MatchingFields(map[string]string{"metadata.name": key.Name})); err != nil || len(list.Items) != 1 {
 					doneA <- errors.Join(err, errors.New("cached List of kind A: want 1 item"))
 					return
 				}

@@ -116,8 +116,8 @@ func TestWriteAndListOptions(t *testing.T) {
 				break
 			}
 		}
-		if len(names) != 3 || names[0] != "a" || names[1] != "b" || names[2] != "c" {
-			t.Fatalf("pages gave %q, want a, b, c", names)
+		if len(names) != 4 || names[0] != "a" || names[1] != "b" || names[2] != "c" || names[3] != "kube-root-ca.crt" {
+			t.Fatalf("pages gave %q, want a, b, c, kube-root-ca.crt", names)
 		}
 	})
 }

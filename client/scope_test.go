@@ -243,7 +243,7 @@ func TestScopedReads(t *testing.T) {
 			}
 		}
 		var list corev1.ConfigMapList
-		if err := c.List(ctx, &list, InNamespace(ns2)); err != nil || len(list.Items) != 1 {
+		if err := c.List(ctx, &list, InNamespace(ns2), MatchingFields(map[string]string{"metadata.name": "elsewhere"})); err != nil || len(list.Items) != 1 {
 			t.Fatalf("List of another namespace without scopes: %v, %d items, want 1", err, len(list.Items))
 		}
 		if n := e.factory.NumInformers(); n != 3 {

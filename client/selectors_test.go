@@ -29,12 +29,12 @@ func TestListSelectingNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		testutil.Eventually(t, "2 config maps cached", func() error {
+		testutil.Eventually(t, "3 config maps cached (a, b and kube-root-ca.crt)", func() error {
 			var l corev1.ConfigMapList
 			if err := c.List(ctx, &l, InNamespace(ns)); err != nil {
 				return err
 			}
-			if len(l.Items) != 2 {
+			if len(l.Items) != 3 {
 				return fmt.Errorf("%d cached", len(l.Items))
 			}
 			return nil
@@ -49,10 +49,10 @@ func TestListSelectingNothing(t *testing.T) {
 			opts []ListOption
 			want int
 		}{
-			{"labels.Everything", []ListOption{MatchingLabelsSelector(labels.Everything())}, 2},
+			{"labels.Everything", []ListOption{MatchingLabelsSelector(labels.Everything())}, 3},
 			{"labels.Nothing", []ListOption{MatchingLabelsSelector(labels.Nothing())}, 0},
 			{"nil metav1.LabelSelector", []ListOption{MatchingLabelsSelector(nilSelector)}, 0},
-			{"fields.Everything", []ListOption{func(o *ListOptions) { o.FieldSelector = fields.Everything() }}, 2},
+			{"fields.Everything", []ListOption{func(o *ListOptions) { o.FieldSelector = fields.Everything() }}, 3},
 			{"fields.Nothing", []ListOption{fieldsNothing}, 0},
 			{"fields.Nothing with a name", []ListOption{fieldsNothing, MatchingLabels(map[string]string{"app": "a"})}, 0},
 		} {
@@ -85,12 +85,12 @@ func TestCachedFieldSelectorsAsServer(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		testutil.Eventually(t, "2 config maps cached", func() error {
+		testutil.Eventually(t, "3 config maps cached (a, b and kube-root-ca.crt)", func() error {
 			var l corev1.ConfigMapList
 			if err := c.List(ctx, &l, InNamespace(ns)); err != nil {
 				return err
 			}
-			if len(l.Items) != 2 {
+			if len(l.Items) != 3 {
 				return fmt.Errorf("%d cached", len(l.Items))
 			}
 			return nil
@@ -101,7 +101,7 @@ func TestCachedFieldSelectorsAsServer(t *testing.T) {
 		}{
 			{"metadata.name=a", []string{"a"}},
 			{"metadata.name==b", []string{"b"}},
-			{"metadata.namespace=" + ns, []string{"a", "b"}},
+			{"metadata.namespace=" + ns, []string{"a", "b", "kube-root-ca.crt"}},
 			{"metadata.name=a,metadata.namespace=" + ns, []string{"a"}},
 			{"metadata.name=a,metadata.name=b", nil},
 			{"metadata.name=b,metadata.name=a", nil},

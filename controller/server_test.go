@@ -89,8 +89,10 @@ func startController(t *testing.T, env *apiservertest.Env, opts controller.Optio
 	}
 	h := &harness{env: env, c: mgr.Client(), stats: &testutil.Provider[controller.Stats]{}, queue: &testutil.Provider[workqueue.Stats]{}}
 	opts.Metrics, opts.QueueMetrics = h.stats, h.queue
+	// The test's ConfigMaps: not the namespace's kube-root-ca.crt.
+	scope := informer.Scope{Namespace: env.Namespace, FieldSelector: "metadata.name!=kube-root-ca.crt"}
 	err = builder.ControllerManagedBy(mgr).
-		For(&corev1.ConfigMap{}, builder.WithScope(informer.Scope{Namespace: env.Namespace})).
+		For(&corev1.ConfigMap{}, builder.WithScope(scope)).
 		WithOptions(opts).
 		Complete(r)
 	if err != nil {
@@ -364,7 +366,8 @@ func TestNoReconcileBeforeSyncOnServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scope := informer.Scope{Namespace: env.Namespace}
+		// The test's ConfigMaps: not the namespace's kube-root-ca.crt.
+		scope := informer.Scope{Namespace: env.Namespace, FieldSelector: "metadata.name!=kube-root-ca.crt"}
 		// The informer the controller's For shares (one per kind and scope).
 		inf, err := informer.InformerFor[*corev1.ConfigMap](mgr.Factory(), scope)
 		if err != nil {

@@ -15,7 +15,7 @@
 # once). The version is stamped with -ldflags so that clients (kubectl) can
 # parse /version.
 #
-# Cold: about 15 minutes on 2 cores (kube-apiserver), a few more for
+# Cold: about 15 minutes on 2 cores (kube-apiserver), about 4 more for
 # kube-controller-manager, plus 2 (etcd). Warm: instant.
 set -euo pipefail
 

@@ -28,8 +28,11 @@ func ExampleFactory() {
 	if err != nil {
 		panic(err)
 	}
-	first, _ := informer.InformerFor[*corev1.ConfigMap](f, informer.Scope{Namespace: "default"})
-	second, _ := informer.InformerFor[*corev1.ConfigMap](f, informer.Scope{Namespace: "default"})
+	// The example's ConfigMaps of default (which also holds the cluster's
+	// kube-root-ca.crt).
+	scope := informer.Scope{Namespace: "default", LabelSelector: "example=factory"}
+	first, _ := informer.InformerFor[*corev1.ConfigMap](f, scope)
+	second, _ := informer.InformerFor[*corev1.ConfigMap](f, scope)
 	fmt.Println("informers:", f.NumInformers())
 
 	keys := make(chan string, 10)
@@ -55,7 +58,7 @@ func ExampleFactory() {
 		panic(err)
 	}
 	_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "settings"}, Data: map[string]string{"color": "blue"}}, metav1.CreateOptions{})
+		ObjectMeta: metav1.ObjectMeta{Name: "settings", Labels: map[string]string{"example": "factory"}}, Data: map[string]string{"color": "blue"}}, metav1.CreateOptions{})
 	if err != nil {
 		panic(err)
 	}

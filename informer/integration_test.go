@@ -1,4 +1,4 @@
-package informer
+package informer_test
 
 import (
 	"context"
@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -249,14 +250,14 @@ func (e *testEnv) otherNamespace(t *testing.T, ctx context.Context) string {
 	return name
 }
 
-func (e *testEnv) factory(t *testing.T, opts FactoryOptions) *Factory {
+func (e *testEnv) factory(t *testing.T, opts informer.FactoryOptions) *informer.Factory {
 	t.Helper()
 	opts.HTTPClient = e.client
 	if opts.Reflector.InitialBackoff == 0 {
 		opts.Reflector.InitialBackoff = 5 * time.Millisecond
 		opts.Reflector.MaxBackoff = 20 * time.Millisecond
 	}
-	f, err := NewFactory(e.cfg, opts)
+	f, err := informer.NewFactory(e.cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func (e *testEnv) factory(t *testing.T, opts FactoryOptions) *Factory {
 }
 
 // startFactory runs f until the test ends.
-func startFactory(t *testing.T, f *Factory) {
+func startFactory(t *testing.T, f *informer.Factory) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -288,18 +289,6 @@ func (e *testEnv) createPod(t *testing.T, ctx context.Context, ns, name string, 
 		t.Fatal(err)
 	}
 	return out
-}
-
-// waitUntil polls cond every few milliseconds until it holds.
-func waitUntil(t *testing.T, ctx context.Context, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
 }
 
 // rvOrder compares two resourceVersions. They are opaque to clients; both
@@ -342,12 +331,12 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 		name      string
 		watchList bool
 		refused   bool // the server refuses streaming lists
-		protobuf  bool // FactoryOptions.Protobuf
+		protobuf  bool // informer.FactoryOptions.Protobuf
 	}{{"list then watch", false, false, false}, {"streaming list", true, false, false}, {"streaming list refused", true, true, false},
 		{"protobuf list then watch", false, false, true}, {"protobuf streaming list", true, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-				ctx := timeout(t)
+				ctx := informer.Timeout(t)
 				env := newEnv(t, ae)
 				env.net.refuseWatchList = tc.refused
 				ns, ns2 := env.Namespace, env.otherNamespace(t, ctx)
@@ -358,24 +347,24 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				env.createPod(t, ctx, ns, "b", labels("db"))
 				env.createPod(t, ctx, ns2, "c", labels("web"))
 
-				f := env.factory(t, FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}, Protobuf: tc.protobuf})
-				pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+				f := env.factory(t, informer.FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}, Protobuf: tc.protobuf})
+				pods, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
-				same, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+				same, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
-				web, err := InformerFor[*corev1.Pod](f, Scope{LabelSelector: "app=web," + mine})
+				web, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{LabelSelector: "app=web," + mine})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if same.s != pods.s || web.s == pods.s {
+				if same.Shared() != pods.Shared() || web.Shared() == pods.Shared() {
 					t.Fatal("the factory does not share exactly one informer per scope")
 				}
-				rec := newRecorder()
-				reg, err := pods.AddHandler(rec, HandlerOptions{})
+				rec := informer.NewRecorder()
+				reg, err := pods.AddHandler(rec, informer.HandlerOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -383,7 +372,7 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				if err := f.WaitForCacheSync(ctx); err != nil {
 					t.Fatal(err)
 				}
-				waitSynced(t, ctx, reg)
+				informer.WaitSynced(t, ctx, reg)
 				env.net.mu.Lock()
 				refused, lists := env.net.refused, env.net.lists["pods"]
 				env.net.mu.Unlock()
@@ -414,7 +403,7 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				if err := env.cs.CoreV1().Pods(ns).Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				all := rec.waitUntil(t, ctx, "the delete of b", func(evs []string) bool {
+				all := rec.WaitUntil(t, ctx, "the delete of b", func(evs []string) bool {
 					return slices.ContainsFunc(evs, func(ev string) bool { return strings.HasPrefix(ev, "delete "+ns+"/b@") })
 				})
 				// A Pod is deleted gracefully even when it is not scheduled:
@@ -429,25 +418,25 @@ func TestIntegrationSyncUpdateDelete(t *testing.T) {
 				if len(got) != 4 || !slices.EqualFunc(got, prefixes, strings.HasPrefix) {
 					t.Fatalf("events %q", all)
 				}
-				waitUntil(t, ctx, "the update in the label-scoped informer", func() bool {
+				informer.WaitUntil(t, ctx, "the update in the label-scoped informer", func() bool {
 					p, ok := web.Get(ns, "a")
 					return ok && p.Labels["version"] == "2"
 				})
 
 				// Handlers added late, from another caller of the factory: each
 				// gets a synthetic add of what is cached, then the changes.
-				late := make([]*recorder, 5)
+				late := make([]*informer.Recorder, 5)
 				for i := range late {
-					late[i] = newRecorder()
-					reg, err := same.AddHandler(late[i], HandlerOptions{})
+					late[i] = informer.NewRecorder()
+					reg, err := same.AddHandler(late[i], informer.HandlerOptions{})
 					if err != nil {
 						t.Fatal(err)
 					}
-					waitSynced(t, ctx, reg)
+					informer.WaitSynced(t, ctx, reg)
 				}
 				env.createPod(t, ctx, ns, "z", nil)
 				for _, r := range late {
-					got := r.waitFor(t, ctx, 2)
+					got := r.WaitFor(t, ctx, 2)
 					if !strings.HasPrefix(got[0], "add a@") || !strings.HasSuffix(got[0], "initial=true") || !strings.HasPrefix(got[1], "add z@") {
 						t.Fatalf("late handler: %q", got)
 					}
@@ -478,7 +467,7 @@ func TestIntegrationRelistAfterGone(t *testing.T) {
 	}{{"list then watch", false}, {"streaming list", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-				ctx := timeout(t)
+				ctx := informer.Timeout(t)
 				env := newEnv(t, ae)
 				ns := env.Namespace
 				ec := env.cs.CoreV1().Events(ns)
@@ -487,19 +476,19 @@ func TestIntegrationRelistAfterGone(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				f := env.factory(t, FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}})
-				events, err := InformerFor[*corev1.Event](f, Scope{Namespace: ns})
+				f := env.factory(t, informer.FactoryOptions{Reflector: reflector.Options{DisableWatchList: !tc.watchList}})
+				events, err := informer.InformerFor[*corev1.Event](f, informer.Scope{Namespace: ns})
 				if err != nil {
 					t.Fatal(err)
 				}
-				rec := newRecorderOf[*corev1.Event]()
-				reg, err := events.AddHandler(rec, HandlerOptions{})
+				rec := informer.NewRecorderOf[*corev1.Event]()
+				reg, err := events.AddHandler(rec, informer.HandlerOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				startFactory(t, f)
-				waitSynced(t, ctx, reg)
-				rec.waitFor(t, ctx, 3)
+				informer.WaitSynced(t, ctx, reg)
+				rec.WaitFor(t, ctx, 3)
 				lastB, _ := events.Get(ns, "b")
 
 				env.net.partition()
@@ -526,9 +515,9 @@ func TestIntegrationRelistAfterGone(t *testing.T) {
 
 				// The relist: c changed, d added, b gone; a, unchanged, is
 				// no notification.
-				got := rec.waitFor(t, ctx, 6)
-				waitUntil(t, ctx, "the handler's notifications delivered", func() bool { return reg.Pending() == 0 })
-				if got = rec.snapshot(); len(got) != 6 || slices.ContainsFunc(got[3:], func(ev string) bool { return strings.Contains(ev, " a@") }) {
+				got := rec.WaitFor(t, ctx, 6)
+				informer.WaitUntil(t, ctx, "the handler's notifications delivered", func() bool { return reg.Pending() == 0 })
+				if got = rec.Snapshot(); len(got) != 6 || slices.ContainsFunc(got[3:], func(ev string) bool { return strings.Contains(ev, " a@") }) {
 					t.Fatalf("events after the relist %q: want c updated, d added, b deleted, nothing of a", got)
 				}
 				var tomb []string
@@ -548,7 +537,7 @@ func TestIntegrationRelistAfterGone(t *testing.T) {
 				for _, e := range list.Items {
 					want[e.Name] = e.ResourceVersion + " " + e.Message
 				}
-				waitUntil(t, ctx, "the cache equal to the server", func() bool {
+				informer.WaitUntil(t, ctx, "the cache equal to the server", func() bool {
 					have := map[string]string{}
 					for _, e := range events.List() {
 						have[e.Name] = e.ResourceVersion + " " + e.Message
@@ -576,28 +565,28 @@ func event(ns, name, msg string) *corev1.Event {
 // and then gets everything, in order, too.
 func TestIntegrationManyHandlers(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-		ctx := timeout(t)
+		ctx := informer.Timeout(t)
 		env := newEnv(t, ae)
 		ns := env.Namespace
 		env.createPod(t, ctx, ns, "before", nil)
-		f := env.factory(t, FactoryOptions{})
-		pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+		f := env.factory(t, informer.FactoryOptions{})
+		pods, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: ns})
 		if err != nil {
 			t.Fatal(err)
 		}
 		release := make(chan struct{})
 		releaseOnce := sync.OnceFunc(func() { close(release) })
 		defer releaseOnce() // a failing test must not leave it stuck
-		stuck := newRecorder()
+		stuck := informer.NewRecorder()
 		var once sync.Once
-		stuck.check = func(string, *corev1.Pod) { once.Do(func() { <-release }) }
-		if _, err := pods.AddHandler(stuck, HandlerOptions{}); err != nil {
+		stuck.SetCheck(func(string, *corev1.Pod) { once.Do(func() { <-release }) })
+		if _, err := pods.AddHandler(stuck, informer.HandlerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		fast := make([]*recorder, 20)
+		fast := make([]*informer.Recorder, 20)
 		for i := range fast {
-			fast[i] = newRecorder()
-			if _, err := pods.AddHandler(fast[i], HandlerOptions{}); err != nil {
+			fast[i] = informer.NewRecorder()
+			if _, err := pods.AddHandler(fast[i], informer.HandlerOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -617,18 +606,18 @@ func TestIntegrationManyHandlers(t *testing.T) {
 				strings.HasSuffix(got[0], "initial=true") && slices.Equal(got[1:], want[1:])
 		}
 		for i, r := range fast {
-			if got := r.waitFor(t, ctx, n+1); !match(got) {
+			if got := r.WaitFor(t, ctx, n+1); !match(got) {
 				t.Fatalf("handler %d got\n%q\nwant\n%q", i, got, want)
 			}
 		}
-		if got := len(stuck.snapshot()); got != 0 {
+		if got := len(stuck.Snapshot()); got != 0 {
 			t.Fatalf("the stuck handler got %d events", got)
 		}
 		if watches, lists := env.net.counts("pods"); watches != 1 || lists != 0 {
 			t.Errorf("%d watch and %d list requests for %d handlers, want one streaming list", watches, lists, len(fast)+1)
 		}
 		releaseOnce()
-		if got := stuck.waitFor(t, ctx, n+1); !match(got) {
+		if got := stuck.WaitFor(t, ctx, n+1); !match(got) {
 			t.Fatalf("the stuck handler, released, got\n%q\nwant\n%q", got, want)
 		}
 	})
@@ -638,11 +627,11 @@ func TestIntegrationManyHandlers(t *testing.T) {
 // of its event: the informer updates the cache, then notifies.
 func TestIntegrationCacheBeforeNotification(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-		ctx := timeout(t)
+		ctx := informer.Timeout(t)
 		env := newEnv(t, ae)
 		ns := env.Namespace
-		f := env.factory(t, FactoryOptions{})
-		pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns})
+		f := env.factory(t, informer.FactoryOptions{})
+		pods, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: ns})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -650,8 +639,8 @@ func TestIntegrationCacheBeforeNotification(t *testing.T) {
 			mu      sync.Mutex // guards checked
 			checked int
 		)
-		rec := newRecorder()
-		rec.check = func(ev string, p *corev1.Pod) {
+		rec := informer.NewRecorder()
+		rec.SetCheck(func(ev string, p *corev1.Pod) {
 			mu.Lock()
 			checked++
 			mu.Unlock()
@@ -673,8 +662,8 @@ func TestIntegrationCacheBeforeNotification(t *testing.T) {
 			if rvOrder(t, cached.ResourceVersion, p.ResourceVersion) < 0 {
 				t.Errorf("%s: cache has resourceVersion %s, older than the event's", ev, cached.ResourceVersion)
 			}
-		}
-		if _, err := pods.AddHandler(rec, HandlerOptions{}); err != nil {
+		})
+		if _, err := pods.AddHandler(rec, informer.HandlerOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		startFactory(t, f)
@@ -693,13 +682,13 @@ func TestIntegrationCacheBeforeNotification(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rec.waitFor(t, ctx, 2*n)
+		rec.WaitFor(t, ctx, 2*n)
 		for i := range n {
 			if err := pc.Delete(ctx, fmt.Sprint("p", i), metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got := rec.waitUntil(t, ctx, "the deletes", func(evs []string) bool {
+		got := rec.WaitUntil(t, ctx, "the deletes", func(evs []string) bool {
 			return len(slices.DeleteFunc(slices.Clone(evs), func(ev string) bool { return !strings.HasPrefix(ev, "delete") })) == n
 		})
 		// Each Pod is marked (an update with a deletionTimestamp) before it
@@ -725,25 +714,25 @@ func TestIntegrationUnstructuredAndMetadata(t *testing.T) {
 // informers list and watch in protobuf, the unstructured one in JSON.
 func testUnstructuredAndMetadata(t *testing.T, protobuf bool) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-		ctx := timeout(t)
+		ctx := informer.Timeout(t)
 		env := newEnv(t, ae)
 		ns := env.Namespace
 		env.createPod(t, ctx, ns, "a", map[string]string{"app": "web"})
-		f := env.factory(t, FactoryOptions{Protobuf: protobuf})
+		f := env.factory(t, informer.FactoryOptions{Protobuf: protobuf})
 		gvk := corev1.SchemeGroupVersion.WithKind("Pod")
-		u, err := f.Unstructured(gvk, Scope{})
+		u, err := f.Unstructured(gvk, informer.Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := f.Metadata(gvk, Scope{})
+		m, err := f.Metadata(gvk, informer.Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		typed, err := InformerFor[*corev1.Pod](f, Scope{})
+		typed, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if u.s == m.s || u.s == typed.s || m.s == typed.s {
+		if u.Shared() == m.Shared() || u.Shared() == typed.Shared() || m.Shared() == typed.Shared() {
 			t.Fatal("forms share an informer")
 		}
 		startFactory(t, f)
@@ -782,7 +771,7 @@ func testUnstructuredAndMetadata(t *testing.T, protobuf bool) {
 		// Created after Start: runs at once.
 		ns2 := env.otherNamespace(t, ctx)
 		env.createPod(t, ctx, ns2, "b", nil)
-		late, err := f.Metadata(gvk, Scope{Namespace: ns2})
+		late, err := f.Metadata(gvk, informer.Scope{Namespace: ns2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -792,7 +781,7 @@ func testUnstructuredAndMetadata(t *testing.T, protobuf bool) {
 		if late.Len() != 1 {
 			t.Fatalf("late informer has %d objects", late.Len())
 		}
-		waitUntil(t, ctx, "the new pod in the all-namespaces metadata informer", func() bool {
+		informer.WaitUntil(t, ctx, "the new pod in the all-namespaces metadata informer", func() bool {
 			_, ok := m.Get(ns2, "b")
 			return ok
 		})
@@ -802,26 +791,26 @@ func testUnstructuredAndMetadata(t *testing.T, protobuf bool) {
 func TestFactoryErrors(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 		env := newEnv(t, ae)
-		f := env.factory(t, FactoryOptions{})
+		f := env.factory(t, informer.FactoryOptions{})
 		for name, fn := range map[string]func() error{
 			"namespace on a cluster-scoped kind": func() error {
-				_, err := InformerFor[*corev1.Namespace](f, Scope{Namespace: env.Namespace})
+				_, err := informer.InformerFor[*corev1.Namespace](f, informer.Scope{Namespace: env.Namespace})
 				return err
 			},
 			"bad label selector": func() error {
-				_, err := InformerFor[*corev1.Pod](f, Scope{LabelSelector: "a=(b"})
+				_, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{LabelSelector: "a=(b"})
 				return err
 			},
 			"unknown kind": func() error {
-				_, err := f.Unstructured(corev1.SchemeGroupVersion.WithKind("Nope"), Scope{})
+				_, err := f.Unstructured(corev1.SchemeGroupVersion.WithKind("Nope"), informer.Scope{})
 				return err
 			},
-			"unstructured through InformerFor": func() error {
-				_, err := InformerFor[*unstructured.Unstructured](f, Scope{})
+			"unstructured through informer.InformerFor": func() error {
+				_, err := informer.InformerFor[*unstructured.Unstructured](f, informer.Scope{})
 				return err
 			},
 			"type not in scheme": func() error {
-				_, err := InformerFor[*notRegistered](f, Scope{})
+				_, err := informer.InformerFor[*notRegistered](f, informer.Scope{})
 				return err
 			},
 		} {
@@ -829,7 +818,7 @@ func TestFactoryErrors(t *testing.T) {
 				t.Errorf("%s: no error", name)
 			}
 		}
-		if _, err := NewFactory(nil, FactoryOptions{}); err == nil {
+		if _, err := informer.NewFactory(nil, informer.FactoryOptions{}); err == nil {
 			t.Error("nil config accepted")
 		}
 	})
@@ -841,19 +830,19 @@ type notRegistered struct{ corev1.Pod }
 // An explicit mapper (no discovery) is enough for the factory.
 func TestIntegrationExplicitMapper(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-		ctx := timeout(t)
+		ctx := informer.Timeout(t)
 		env := newEnv(t, ae)
 		if _, err := env.cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		m := meta.NewDefaultRESTMapper(nil)
 		m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-		f := env.factory(t, FactoryOptions{Mapper: StaticMapper(m)})
-		cms, err := InformerFor[*corev1.ConfigMap](f, Scope{Namespace: env.Namespace})
+		f := env.factory(t, informer.FactoryOptions{Mapper: informer.StaticMapper(m)})
+		cms, err := informer.InformerFor[*corev1.ConfigMap](f, informer.Scope{Namespace: env.Namespace})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := InformerFor[*corev1.Secret](f, Scope{}); !meta.IsNoMatchError(err) {
+		if _, err := informer.InformerFor[*corev1.Secret](f, informer.Scope{}); !meta.IsNoMatchError(err) {
 			t.Fatalf("a kind the mapper does not know: %v", err)
 		}
 		startFactory(t, f)
@@ -904,7 +893,7 @@ func (e *testEnv) installGadgets(t *testing.T, ctx context.Context) dynamic.Name
 		t.Fatal(err)
 	}
 	gadgets := dyn.Resource(gadgetGVK.GroupVersion().WithResource("gadgets"))
-	waitUntil(t, ctx, "the Gadget CRD served", func() bool {
+	informer.WaitUntil(t, ctx, "the Gadget CRD served", func() bool {
 		got, err := dyn.Resource(crdGVR).Get(ctx, crd.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -926,7 +915,7 @@ func (e *testEnv) installGadgets(t *testing.T, ctx context.Context) dynamic.Name
 // objects of every test share one scope: unique names and the label.
 func TestIntegrationClusterScoped(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-		ctx := timeout(t)
+		ctx := informer.Timeout(t)
 		env := newEnv(t, ae)
 		gadgets := env.installGadgets(t, ctx)
 		name := func(s string) string { return env.Namespace + "-" + s }
@@ -943,17 +932,17 @@ func TestIntegrationClusterScoped(t *testing.T) {
 			return out
 		}
 		create("a")
-		f := env.factory(t, FactoryOptions{})
-		labeled, err := f.Unstructured(gadgetGVK, Scope{LabelSelector: "kloop-test=" + env.Namespace})
+		f := env.factory(t, informer.FactoryOptions{})
+		labeled, err := f.Unstructured(gadgetGVK, informer.Scope{LabelSelector: "kloop-test=" + env.Namespace})
 		if err != nil {
 			t.Fatal(err)
 		}
-		byName, err := f.Unstructured(gadgetGVK, Scope{FieldSelector: "metadata.name=" + name("b")})
+		byName, err := f.Unstructured(gadgetGVK, informer.Scope{FieldSelector: "metadata.name=" + name("b")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := newRecorderOf[*unstructured.Unstructured]()
-		if _, err := labeled.AddHandler(rec, HandlerOptions{}); err != nil {
+		rec := informer.NewRecorderOf[*unstructured.Unstructured]()
+		if _, err := labeled.AddHandler(rec, informer.HandlerOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		startFactory(t, f)
@@ -973,7 +962,7 @@ func TestIntegrationClusterScoped(t *testing.T) {
 		if err := gadgets.Delete(ctx, name("a"), metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		got := rec.waitFor(t, ctx, 4)
+		got := rec.WaitFor(t, ctx, 4)
 		want := []string{"add " + name("a") + "@", "add " + name("b") + "@", "update " + name("b") + "@", "delete " + name("a") + "@"}
 		if len(got) != 4 || !slices.EqualFunc(got, want, strings.HasPrefix) {
 			t.Fatalf("events %q, want prefixes %q", got, want)
@@ -981,7 +970,7 @@ func TestIntegrationClusterScoped(t *testing.T) {
 		if _, ok := labeled.Get("", name("b")); !ok || labeled.Len() != 1 {
 			t.Fatalf("label-scoped informer: %d objects", labeled.Len())
 		}
-		waitUntil(t, ctx, "the update in the field-scoped informer", func() bool {
+		informer.WaitUntil(t, ctx, "the update in the field-scoped informer", func() bool {
 			g, ok := byName.Get("", name("b"))
 			if !ok {
 				return false
@@ -999,13 +988,13 @@ func TestIntegrationManagedFields(t *testing.T) {
 	apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
 		for _, keep := range []bool{false, true} {
 			t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
-				ctx := timeout(t)
+				ctx := informer.Timeout(t)
 				env := newEnv(t, ae)
 				ns := env.Namespace
 				name := fmt.Sprint("listed-", keep)
 				env.createPod(t, ctx, ns, name, map[string]string{"keep": fmt.Sprint(keep)})
-				f := env.factory(t, FactoryOptions{KeepManagedFields: keep})
-				pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: ns, LabelSelector: fmt.Sprint("keep=", keep)})
+				f := env.factory(t, informer.FactoryOptions{KeepManagedFields: keep})
+				pods, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: ns, LabelSelector: fmt.Sprint("keep=", keep)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1014,7 +1003,7 @@ func TestIntegrationManagedFields(t *testing.T) {
 					t.Fatal(err)
 				}
 				watched := env.createPod(t, ctx, ns, fmt.Sprint("watched-", keep), map[string]string{"keep": fmt.Sprint(keep)})
-				waitUntil(t, ctx, "the watched pod", func() bool { _, ok := pods.Get(ns, watched.Name); return ok })
+				informer.WaitUntil(t, ctx, "the watched pod", func() bool { _, ok := pods.Get(ns, watched.Name); return ok })
 				want := keep
 				for _, p := range pods.List() {
 					if got := p.ManagedFields != nil; got != want {

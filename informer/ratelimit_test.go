@@ -1,4 +1,4 @@
-package informer
+package informer_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -36,24 +37,24 @@ func TestFactoryRateLimiter(t *testing.T) {
 	for _, watchList := range []bool{false, true} {
 		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) {
 			apiservertest.ForEachTarget(t, apiservertest.Options{}, func(t *testing.T, ae *apiservertest.Env) {
-				ctx := timeout(t)
+				ctx := informer.Timeout(t)
 				env := newEnv(t, ae)
 				env.createPod(t, ctx, env.Namespace, "a", nil)
 				lim := &countingLimiter{}
 				cfg := rest.CopyConfig(env.cfg)
 				cfg.RateLimiter = lim
-				f, err := NewFactory(cfg, FactoryOptions{
+				f, err := informer.NewFactory(cfg, informer.FactoryOptions{
 					HTTPClient: env.client,
 					Reflector:  reflector.Options{DisableWatchList: !watchList},
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
-				pods, err := InformerFor[*corev1.Pod](f, Scope{Namespace: env.Namespace})
+				pods, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{Namespace: env.Namespace})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := InformerFor[*corev1.ConfigMap](f, Scope{Namespace: env.Namespace}); err != nil {
+				if _, err := informer.InformerFor[*corev1.ConfigMap](f, informer.Scope{Namespace: env.Namespace}); err != nil {
 					t.Fatal(err)
 				}
 				startFactory(t, f)
@@ -73,7 +74,7 @@ func TestFactoryRateLimiter(t *testing.T) {
 					}
 					return int64(pw + pl + cw + cl)
 				}
-				waitUntil(t, ctx, "both watches", func() bool { return requests() > 0 })
+				informer.WaitUntil(t, ctx, "both watches", func() bool { return requests() > 0 })
 				if got, want := lim.waits.Load(), requests(); got != want {
 					t.Errorf("%d waits on the rate limiter for %d requests", got, want)
 				}
@@ -101,11 +102,11 @@ func TestFactoryRateLimiterShared(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cfg.Host = "http://example.invalid"
-			f, err := NewFactory(&tc.cfg, FactoryOptions{Mapper: StaticMapper(meta.NewDefaultRESTMapper(nil))})
+			f, err := informer.NewFactory(&tc.cfg, informer.FactoryOptions{Mapper: informer.StaticMapper(meta.NewDefaultRESTMapper(nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := f.lwCfg.RateLimiter
+			got := f.ListerRateLimiter()
 			switch {
 			case tc.wantQPS == 0 && got != nil:
 				t.Errorf("limiter %v, want none", got)
@@ -152,18 +153,18 @@ func TestFactoryQPSShared(t *testing.T) {
 		m := meta.NewDefaultRESTMapper(nil)
 		m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 		m.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
-		f, err := NewFactory(&rest.Config{Host: "http://example.invalid", QPS: 1, Burst: 1}, FactoryOptions{
-			Mapper:     StaticMapper(m),
+		f, err := informer.NewFactory(&rest.Config{Host: "http://example.invalid", QPS: 1, Burst: 1}, informer.FactoryOptions{
+			Mapper:     informer.StaticMapper(m),
 			HTTPClient: &http.Client{Transport: api},
 			Reflector:  reflector.Options{DisableWatchList: true},
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := InformerFor[*corev1.Pod](f, Scope{}); err != nil {
+		if _, err := informer.InformerFor[*corev1.Pod](f, informer.Scope{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := InformerFor[*corev1.ConfigMap](f, Scope{}); err != nil {
+		if _, err := informer.InformerFor[*corev1.ConfigMap](f, informer.Scope{}); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())

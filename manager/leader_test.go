@@ -85,7 +85,10 @@ func newReplica(t *testing.T, cfg *rest.Config, ns, id string, keepLease bool) *
 			t.Fatal(err)
 		}
 	}
-	rec := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+	rec := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if req.Name == "kube-root-ca.crt" {
+			return reconcile.Result{}, nil // the namespace's own; the test counts its work
+		}
 		r.reconciles.Add(1)
 		return reconcile.Result{}, nil
 	})

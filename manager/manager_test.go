@@ -235,14 +235,15 @@ func testProbesAndMetricsOverHTTP(t *testing.T, env *apiservertest.Env) {
 		t.Fatalf("/readyz/nope: %d", code)
 	}
 
-	testutil.Eventually(t, "the reconcile", func() bool { return reconciles.Load() >= 1 })
+	// The namespace's ConfigMaps: one, and its kube-root-ca.crt.
+	testutil.Eventually(t, "the reconciles", func() bool { return reconciles.Load() >= 2 })
 	_, body = get(t, metricsURL)
 	for _, want := range []string{
 		`workqueue_adds_total{controller="probed",name="probed"}`,
 		`workqueue_depth{controller="probed",name="probed"`,
-		`controller_runtime_reconcile_total{controller="probed",result="success"} 1`,
+		`controller_runtime_reconcile_total{controller="probed",result="success"} 2`,
 		`controller_runtime_max_concurrent_reconciles{controller="probed"} 1`,
-		`controller_runtime_reconcile_time_seconds_count{controller="probed"} 1`,
+		`controller_runtime_reconcile_time_seconds_count{controller="probed"} 2`,
 		// The informers' lists and watches, counted by the manager's transport.
 		`rest_client_requests_total{code="200",host="` + strings.TrimPrefix(strings.TrimPrefix(cfg.Host, "https://"), "http://") + `",method="GET"}`,
 	} {

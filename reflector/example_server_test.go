@@ -36,6 +36,7 @@ func configMap(name string) *unstructured.Unstructured {
 	u.SetAPIVersion("v1")
 	u.SetKind("ConfigMap")
 	u.SetName(name)
+	u.SetLabels(map[string]string{"example": "reflector"})
 	return u
 }
 
@@ -67,7 +68,9 @@ func Example_embeddedServer() {
 		}
 	}
 
-	lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, gvr, "default", reflector.RESTOptions[*corev1.ConfigMap]{})
+	// The example's ConfigMaps (default also holds the cluster's
+	// kube-root-ca.crt).
+	lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, gvr, "default", reflector.RESTOptions[*corev1.ConfigMap]{LabelSelector: "example=reflector"})
 	if err != nil {
 		fmt.Println(err)
 		return

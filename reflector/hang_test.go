@@ -1,11 +1,13 @@
-package reflector
+package reflector_test
 
 import (
+	"errors"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/reflector"
 )
 
 // hangProxy is an HTTP server in front of a test server that passes the
@@ -196,16 +199,16 @@ func TestServerSilentWatch(t *testing.T) {
 				if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				lw, err := NewRESTListerWatcher[*corev1.ConfigMap](&rest.Config{Host: p.srv.URL}, configMapsGVR, env.Namespace,
-					RESTOptions[*corev1.ConfigMap]{HTTPClient: p.srv.Client()})
+				lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](&rest.Config{Host: p.srv.URL}, configMapsGVR, env.Namespace,
+					reflector.RESTOptions[*corev1.ConfigMap]{HTTPClient: p.srv.Client()})
 				if err != nil {
 					t.Fatal(err)
 				}
 				st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
-				m := &metricsRec{}
+				m := reflector.NewMetricsRec()
 				// Watches ask timeoutSeconds in [2, 4) and are given up after
 				// 1 s more of silence.
-				r, err := New[*corev1.ConfigMap](lw, st, Options{DisableWatchList: mode == "list+watch",
+				r, err := reflector.New[*corev1.ConfigMap](lw, st, reflector.Options{DisableWatchList: mode == "list+watch",
 					MinWatchTimeout: 2 * time.Second, WatchSilenceMargin: time.Second,
 					InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Metrics: m})
 				if err != nil {
@@ -249,10 +252,8 @@ func TestServerSilentWatch(t *testing.T) {
 				if next := watches[hung.index+1]; !strings.Contains(next+"&", "resourceVersion="+pos+"&") {
 					t.Errorf("watch after the silent one %q, want resourceVersion=%s (the position at the hang)", next, pos)
 				}
-				m.mu.Lock()
-				errs := append([]error(nil), m.watchErrors...)
-				m.mu.Unlock()
-				if count(errs, ErrSilentWatch) == 0 {
+				errs := m.WatchErrors()
+				if !slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, reflector.ErrSilentWatch) }) {
 					t.Errorf("no watch reported with ErrSilentWatch (errors %v)", errs)
 				}
 			})

@@ -1,4 +1,4 @@
-package reflector
+package reflector_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/reflector"
 )
 
 // The integration tests below run on both servers (apiservertest.ForEachTarget):
@@ -35,7 +36,7 @@ var (
 
 // mapStore applies what the reflector pushes the way the informer's cache
 // does, and records the calls.
-type mapStore[T Object] struct {
+type mapStore[T reflector.Object] struct {
 	val func(T) string // the value recorded for an object
 
 	mu       sync.Mutex        // guards objs, replaces, last
@@ -45,7 +46,7 @@ type mapStore[T Object] struct {
 	changed  chan struct{} // signalled (without blocking) on each call
 }
 
-func newMapStore[T Object](val func(T) string) *mapStore[T] {
+func newMapStore[T reflector.Object](val func(T) string) *mapStore[T] {
 	return &mapStore[T]{val: val, objs: map[string]string{}, changed: make(chan struct{}, 1)}
 }
 
@@ -83,15 +84,20 @@ func (s *mapStore[T]) replaceCount() int {
 	return s.replaces
 }
 
-// waitEqual waits until the store holds want (20 s at most).
+// waitEqual waits until the store holds want (20 s at most), beside the
+// namespace's kube-root-ca.crt ConfigMap unless want names it (every
+// namespace has one, from kube-controller-manager or the embedded server).
 func (s *mapStore[T]) waitEqual(t *testing.T, want map[string]string) {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
 		s.mu.Lock()
-		ok := maps.Equal(s.objs, want)
 		got := maps.Clone(s.objs)
 		s.mu.Unlock()
+		if _, named := want["kube-root-ca.crt"]; !named {
+			delete(got, "kube-root-ca.crt")
+		}
+		ok := maps.Equal(got, want)
 		if ok {
 			return
 		}
@@ -249,7 +255,7 @@ func newTarget(t *testing.T, env *apiservertest.Env) *target {
 }
 
 // runUntilEnd runs r until the test ends.
-func runUntilEnd[T Object](t *testing.T, r *Reflector[T]) {
+func runUntilEnd[T reflector.Object](t *testing.T, r *reflector.Reflector[T]) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -349,13 +355,13 @@ func TestServer(t *testing.T) {
 					// What a server without streaming lists answers.
 					tg.gate.fail = []*http.Response{failure(422, "Invalid", "")}
 				}
-				lw, err := NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
-					RESTOptions[*corev1.Event]{HTTPClient: &lwc, Protobuf: pb})
+				lw, err := reflector.NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
+					reflector.RESTOptions[*corev1.Event]{HTTPClient: &lwc, Protobuf: pb})
 				if err != nil {
 					t.Fatal(err)
 				}
 				st := newMapStore(eventMessage)
-				r, err := New[*corev1.Event](lw, st, Options{DisableWatchList: mode == "list+watch",
+				r, err := reflector.New[*corev1.Event](lw, st, reflector.Options{DisableWatchList: mode == "list+watch",
 					InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
@@ -490,13 +496,13 @@ func TestServerPaginatedRelist(t *testing.T) {
 					}
 					server[name] = "1"
 				}
-				lw, err := NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
-					RESTOptions[*corev1.Event]{HTTPClient: tg.lwc})
+				lw, err := reflector.NewRESTListerWatcher[*corev1.Event](tg.cfg, eventsGVR, env.Namespace,
+					reflector.RESTOptions[*corev1.Event]{HTTPClient: tg.lwc})
 				if err != nil {
 					t.Fatal(err)
 				}
 				st := newMapStore(eventMessage)
-				r, err := New[*corev1.Event](lw, st, Options{DisableWatchList: true, PageSize: 10,
+				r, err := reflector.New[*corev1.Event](lw, st, reflector.Options{DisableWatchList: true, PageSize: 10,
 					InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
@@ -585,13 +591,13 @@ func TestServerInitialEventsBookmark(t *testing.T) {
 		if rvAtLeast(t, created.ResourceVersion, secret.ResourceVersion) {
 			t.Fatalf("ConfigMap at %s, Secret created after it at %s", created.ResourceVersion, secret.ResourceVersion)
 		}
-		lw, err := NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
-			RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
+		lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
+			reflector.RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
 		if err != nil {
 			t.Fatal(err)
 		}
 		st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
-		r, err := New[*corev1.ConfigMap](lw, st, Options{})
+		r, err := reflector.New[*corev1.ConfigMap](lw, st, reflector.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -625,13 +631,13 @@ func TestEmbeddedServerPeriodicBookmarks(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	lw, err := NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
-		RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
+	lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
+		reflector.RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
-	r, err := New[*corev1.ConfigMap](lw, st, Options{})
+	r, err := reflector.New[*corev1.ConfigMap](lw, st, reflector.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -683,13 +689,13 @@ func TestServerThrottledWatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lw, err := NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
-			RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
+		lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](tg.cfg, configMapsGVR, env.Namespace,
+			reflector.RESTOptions[*corev1.ConfigMap]{HTTPClient: tg.lwc})
 		if err != nil {
 			t.Fatal(err)
 		}
 		st := newMapStore(func(c *corev1.ConfigMap) string { return c.Data["v"] })
-		r, err := New[*corev1.ConfigMap](lw, st, Options{DisableWatchList: true, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+		r, err := reflector.New[*corev1.ConfigMap](lw, st, reflector.Options{DisableWatchList: true, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package reflector
+package reflector_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/reflector"
 )
 
 // journal records, in order, the limiter's waits and the requests that
@@ -100,7 +101,7 @@ func TestRESTRateLimiter(t *testing.T) {
 		ctx := t.Context()
 		tg := newTarget(t, env)
 		for i := range 3 {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("cm-%d", i)}}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("x-cm-%d", i), Labels: map[string]string{"test": "limiter"}}}
 			if _, err := tg.cs.CoreV1().ConfigMaps(env.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -110,8 +111,9 @@ func TestRESTRateLimiter(t *testing.T) {
 		cfg := env.Config()
 		cfg.QPS = 1 // ignored: the RateLimiter wins
 		cfg.RateLimiter = lim
-		lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, env.Namespace, RESTOptions[*corev1.ConfigMap]{
-			HTTPClient: env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { return &journalTransport{j: j, next: rt} }),
+		lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, env.Namespace, reflector.RESTOptions[*corev1.ConfigMap]{
+			HTTPClient:    env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { return &journalTransport{j: j, next: rt} }),
+			LabelSelector: "test=limiter", // not the namespace's kube-root-ca.crt, which sorts before x-cm-*
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -154,7 +156,7 @@ func TestRESTRateLimiter(t *testing.T) {
 		// the request waits returns a wrapped error, and nothing is sent.
 		j2 := &journal{}
 		cfg.RateLimiter = &journalLimiter{j: j2, tokens: make(chan struct{})}
-		lw, err = NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, env.Namespace, RESTOptions[*corev1.ConfigMap]{
+		lw, err = reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, env.Namespace, reflector.RESTOptions[*corev1.ConfigMap]{
 			HTTPClient: env.HTTPClient(func(rt http.RoundTripper) http.RoundTripper { return &journalTransport{j: j2, next: rt} }),
 		})
 		if err != nil {
@@ -168,7 +170,7 @@ func TestRESTRateLimiter(t *testing.T) {
 				if verb == "list" {
 					_, err = lw.List(cctx, metav1.ListOptions{})
 				} else {
-					var w Watch[*corev1.ConfigMap]
+					var w reflector.Watch[*corev1.ConfigMap]
 					if w, err = lw.Watch(cctx, metav1.ListOptions{ResourceVersion: rv}); w != nil {
 						w.Stop()
 					}
@@ -195,13 +197,13 @@ func TestReflectorStopsWhileRateLimited(t *testing.T) {
 		t.Run(fmt.Sprintf("watchList=%v", watchList), func(t *testing.T) {
 			j := &journal{}
 			cfg := &rest.Config{Host: "http://127.0.0.1:1", RateLimiter: &journalLimiter{j: j, tokens: make(chan struct{})}}
-			lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "", RESTOptions[*corev1.ConfigMap]{
+			lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "", reflector.RESTOptions[*corev1.ConfigMap]{
 				HTTPClient: &http.Client{Transport: &journalTransport{j: j, next: http.DefaultTransport}},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := New[*corev1.ConfigMap](lw, newMapStore(eventMessageCM), Options{DisableWatchList: !watchList})
+			r, err := reflector.New[*corev1.ConfigMap](lw, newMapStore(eventMessageCM), reflector.Options{DisableWatchList: !watchList})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +271,7 @@ func TestRESTQPS(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := &cannedTransport{}
 				cfg := &rest.Config{Host: "http://example.invalid", QPS: tc.qps, Burst: tc.burst}
-				lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "ns", RESTOptions[*corev1.ConfigMap]{
+				lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "ns", reflector.RESTOptions[*corev1.ConfigMap]{
 					HTTPClient: &http.Client{Transport: tr},
 				})
 				if err != nil {
@@ -305,7 +307,7 @@ func TestRESTRateLimitDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := &cannedTransport{}
 		cfg := &rest.Config{Host: "http://example.invalid", QPS: 1, Burst: 1}
-		lw, err := NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "ns", RESTOptions[*corev1.ConfigMap]{
+		lw, err := reflector.NewRESTListerWatcher[*corev1.ConfigMap](cfg, configMapsGVR, "ns", reflector.RESTOptions[*corev1.ConfigMap]{
 			HTTPClient: &http.Client{Transport: tr},
 		})
 		if err != nil {

@@ -91,9 +91,15 @@ func TestForEachTarget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A fresh namespace holds what kube-controller-manager puts
+			// in every one.
 			cms, err := cs.CoreV1().ConfigMaps(env.Namespace).List(ctx, metav1.ListOptions{})
-			if err != nil || len(cms.Items) != 0 {
+			if err != nil || len(cms.Items) != 1 || cms.Items[0].Name != "kube-root-ca.crt" {
 				t.Fatalf("%s: list in the fresh namespace: %d items, %v", name, len(cms.Items), err)
+			}
+			sas, err := cs.CoreV1().ServiceAccounts(env.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil || len(sas.Items) != 1 || sas.Items[0].Name != "default" {
+				t.Fatalf("%s: ServiceAccounts of the fresh namespace: %d items, %v", name, len(sas.Items), err)
 			}
 		}
 		// HTTPClient: authenticated, through the wrapper.
@@ -198,5 +204,19 @@ func TestNewAndClose(t *testing.T) {
 func TestNewError(t *testing.T) {
 	if _, err := apiservertest.New(apiservertest.Options{Addr: "256.0.0.1:0"}); err == nil {
 		t.Fatal("New on an address that cannot be listened on succeeded")
+	}
+}
+
+// An embedded server without controllers makes no default ServiceAccount
+// or kube-root-ca.crt, and Start does not wait for them.
+func TestStartWithoutControllers(t *testing.T) {
+	env := apiservertest.Start(t, apiservertest.Embedded, apiservertest.Options{DisableControllers: true})
+	cs, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := cs.CoreV1().ConfigMaps(env.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(cms.Items) != 0 {
+		t.Fatalf("ConfigMaps of a namespace without controllers: %v %v", err, cms.Items)
 	}
 }

@@ -145,11 +145,18 @@
 // faults in effect, and every watch passes through a writer that can
 // hold its events.
 //
-// The real server is a bare control plane: no controller-manager (no
-// garbage collection, namespace deletion, ServiceAccount token Secrets,
-// ClusterRole aggregation: the aggregated bootstrap roles admin, edit and
+// The real server is kube-apiserver with the kube-controller-manager
+// controllers that make API semantics — garbage collection, namespace
+// deletion, the default ServiceAccount and the kube-root-ca.crt ConfigMap of
+// every namespace, ServiceAccount token Secrets — each under its
+// ServiceAccount (--use-service-account-credentials), as the embedded server
+// runs its own; nothing schedules or runs Pods, no other controller runs
+// (ClusterRole aggregation: the aggregated bootstrap roles admin, edit and
 // view get their rules once at start, as the aggregation controller would
-// have given them, and later aggregation does not happen), the
-// ServiceAccount admission plugin off, RBAC on with the test user in
-// system:masters, etcd compaction only through Env.Compact.
+// have given them, and later aggregation does not happen). The
+// ServiceAccount admission plugin is off, RBAC on with the test user in
+// system:masters, etcd compaction only through Env.Compact. Every Env's
+// namespace holds its default ServiceAccount and kube-root-ca.crt when the
+// test gets it (WaitForNamespaceDefaults); a namespace a test makes gets
+// them a moment later, on either server.
 package apiservertest

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -58,9 +59,12 @@ func Targets() []Target {
 type Env struct {
 	// Target says which server this is.
 	Target Target
-	// Namespace was created for this test and is empty. On the real server
-	// it is left behind when the test ends (no namespace controller runs to
-	// empty it); the server itself goes away with the test binary.
+	// Namespace was created for this test. It holds only what every
+	// namespace gets from kube-controller-manager's controllers (the
+	// embedded server runs their equivalents): the default ServiceAccount
+	// and the kube-root-ca.crt ConfigMap, waited for by Start. On the real
+	// server it is left behind when the test ends; the server itself goes
+	// away with the test binary.
 	Namespace string
 	// Embedded is the embedded server, for tests of its own knobs; nil when
 	// Target is RealServer.
@@ -146,7 +150,43 @@ func Start(t testing.TB, target Target, opts Options) *Env {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("apiservertest: create namespace %s on %s: %v", env.Namespace, target, err)
 	}
+	if target == RealServer || !opts.DisableControllers {
+		if err := WaitForNamespaceDefaults(ctx, env.cfg, env.Namespace); err != nil {
+			t.Fatalf("apiservertest: namespace %s on %s: %v", env.Namespace, target, err)
+		}
+	}
 	return env
+}
+
+// WaitForNamespaceDefaults waits until the namespace ns holds what
+// kube-controller-manager puts in every namespace, asynchronously, once it
+// is created — the default ServiceAccount and the kube-root-ca.crt
+// ConfigMap — so that a test that lists a namespace's ServiceAccounts or
+// ConfigMaps sees the same on both targets whatever the controllers'
+// timing. Start waits for them in the Env's namespace (but on an embedded
+// server started with Options.DisableControllers, which makes none).
+func WaitForNamespaceDefaults(ctx context.Context, cfg *rest.Config, ns string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			_, err = cs.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		}
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no default ServiceAccount and kube-root-ca.crt ConfigMap in namespace %s: %w", ns, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // Config returns a client configuration for the server (a new copy on each

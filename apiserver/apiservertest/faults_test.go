@@ -46,6 +46,10 @@ var controller = apiservertest.User("controller")
 
 func newHarness(t *testing.T, opts apiservertest.Options) *harness {
 	t.Helper()
+	// A quiet server: the tests follow the exact events and requests of
+	// their namespace, which the controllers' default ServiceAccount and
+	// kube-root-ca.crt (and their requests) would join.
+	opts.DisableControllers = true
 	env := apiservertest.Start(t, apiservertest.Embedded, opts)
 	h := &harness{t: t, env: env, faults: env.Faults(), ns: env.Namespace}
 	h.rec = h.faults.Record(apiservertest.RecordOptions{})

@@ -23,6 +23,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // The real pair's versions; hack/realk8s.sh builds exactly these.
@@ -33,8 +36,9 @@ const (
 
 // Environment variables read by the real-server helpers.
 const (
-	// EnvRealDir names the directory holding the kube-apiserver and etcd
-	// binaries (what hack/realk8s.sh prints). Default
+	// EnvRealDir names the directory holding the kube-apiserver,
+	// kube-controller-manager and etcd binaries (what hack/realk8s.sh
+	// prints). Default
 	// $HOME/.cache/kloop/realk8s-<k8s version>-etcd-<etcd version>.
 	EnvRealDir = "KLOOP_REAL_K8S_DIR"
 	// EnvRequireReal, when "1", makes a missing or broken real server fail
@@ -45,15 +49,19 @@ const (
 	EnvTargets = "KLOOP_TEST_TARGETS"
 )
 
-// realServer is a kube-apiserver and its etcd, shared by every test of one
-// test binary. Both processes run under a supervisor shell that stops them
-// (and removes their directory) when the test binary exits, however it
+// realServer is a kube-apiserver, its etcd and a kube-controller-manager
+// running the controllers that make API semantics, shared by every test of
+// one test binary. The processes run under supervisor shells that stop them
+// (and remove their directory) when the test binary exits, however it
 // exits: the supervisors read a pipe whose write end only this process holds.
 type realServer struct {
-	url     string // https://127.0.0.1:port
-	token   string // bearer token of a system:masters user
-	caPEM   []byte // the serving certificate (self-signed)
-	etcdURL string // http://127.0.0.1:port, for compaction
+	url   string // https://127.0.0.1:port
+	token string // bearer token of a system:masters user
+	// kcmToken is kube-controller-manager's bearer token (user
+	// system:kube-controller-manager).
+	kcmToken string
+	caPEM    []byte // the serving certificate (self-signed)
+	etcdURL  string // http://127.0.0.1:port, for compaction
 	// clientCA signs the client certificates of Env.ConfigFor's users.
 	clientCA *clientCA
 	dir      string // the pair's files: certificates, logs, etcd data
@@ -104,10 +112,10 @@ func startShared() (*realServer, error) {
 }
 
 func startReal(bin string) (*realServer, error) {
-	apiserverBin, etcdBin := filepath.Join(bin, "kube-apiserver"), filepath.Join(bin, "etcd")
-	for _, b := range []string{apiserverBin, etcdBin} {
+	bins := realBinaries{apiserver: filepath.Join(bin, "kube-apiserver"), controllerManager: filepath.Join(bin, "kube-controller-manager"), etcd: filepath.Join(bin, "etcd")}
+	for _, b := range []string{bins.apiserver, bins.controllerManager, bins.etcd} {
 		if _, err := os.Stat(b); err != nil {
-			return nil, fmt.Errorf("%w: %s is missing (run `bash hack/realk8s.sh` to build kube-apiserver %s and etcd %s from the Go module proxy, or set %s)",
+			return nil, fmt.Errorf("%w: %s is missing (run `bash hack/realk8s.sh` to build kube-apiserver and kube-controller-manager %s and etcd %s from the Go module proxy, or set %s)",
 				errMissing, b, KubernetesVersion, EtcdVersion, EnvRealDir)
 		}
 	}
@@ -116,7 +124,7 @@ func startReal(bin string) (*realServer, error) {
 		return nil, fmt.Errorf("real server: %w", err)
 	}
 	s := &realServer{dir: dir}
-	if err := s.start(apiserverBin, etcdBin); err != nil {
+	if err := s.start(bins); err != nil {
 		if s.keepAlive != nil {
 			s.keepAlive.Close() // the supervisors stop what did start
 		}
@@ -139,7 +147,23 @@ kill -KILL "$child" 2>/dev/null
 if [ -n "$KLOOP_RM" ]; then rm -rf "$KLOOP_RM"; fi
 `
 
-func (s *realServer) start(apiserverBin, etcdBin string) error {
+// realBinaries are the paths of the real control plane's programs.
+type realBinaries struct{ apiserver, controllerManager, etcd string }
+
+// controllerManagerControllers are the kube-controller-manager controllers
+// the real target runs: those whose work clients see as API semantics
+// (garbage collection, namespace deletion, the default ServiceAccount of
+// every namespace, legacy token Secrets, the kube-root-ca.crt ConfigMap of
+// every namespace). None of them schedules or runs anything.
+var controllerManagerControllers = []string{
+	"garbage-collector-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller",
+}
+
+func (s *realServer) start(bins realBinaries) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -148,6 +172,7 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	s.keepAlive = w
 
 	s.token = strings.ToLower(rand.Text() + rand.Text())
+	s.kcmToken = strings.ToLower(rand.Text() + rand.Text())
 	files, err := s.writeFiles()
 	if err != nil {
 		return err
@@ -162,7 +187,7 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	s.url = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 
 	etcdLog := filepath.Join(s.dir, "etcd.log")
-	if err := s.spawn(r, etcdLog, true, etcdBin,
+	if err := s.spawn(r, etcdLog, true, bins.etcd,
 		"--name=kloop",
 		"--data-dir="+filepath.Join(s.dir, "etcd"),
 		"--listen-client-urls="+s.etcdURL,
@@ -189,7 +214,7 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	}
 
 	apiLog := filepath.Join(s.dir, "kube-apiserver.log")
-	if err := s.spawn(r, apiLog, false, apiserverBin,
+	if err := s.spawn(r, apiLog, false, bins.apiserver,
 		"--etcd-servers="+s.etcdURL,
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", apiPort),
@@ -206,7 +231,8 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+files.saPub,
 		"--service-account-signing-key-file="+files.saKey,
-		// No controller-manager creates the default ServiceAccount.
+		// The embedded server has no ServiceAccount admission (a Pod
+		// gets no serviceAccountName and no token volume).
 		"--disable-admission-plugins=ServiceAccount",
 		// Compaction is the tests' to trigger (Env.Compact).
 		"--etcd-compaction-interval=0",
@@ -231,6 +257,63 @@ func (s *realServer) start(apiserverBin, etcdBin string) error {
 	defer cancel()
 	if err := s.aggregateClusterRoles(ctx); err != nil {
 		return fmt.Errorf("kube-apiserver: aggregating the bootstrap ClusterRoles: %w", err)
+	}
+	return s.startControllerManager(ctx, r, bins.controllerManager, files)
+}
+
+// startControllerManager starts kube-controller-manager with
+// controllerManagerControllers, as kubeadm configures it for those: its own
+// user (system:kube-controller-manager, whose bootstrap role lets it make
+// the controllers' ServiceAccounts and their tokens), each controller under
+// its ServiceAccount's credentials (--use-service-account-credentials, so
+// RBAC checks what kube's bootstrap policy gives each), the ServiceAccount
+// key kube-apiserver verifies tokens with, the serving CA as the cluster's
+// root CA (what kube-root-ca.crt publishes), no leader election and no
+// serving port (nothing needs its /metrics; it listens nowhere). Its client
+// rate limit is raised from 20 qps, burst 30, so that a test's namespace
+// deletion or a garbage collection of thousands of objects is bound by the
+// servers, not by the client's bucket. It is ready when the default
+// namespace has its default ServiceAccount and kube-root-ca.crt ConfigMap.
+func (s *realServer) startControllerManager(ctx context.Context, r *os.File, bin string, files realFiles) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["real"] = &clientcmdapi.Cluster{Server: s.url, CertificateAuthorityData: s.caPEM}
+	kc.AuthInfos["real"] = &clientcmdapi.AuthInfo{Token: s.kcmToken}
+	kc.Contexts["real"] = &clientcmdapi.Context{Cluster: "real", AuthInfo: "real"}
+	kc.CurrentContext = "real"
+	kubeconfig := filepath.Join(s.dir, "kube-controller-manager.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w", err)
+	}
+	log := filepath.Join(s.dir, "kube-controller-manager.log")
+	if err := s.spawn(r, log, false, bin,
+		"--kubeconfig="+kubeconfig,
+		"--controllers="+strings.Join(controllerManagerControllers, ","),
+		"--use-service-account-credentials",
+		"--service-account-private-key-file="+files.saKey,
+		"--root-ca-file="+files.cert,
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--kube-api-qps=1000",
+		"--kube-api-burst=2000",
+		"--profiling=false",
+	); err != nil {
+		return err
+	}
+	tlsClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: s.tlsConfig(), DisableKeepAlives: true}}
+	exists := func(path string) bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.token)
+		resp, err := tlsClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	if err := waitFor(120*time.Second, log, func() bool {
+		return exists("/api/v1/namespaces/default/serviceaccounts/default") && exists("/api/v1/namespaces/default/configmaps/kube-root-ca.crt")
+	}); err != nil {
+		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
 	return nil
 }
@@ -337,9 +420,10 @@ func (s *realServer) writeFiles() (realFiles, error) {
 		return f, err
 	}
 	for path, content := range map[string][]byte{
-		f.cert:     s.caPEM,
-		f.key:      pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		f.tokens:   fmt.Appendf(nil, "%s,kloop-admin,kloop-admin,\"system:masters\"\n", s.token),
+		f.cert: s.caPEM,
+		f.key:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		f.tokens: fmt.Appendf(nil, "%s,kloop-admin,kloop-admin,\"system:masters\"\n%s,system:kube-controller-manager,system:kube-controller-manager,\n",
+			s.token, s.kcmToken),
 		f.clientCA: s.clientCA.pem,
 		f.saKey:    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
 		f.saPub:    pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),

@@ -46,6 +46,19 @@
 // its own. A transcript must not branch on responses: both targets must
 // issue the same requests.
 //
+// What controllers do after a request (garbage collection, namespace
+// deletion) comes a moment later, by each server's own timing:
+// tr.awaitGet polls, unrecorded, until a path answers a code (and has some
+// fields set), and the transcript then records the result. The transcripts
+// gc-* compare kube-controller-manager's garbage collector with the
+// embedded server's, namespace-deleted-with-finalizers its namespace
+// controller.
+//
+// Each transcript's namespace holds its default ServiceAccount and
+// kube-root-ca.crt ConfigMap (kube-controller-manager's, and the embedded
+// server's own controllers') before the transcript starts: the harness waits
+// for them, unrecorded.
+//
 // Requests are the administrator's unless made within tr.as(cfg, ...),
 // with the credentials of a user of apiservertest's ConfigFor (tr.user) or
 // a configuration impersonating one; tr.await polls, unrecorded, until the

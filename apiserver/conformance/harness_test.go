@@ -445,6 +445,14 @@ func runTranscript(t *testing.T, fx *fixture, tc transcript) []exchange {
 	t.Helper()
 	tr := &T{t: t, ctx: t.Context(), fx: fx, ns: namespaceName(tc.name, fx.run)}
 	tr.Post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+tr.ns+`"}}`).Want(http.StatusCreated)
+	// What kube-controller-manager's controllers (and the embedded
+	// server's) put in a new namespace comes a moment later: wait for it,
+	// so that lists and watches of the namespace see it on both targets.
+	ctx, cancel := context.WithTimeout(tr.ctx, 30*time.Second)
+	defer cancel()
+	if err := apiservertest.WaitForNamespaceDefaults(ctx, fx.env.Config(), tr.ns); err != nil {
+		t.Fatalf("%s: %v", fx.target, err)
+	}
 	tr.log = nil // the namespace's creation is set-up, not part of the transcript
 	tc.run(tr)
 	return tr.log

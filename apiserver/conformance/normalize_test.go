@@ -44,6 +44,9 @@ import (
 //   - The token of a TokenRequest → "<token>", and a token's credential-id
 //     ("JTI=…") in a SelfSubjectReview → "JTI=<jti>": signed by each
 //     server's own key, with random IDs.
+//   - data["ca.crt"] of the kube-root-ca.crt ConfigMaps → "<cluster-ca>"
+//     when it is a PEM certificate: each server's own CA (a self-signed
+//     serving certificate made at its start).
 //   - The target port of the kubernetes Service in default → "<apiserver-port>":
 //     each server's own port, random on both.
 //   - Table cells of the Age, Last Seen and First Seen columns → "<age>" (wall clock rounded to the
@@ -277,6 +280,13 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 			}
 		}
 		sortManagedFields(md)
+		if md["name"] == "kube-root-ca.crt" {
+			if data, ok := out["data"].(map[string]any); ok {
+				if ca, ok := data["ca.crt"].(string); ok && strings.HasPrefix(ca, "-----BEGIN CERTIFICATE-----") {
+					data["ca.crt"] = "<cluster-ca>"
+				}
+			}
+		}
 		if m["kind"] == "Service" {
 			if spec, ok := out["spec"].(map[string]any); ok {
 				if ip, ok := spec["clusterIP"].(string); ok && isIP(ip) {

@@ -146,7 +146,11 @@ var appsKindTranscripts = []transcript{
 		tr.Post(statefulsets, `{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"nosel"},"spec":{"template":{"metadata":{"labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`).Want(http.StatusUnprocessableEntity)
 	}},
 	{"controllerrevision-crud", func(tr *T) {
-		c := tr.Post(controllerrevisions, `{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"r","ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"s","uid":"6f1d1f2c-0000-4000-8000-000000000001","controller":true}]},"revision":1,"data":{"spec":{"x":1}}}`).Want(http.StatusCreated)
+		// The revision's owner exists: one that did not would have the
+		// garbage collector delete the revision, on each server at its own
+		// pace.
+		sts := tr.Post(statefulsets, stsBody).Want(http.StatusCreated)
+		c := tr.Post(controllerrevisions, fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"r","ownerReferences":[{"apiVersion":"apps/v1","kind":"StatefulSet","name":"s","uid":%q,"controller":true}]},"revision":1,"data":{"spec":{"x":1}}}`, sts.UID())).Want(http.StatusCreated)
 		tr.Patch(controllerrevisions+"/r", "merge", `{"revision":2}`).Want(http.StatusOK)
 		tr.Watch(controllerrevisions+"?watch=1&resourceVersion="+c.RV(), Events(1)).Want(http.StatusOK)
 		tr.Get(controllerrevisions + "/r").Want(http.StatusOK)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Var(&crds, "crds", "create the CustomResourceDefinitions of this file or directory (YAML or JSON, as envtest's CRDDirectoryPaths) before serving; repeatable")
 	var opts apiserver.Options
 	limitFlags(fs, &opts)
+	controllerFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return err
@@ -108,6 +110,19 @@ func runAPIServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	err = <-done
 	fmt.Fprintln(stdout, "kloop apiserver stopped")
 	return err
+}
+
+// controllerFlags binds the flags of the server's controllers to opts
+// (kube-apiserver's name for the collector's).
+func controllerFlags(fs *flag.FlagSet, opts *apiserver.Options) {
+	fs.BoolVar(&opts.DisableControllers, "disable-controllers", false,
+		"run none of what kube-controller-manager runs beside kube-apiserver (every namespace's default ServiceAccount and kube-root-ca.crt, garbage collection)")
+	fs.BoolFunc("enable-garbage-collector", "follow ownerReferences as kube-controller-manager's garbage collector (default true); false: deletions take no orphan or foregroundDeletion finalizer and dependents stay",
+		func(v string) error {
+			on, err := strconv.ParseBool(v)
+			opts.GarbageCollector.Disabled = !on
+			return err
+		})
 }
 
 // checkLoopback refuses an address that is not on a loopback interface:

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"flag"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"kloop.dev/kloop/apiserver"
 	"kloop.dev/kloop/internal/testutil"
 )
 
@@ -353,5 +356,30 @@ func TestAPIServerDataDir(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no event from the watch across the restart")
+	}
+}
+
+// TestControllerFlags: --disable-controllers and --enable-garbage-collector
+// set the server's Options.
+func TestControllerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args            []string
+		disabled, gcOff bool
+		wantErr         bool
+	}{
+		{nil, false, false, false},
+		{[]string{"--disable-controllers"}, true, false, false},
+		{[]string{"--enable-garbage-collector=false"}, false, true, false},
+		{[]string{"--enable-garbage-collector"}, false, false, false},
+		{[]string{"--enable-garbage-collector=maybe"}, false, false, true},
+	} {
+		fs := flag.NewFlagSet("apiserver", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var opts apiserver.Options
+		controllerFlags(fs, &opts)
+		err := fs.Parse(tc.args)
+		if (err != nil) != tc.wantErr || err == nil && (opts.DisableControllers != tc.disabled || opts.GarbageCollector.Disabled != tc.gcOff) {
+			t.Errorf("%v: %v, %+v", tc.args, err, opts)
+		}
 	}
 }

@@ -106,8 +106,52 @@ func BootstrapClusterRoles() []rbacv1.ClusterRole {
 		role("system:service-account-issuer-discovery", nil, nil, rules{
 			{Verbs: []string{"get"}, NonResourceURLs: []string{"/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"}},
 		}),
+		// kube-controller-manager's own user (its shared informers), and
+		// the roles of the controllers the embedded server runs as
+		// kube-controller-manager does with
+		// --use-service-account-credentials: each as its ServiceAccount
+		// in kube-system (ControllerRoleBindings).
+		role("system:kube-controller-manager", nil, nil, rules{
+			eventsRule,
+			{Verbs: []string{"create"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}},
+			{Verbs: []string{"get", "update"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"kube-controller-manager"}},
+			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}},
+			{Verbs: []string{"delete"}, APIGroups: []string{""}, Resources: []string{"secrets"}},
+			{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps", "namespaces", "secrets", "serviceaccounts"}},
+			{Verbs: []string{"update"}, APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}},
+			{Verbs: []string{"create"}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}},
+			{Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}},
+			{Verbs: []string{"list", "watch"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}},
+		}),
+		role(ControllerRolePrefix+"generic-garbage-collector", nil, nil, rules{
+			{Verbs: []string{"delete", "get", "list", "patch", "update", "watch"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+			eventsRule,
+		}),
+		role(ControllerRolePrefix+"namespace-controller", nil, nil, rules{
+			{Verbs: []string{"delete", "get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"namespaces"}},
+			{Verbs: []string{"update"}, APIGroups: []string{""}, Resources: []string{"namespaces/finalize", "namespaces/status"}},
+			{Verbs: []string{"delete", "deletecollection", "get", "list", "watch"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+		}),
+		role(ControllerRolePrefix+"root-ca-cert-publisher", nil, nil, rules{
+			{Verbs: []string{"create", "update"}, APIGroups: []string{""}, Resources: []string{"configmaps"}},
+			eventsRule,
+		}),
+		role(ControllerRolePrefix+"service-account-controller", nil, nil, rules{
+			{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts"}},
+			eventsRule,
+		}),
 	}
 }
+
+// ControllerRolePrefix starts the names of the controllers' ClusterRoles
+// (and of their bindings), each bound to the ServiceAccount of the same
+// name in kube-system.
+const ControllerRolePrefix = "system:controller:"
+
+// eventsRule lets a controller record Events, as kube's bootstrap policy
+// gives every controller.
+var eventsRule = rbacv1.PolicyRule{Verbs: []string{"create", "patch", "update"}, APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}}
 
 // BootstrapClusterRoleBindings returns kube-apiserver's default
 // ClusterRoleBindings of the roles of BootstrapClusterRoles, new on each
@@ -132,5 +176,22 @@ func BootstrapClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		bind("system:basic-user", "system:authenticated"),
 		bind("system:public-info-viewer", "system:authenticated", "system:unauthenticated"),
 		bind("system:service-account-issuer-discovery", "system:serviceaccounts"),
+		user(bind("system:kube-controller-manager"), "system:kube-controller-manager"),
+		serviceAccount(bind(ControllerRolePrefix+"generic-garbage-collector"), "kube-system", "generic-garbage-collector"),
+		serviceAccount(bind(ControllerRolePrefix+"namespace-controller"), "kube-system", "namespace-controller"),
+		serviceAccount(bind(ControllerRolePrefix+"root-ca-cert-publisher"), "kube-system", "root-ca-cert-publisher"),
+		serviceAccount(bind(ControllerRolePrefix+"service-account-controller"), "kube-system", "service-account-controller"),
 	}
+}
+
+// user adds a user to a binding's subjects.
+func user(b rbacv1.ClusterRoleBinding, name string) rbacv1.ClusterRoleBinding {
+	b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name})
+	return b
+}
+
+// serviceAccount adds a ServiceAccount to a binding's subjects.
+func serviceAccount(b rbacv1.ClusterRoleBinding, ns, name string) rbacv1.ClusterRoleBinding {
+	b.Subjects = append(b.Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name})
+	return b
 }
