@@ -6,8 +6,8 @@
 //
 //	apiserver       embedded Kubernetes API server: REST, watch, discovery, CRDs, RBAC (storage/, apiservertest/,
 //	                conformance/: the same transcripts against it and a real kube-apiserver, compared;
-//	                internal/jsontree, typed, jsonpatch, apiext, openapi, rbac: JSON trees, type checks,
-//	                patches, CRD schemas, the authorizer)
+//	                internal/jsontree, typed, jsonpatch, openapi, rbac: JSON trees, type checks,
+//	                patches, OpenAPI documents, the authorizer; CRDs by k8s.io/apiextensions-apiserver)
 //	reflector       lists, then watches from the list's resourceVersion; relists on 410 Gone
 //	fifo            delivers every delta in order; a relist as one atomic batch
 //	cache           thread-safe indexer keyed namespace/name, with indexes; lock-free Get

@@ -966,7 +966,7 @@ func addWarnings(wo *writeOpts, ws []string) {
 		return
 	}
 	for _, w := range ws {
-		if !wo.warnings[w] && !slices.Contains(wo.admissionWarnings, w) {
+		if !slices.Contains(wo.warnings, w) && !slices.Contains(wo.admissionWarnings, w) {
 			wo.admissionWarnings = append(wo.admissionWarnings, w)
 		}
 	}
@@ -1054,7 +1054,9 @@ func (s *Server) mutateWrite(k *kind, sub string, obj, old map[string]any, wo *w
 		return nil, err
 	}
 	if changed && k.crd != nil {
-		k.crd.defaultAndPrune(out)
+		if _, err := k.crd.checked().schema.decode(out); err != nil {
+			return nil, crDecodeError(k, err)
+		}
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"kloop.dev/kloop/apiserver/internal/apiext"
 	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -30,7 +30,7 @@ var (
 	statusVerbs  = []string{"get", "patch", "update"}
 	namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	serviceGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	crdGVR       = schema.GroupVersionResource{Group: apiext.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
+	crdGVR       = schema.GroupVersionResource{Group: apiextensionsv1.GroupName, Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 // builtinKinds returns the kinds served from the start: the rows of the
@@ -276,6 +276,7 @@ func setupLease(lease *kind) {
 }
 
 func setupCRD(crd *kind) {
+	crd.defaults = typedDefaults(apiextensionsv1.SetObjectDefaults_CustomResourceDefinition)
 	crdKind(crd)
 	crd.columns = []column{{def("Created At", "date", "When the CRD was created"), func(o map[string]any, _ time.Time) any { return jsontree.Str(o, "metadata", "creationTimestamp") }}}
 	crd.requireResourceVersion = true

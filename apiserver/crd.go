@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/rest"
 
-	"kloop.dev/kloop/apiserver/internal/apiext"
 	"kloop.dev/kloop/apiserver/internal/jsontree"
 	"kloop.dev/kloop/apiserver/storage"
 )
@@ -30,13 +31,14 @@ type crdServing struct {
 	crdName string
 	// versions are every version of the CRD, served or not.
 	versions []string
-	schema   *apiext.Structural // nil without a schema
-	// schemaProps is the version's openAPIV3Schema, for OpenAPI documents.
-	schemaProps *apiext.JSONSchemaProps
-	// cel holds the compiled x-kubernetes-validations rules of
-	// schemaProps (cel.go); never nil.
-	cel     *celRules
-	columns *apiext.Columns
+	// schemaProps is the version's openAPIV3Schema (nil without one), for
+	// OpenAPI documents and field management.
+	schemaProps *apiextensionsv1.JSONSchemaProps
+	// schema does the schema work of writes (crschema.go); never nil.
+	schema *crSchema
+	// columns makes the Table rows of kubectl get: kube-apiserver's CRD
+	// table convertor of the version's printer columns (Age without any).
+	columns rest.TableConvertor
 	// terminating: the CRD is being deleted; creates are refused.
 	terminating bool
 	// webhook is the CRD's conversion webhook (strategy Webhook), nil
@@ -53,39 +55,11 @@ type crdServing struct {
 	gone chan struct{}
 }
 
-// defaultAndPrune applies the schema's defaults and prunes unknown fields,
-// returning the paths of the pruned fields.
-func (c *crdServing) defaultAndPrune(obj map[string]any) []string {
-	c = c.checked()
-	if c.schema == nil {
-		return nil
-	}
-	pruned := c.schema.Prune(obj)
-	c.schema.Default(obj)
-	return pruned
-}
-
 // hasVersion reports whether the CRD has version v, served or not.
 func (c *crdServing) hasVersion(v string) bool { return slices.Contains(c.versions, v) }
 
-func (c *crdServing) validate(obj map[string]any) field.ErrorList {
-	c = c.checked()
-	if c.schema == nil {
-		return nil
-	}
-	return c.schema.Validate(obj)
-}
-
-// validateCEL evaluates the x-kubernetes-validations rules of the schema
-// objects are checked against (old is nil on create); errs are the
-// schema's errors so far.
-func (c *crdServing) validateCEL(obj, old map[string]any, errs field.ErrorList) field.ErrorList {
-	c = c.checked()
-	return c.cel.validate(c.schemaProps, obj, old, errs)
-}
-
-// checked returns what objects of this version are checked against in
-// their stored form.
+// checked returns what objects of this version are pruned, defaulted and
+// validated as in their stored form.
 func (c *crdServing) checked() *crdServing {
 	if c.check != nil {
 		return c.check
@@ -93,17 +67,8 @@ func (c *crdServing) checked() *crdServing {
 	return c
 }
 
-// decodeCRD decodes a CRD from its stored form.
-func decodeCRD(obj map[string]any) (*apiext.CustomResourceDefinition, error) {
-	crd := &apiext.CustomResourceDefinition{}
-	if err := fromMap(obj, crd); err != nil {
-		return nil, fmt.Errorf("decoding CustomResourceDefinition: %w", err)
-	}
-	return crd, nil
-}
-
 // crdKinds builds the kinds a CRD serves, one per served version.
-func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
+func crdKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*kind, error) {
 	names := crd.Spec.Names
 	storageVersion := ""
 	var fields []selectableField
@@ -133,7 +98,7 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			kind:            names.Kind,
 			listKind:        names.ListKind,
 			singular:        names.Singular,
-			namespaced:      crd.Spec.Scope == apiext.NamespaceScoped,
+			namespaced:      crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			shortNames:      names.ShortNames,
 			categories:      names.Categories,
 			verbs:           crVerbs,
@@ -142,7 +107,7 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			generation:      true,
 			nameValidation:  apivalidation.NameIsDNSSubdomain,
 			fields:          fields,
-			crd:             &crdServing{crdName: crd.Name, versions: versions, cel: &celRules{}},
+			crd:             &crdServing{crdName: crd.Name, versions: versions, schema: &crSchema{}},
 			// Custom resources take no unconditional update.
 			requireResourceVersion: true,
 		}
@@ -162,17 +127,10 @@ func crdKinds(crd *apiext.CustomResourceDefinition) ([]*kind, error) {
 			}
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-			st, err := apiext.NewStructural(v.Schema.OpenAPIV3Schema)
-			if err != nil {
-				return nil, fmt.Errorf("version %s: %w", v.Name, err)
-			}
-			k.crd.schema, k.crd.schemaProps = st, v.Schema.OpenAPIV3Schema
+			k.crd.schemaProps = v.Schema.OpenAPIV3Schema
+			k.crd.schema.props = v.Schema.OpenAPIV3Schema
 		}
-		cols, err := apiext.NewColumns(v.AdditionalPrinterColumns)
-		if err != nil {
-			return nil, fmt.Errorf("version %s: %w", v.Name, err)
-		}
-		k.crd.columns = cols
+		k.crd.columns = crColumns(v.AdditionalPrinterColumns)
 		out = append(out, k)
 	}
 	return out, nil
@@ -209,36 +167,14 @@ func crdKind(k *kind) {
 		}
 	}
 	k.deleteContent = (*Server).deleteCRDContent
-	k.validate = func(obj map[string]any) field.ErrorList {
-		crd, err := decodeCRD(obj)
-		if err != nil {
-			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
-		}
-		apiext.SetDefaults(crd)
-		errs := apiext.ValidateCRD(crd)
-		if len(errs) == 0 {
-			errs = celRuleErrors(obj) // kube-apiserver's compilation of the rules
-		}
-		return errs
-	}
-	k.validateUpdate = func(obj, old map[string]any) field.ErrorList {
-		crd, err := decodeCRD(obj)
-		if err != nil {
-			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
-		}
-		prev, err := decodeCRD(old)
-		if err != nil {
-			return field.ErrorList{field.Invalid(field.NewPath("spec"), nil, err.Error())}
-		}
-		apiext.SetDefaults(crd)
-		return apiext.ValidateCRDUpdate(crd, prev)
-	}
+	k.validateAll = validateCRD
+	k.warnings = func(obj map[string]any) []string { return crdWarnings(obj, nil) }
+	k.warningsUpdate = crdWarnings
 	k.normalize = func(obj map[string]any) (map[string]any, error) {
 		crd, err := decodeCRD(obj)
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
-		apiext.SetDefaults(crd)
 		// A new storage version joins status.storedVersions, as
 		// kube-apiserver records every version objects were stored at.
 		for _, v := range crd.Spec.Versions {
@@ -261,19 +197,19 @@ func (s *Server) admitCRD(obj map[string]any) error {
 	for _, v := range crd.Spec.Versions {
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
 		if k := s.reg.get(gvr); k != nil && (k.crd == nil || k.crd.crdName != crd.Name) {
-			return apierrors.NewInvalid(schema.GroupKind{Group: apiext.GroupName, Kind: "CustomResourceDefinition"}, crd.Name,
+			return apierrors.NewInvalid(apiextensionsv1.Kind("CustomResourceDefinition"), crd.Name,
 				field.ErrorList{field.Duplicate(field.NewPath("spec", "names", "plural"), crd.Spec.Names.Plural)})
 		}
 	}
 	if _, err := crdKinds(crd); err != nil {
-		return apierrors.NewInvalid(schema.GroupKind{Group: apiext.GroupName, Kind: "CustomResourceDefinition"}, crd.Name,
+		return apierrors.NewInvalid(apiextensionsv1.Kind("CustomResourceDefinition"), crd.Name,
 			field.ErrorList{field.Invalid(field.NewPath("spec", "versions"), nil, err.Error())})
 	}
 	now := metav1.NewTime(s.opts.Now())
-	crd.Status = apiext.CustomResourceDefinitionStatus{
-		Conditions: []apiext.CustomResourceDefinitionCondition{
-			{Type: apiext.NamesAccepted, Status: apiext.ConditionTrue, LastTransitionTime: now, Reason: "NoConflicts", Message: "no conflicts found"},
-			{Type: apiext.Established, Status: apiext.ConditionTrue, LastTransitionTime: now, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"},
+	crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{
+		Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+			{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: now, Reason: "NoConflicts", Message: "no conflicts found"},
+			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: now, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted"},
 		},
 		AcceptedNames: crd.Spec.Names,
 	}

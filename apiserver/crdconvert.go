@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"kloop.dev/kloop/apiserver/internal/apiext"
 	"kloop.dev/kloop/apiserver/internal/jsontree"
 )
 
@@ -47,9 +47,9 @@ type crdWebhook struct {
 // setWebhookConversion makes the kinds of a CRD with strategy Webhook
 // convert through its webhook, and check written objects against the
 // storage version's schema (they are checked once converted to it).
-func (s *Server) setWebhookConversion(kinds []*kind, crd *apiext.CustomResourceDefinition) {
+func (s *Server) setWebhookConversion(kinds []*kind, crd *apiextensionsv1.CustomResourceDefinition) {
 	c := crd.Spec.Conversion
-	if c == nil || c.Strategy != apiext.WebhookConverter || c.Webhook == nil || c.Webhook.ClientConfig == nil {
+	if c == nil || c.Strategy != apiextensionsv1.WebhookConverter || c.Webhook == nil || c.Webhook.ClientConfig == nil {
 		return
 	}
 	wh := &crdWebhook{}
@@ -70,11 +70,10 @@ func (s *Server) setWebhookConversion(kinds []*kind, crd *apiext.CustomResourceD
 		if !v.Storage {
 			continue
 		}
-		storage = &crdServing{cel: &celRules{}}
+		storage = &crdServing{schema: &crSchema{}}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-			if st, err := apiext.NewStructural(v.Schema.OpenAPIV3Schema); err == nil {
-				storage.schema, storage.schemaProps = st, v.Schema.OpenAPIV3Schema
-			}
+			storage.schemaProps = v.Schema.OpenAPIV3Schema
+			storage.schema.props = v.Schema.OpenAPIV3Schema
 		}
 	}
 	for _, k := range kinds {

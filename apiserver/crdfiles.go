@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"kloop.dev/kloop/apiserver/internal/apiext"
 	"kloop.dev/kloop/apiserver/storage"
 )
 
@@ -112,8 +112,8 @@ func readCRDFile(path string) ([]CRDDocument, error) {
 			continue
 		}
 		switch u.GetAPIVersion() {
-		case apiext.GroupName + "/v1":
-		case apiext.GroupName + "/v1beta1":
+		case apiextensionsv1.GroupName + "/v1":
+		case apiextensionsv1.GroupName + "/v1beta1":
 			return nil, fmt.Errorf("CRD file %s, document %d (%s): apiextensions.k8s.io/v1beta1 is not served since Kubernetes 1.22; write it as apiextensions.k8s.io/v1", path, doc, u.GetName())
 		default:
 			return nil, fmt.Errorf("CRD file %s, document %d (%s): apiVersion %q is not apiextensions.k8s.io/v1", path, doc, u.GetName(), u.GetAPIVersion())

@@ -87,8 +87,10 @@ func TestCRDPathsErrors(t *testing.T) {
 		name, content string
 		want          []string
 	}{
+		// kube-apiserver validates the internal form of a CRD, where a
+		// schema every version shares is spec.validation's.
 		{"typo.yaml", strings.Replace(crdYAML(group, "Typo"), "scope:", "scoop:", 1), []string{"typo.yaml, document 1", "scoop"}},
-		{"invalid.yaml", "---\n" + strings.Replace(crdYAML(group, "Invalid"), "type: integer", "type: int", 1), []string{"invalid.yaml, document 1", "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type"}},
+		{"invalid.yaml", "---\n" + strings.Replace(crdYAML(group, "Invalid"), "type: integer", "type: int", 1), []string{"invalid.yaml, document 1", "spec.validation.openAPIV3Schema.properties[spec].properties[size].type"}},
 		{"second.yaml", crdYAML(group, "Fine") + "---\n" + strings.Replace(crdYAML(group, "Second"), "scope: Namespaced", "scope: Galaxy", 1), []string{"second.yaml, document 2", "spec.scope"}},
 		{"beta.yaml", strings.Replace(crdYAML(group, "Beta"), "apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1", 1), []string{"beta.yaml, document 1", "v1beta1 is not served"}},
 		{"broken.yaml", "apiVersion: [", []string{"broken.yaml, document 1"}},

@@ -99,7 +99,11 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		k.prepareCreate(obj)
 	}
 	if k.crd != nil {
-		if err := wo.unknownFields(k, unknownFieldMessages(k.crd.defaultAndPrune(obj))); err != nil {
+		unknown, err := k.crd.checked().schema.decode(obj)
+		if err != nil {
+			return nil, crDecodeError(k, err)
+		}
+		if err := wo.unknownFields(k, unknownFieldMessages(unknown)); err != nil {
 			return nil, err
 		}
 	}
@@ -139,7 +143,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 		if err := s.validate(k, u, nil, ""); err != nil {
 			return nil, err
 		}
-		wo.strategyWarnings(k, obj)
+		wo.strategyWarnings(k, obj, nil)
 		if err := s.validateWrite(k, "", obj, nil, wo); err != nil {
 			return nil, err
 		}

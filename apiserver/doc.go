@@ -38,8 +38,12 @@
 //	watch.go      chunked watch streams (JSON, protobuf): bookmarks, watch-list, 410 Expired
 //	table.go      Table output for kubectl get
 //	discovery.go  /version, /api, /apis, aggregated discovery
-//	crd.go        serving CustomResourceDefinitions; crdconvert.go their conversion webhooks,
-//	              admission.go admission webhooks, webhookcall.go the calls of webhooks
+//	crd.go        serving CustomResourceDefinitions; crdstrategy.go their defaults,
+//	              validation and warnings, crschema.go the schema work of custom
+//	              resource writes (pruning, defaulting, validation, CEL rules), both
+//	              with kube-apiserver's libraries; crdconvert.go their conversion
+//	              webhooks, admission.go admission webhooks, webhookcall.go the
+//	              calls of webhooks
 //	persist.go    Options.DataDir: the credentials kept, what New rebuilds from stored objects, Close
 //	lifecycle.go  around writes: the kinds' hooks called, namespace and CRD deletion (with
 //	              kube's namespace controller's conditions)
@@ -70,16 +74,17 @@
 // the JSON of a built-in kind in protobuf without decoding it into its Go
 // type (for protobuf answers); internal/jsonpatch
 // applies JSON and merge patches as json-patch.v4 (kube-apiserver's
-// library) does, with a bound on copies and in linear time; internal/apiext
-// implements CustomResourceDefinitions (types, validation, structural
-// schemas, printer columns); internal/openapi builds the OpenAPI documents;
-// internal/rbac evaluates RBAC (the authorizer's policy, escalation checks,
-// aggregation, kube's bootstrap roles); internal/garbagecollector follows
-// ownerReferences as kube-controller-manager's collector does (Background,
-// Foreground and Orphan deletions, dependents of absent owners, invalid
-// references), on kloop's informer, work queue and controller packages;
-// internal/inproc lets the server's controllers reach its API without a
-// network.
+// library) does, with a bound on copies and in linear time;
+// internal/openapi builds the OpenAPI documents; internal/rbac evaluates
+// RBAC (the authorizer's policy, escalation checks, aggregation, kube's
+// bootstrap roles); internal/garbagecollector follows ownerReferences as
+// kube-controller-manager's collector does (Background, Foreground and
+// Orphan deletions, dependents of absent owners, invalid references), on
+// kloop's informer, work queue and controller packages; internal/inproc lets
+// the server's controllers reach its API without a network.
+// CustomResourceDefinitions and custom resources are
+// handled by kube-apiserver's own libraries (k8s.io/apiextensions-apiserver:
+// crdstrategy.go, crschema.go).
 //
 // Semantics follow kube-apiserver: one global revision is every object's
 // resourceVersion; updates with a stale resourceVersion get 409 Conflict and

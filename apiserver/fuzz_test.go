@@ -90,6 +90,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(c.body, c.path, "application/json")
 	}
 	f.Add(`[{"op":"add","path":"/data/x","value":"1"}]`, "/api/v1/namespaces/kube-system", "application/json-patch+json")
+	f.Add(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"fs.f.io"},"spec":{"group":"f.io","scope":"Namespaced","names":{"plural":"fs","kind":"F"},"conversion":{"strategy":"Webhook"},"versions":[{"name":"v1","served":true,"storage":true,"additionalPrinterColumns":[{"name":"A","type":"date","jsonPath":".spec.a"}],"selectableFields":[{"jsonPath":".spec.a"}],"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.a != ''"}],"properties":{"a":{"type":"string","default":"x"}}}}}}}]}}`, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json")
 	f.Add(`{"spec":{"finalizers":null}}`, "/api/v1/namespaces/default", "application/strategic-merge-patch+json")
 	s := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, body, path, contentType string) {

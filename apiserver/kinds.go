@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 // The table of built-in kinds: one row per kind, with what discovery, the
@@ -92,9 +91,9 @@ func tableKinds() []kindDef {
 			scale: replicasScale(), fields: []selectableField{{name: "status.replicas", path: []string{"status", "replicas"}}}, setup: setupReplicaSet},
 		{gv: gv("coordination.k8s.io", "v1"), resource: "leases", kind: "Lease", namespaced: true, setup: setupLease},
 		// apiextensions.k8s.io is not in client-go's scheme: its Go type is
-		// kloop's own (internal/apiext).
-		{gv: gv(apiext.GroupName, "v1"), resource: "customresourcedefinitions", kind: "CustomResourceDefinition", shortNames: []string{"crd", "crds"},
-			status: true, generation: true, newTyped: func() any { return &apiext.CustomResourceDefinition{} }, setup: setupCRD},
+		// k8s.io/apiextensions-apiserver's.
+		{gv: gv(apiextensionsv1.GroupName, "v1"), resource: "customresourcedefinitions", kind: "CustomResourceDefinition", shortNames: []string{"crd", "crds"},
+			status: true, generation: true, newTyped: func() any { return &apiextensionsv1.CustomResourceDefinition{} }, setup: setupCRD},
 		{gv: rbac, resource: "roles", kind: "Role", namespaced: true, setup: setupRBAC(roleGVR)},
 		{gv: rbac, resource: "clusterroles", kind: "ClusterRole", setup: setupRBAC(clusterRoleGVR)},
 		{gv: rbac, resource: "rolebindings", kind: "RoleBinding", namespaced: true, setup: setupRBAC(roleBindingGVR)},

@@ -22,8 +22,6 @@ import (
 	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 // Field management: every write through the API records which manager
@@ -420,6 +418,51 @@ func (s *Server) crdTypeConverter(k *kind) (managedfields.TypeConverter, error) 
 	return managedfields.NewTypeConverter(models, false)
 }
 
+// addTypeMeta gives a resource's model its apiVersion, kind and metadata.
+func addTypeMeta(model *spec.Schema) {
+	if model.Properties == nil {
+		model.Properties = map[string]spec.Schema{}
+	}
+	model.Properties["apiVersion"] = *spec.StringProperty()
+	model.Properties["kind"] = *spec.StringProperty()
+	model.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/components/schemas/" + metav1.ObjectMeta{}.OpenAPIModelName())}}
+}
+
+// addEmbeddedTypeMeta gives every x-kubernetes-embedded-resource below
+// model its apiVersion, kind and metadata, as kube-apiserver's CRD OpenAPI
+// builder (addEmbeddedProperties) does for the apply models.
+func addEmbeddedTypeMeta(model *spec.Schema) {
+	for name, p := range model.Properties {
+		addEmbeddedTypeMeta(&p)
+		if embedded, _ := p.Extensions.GetBool("x-kubernetes-embedded-resource"); embedded {
+			addTypeMeta(&p)
+		}
+		model.Properties[name] = p
+	}
+	for _, sub := range []*spec.Schema{itemsSchema(model), additionalSchema(model)} {
+		if sub != nil {
+			addEmbeddedTypeMeta(sub)
+			if embedded, _ := sub.Extensions.GetBool("x-kubernetes-embedded-resource"); embedded {
+				addTypeMeta(sub)
+			}
+		}
+	}
+}
+
+func itemsSchema(s *spec.Schema) *spec.Schema {
+	if s.Items != nil {
+		return s.Items.Schema
+	}
+	return nil
+}
+
+func additionalSchema(s *spec.Schema) *spec.Schema {
+	if s.AdditionalProperties != nil {
+		return s.AdditionalProperties.Schema
+	}
+	return nil
+}
+
 // crdModelName is the OpenAPI name of a custom resource's model, as
 // kube-apiserver names it: the group's labels reversed, the version, the kind.
 func crdModelName(gvk schema.GroupVersionKind) string {
@@ -431,7 +474,7 @@ func crdModelName(gvk schema.GroupVersionKind) string {
 }
 
 // crdApplyModel is the apply model of one version of a custom resource.
-func crdApplyModel(props *apiext.JSONSchemaProps, gvk schema.GroupVersionKind) (*spec.Schema, error) {
+func crdApplyModel(props *apiextensionsv1.JSONSchemaProps, gvk schema.GroupVersionKind) (*spec.Schema, error) {
 	b, err := json.Marshal(props)
 	if err != nil {
 		return nil, err
@@ -452,9 +495,8 @@ func crdApplyModel(props *apiext.JSONSchemaProps, gvk schema.GroupVersionKind) (
 		model.Properties = map[string]spec.Schema{}
 	}
 	model.Type = spec.StringOrArray{"object"}
-	model.Properties["apiVersion"] = *spec.StringProperty()
-	model.Properties["kind"] = *spec.StringProperty()
-	model.Properties["metadata"] = spec.Schema{SchemaProps: spec.SchemaProps{Ref: spec.MustCreateRef("#/components/schemas/" + metav1.ObjectMeta{}.OpenAPIModelName())}}
+	addTypeMeta(model)
+	addEmbeddedTypeMeta(model)
 	model.AddExtension("x-kubernetes-group-version-kind", []any{map[string]any{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind}})
 	return model, nil
 }

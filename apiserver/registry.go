@@ -97,6 +97,14 @@ type kind struct {
 	admitUpdate func(s *Server, obj, old map[string]any) error
 	// warnings returns the Warning headers of a valid write (nil: none).
 	warnings func(obj map[string]any) []string
+	// warningsUpdate, when set, returns those of an update instead (old:
+	// the object it replaces), which may warn only of what it brings.
+	warningsUpdate func(obj, old map[string]any) []string
+	// validateAll, when set, validates a create (old nil) or an update
+	// (through subresource, "" for the main resource) in place of validate,
+	// validateUpdate and the generic metadata checks: the kind's own
+	// validation checks the metadata too (CRDs: kube-apiserver's).
+	validateAll func(obj, old map[string]any, subresource string) field.ErrorList
 	// statusKeepsMeta lists the metadata fields a write to /status cannot
 	// change (deployments: labels; pods: ownerReferences).
 	statusKeepsMeta []string

@@ -223,32 +223,38 @@ func checkScaleBody(body []byte, name string) error {
 }
 
 // check is kube-apiserver's check of a custom resource's scale paths, on
-// every write: the replicas at specReplicasPath and statusReplicasPath,
-// when present, are integers from 0 to 2^31-1, the selector at
-// labelSelectorPath a string.
+// every write of the main resource: the replicas at specReplicasPath and
+// statusReplicasPath, when present, are integers from 0 to 2^31-1, the
+// selector at labelSelectorPath a string. checkStatus is the part a write
+// of /status gets: all but specReplicasPath.
 func (sc *scaleInfo) check(obj map[string]any) field.ErrorList {
-	var errs field.ErrorList
-	replicas := func(path []string) {
-		if len(path) == 0 {
-			return
-		}
-		p := field.NewPath("." + strings.Join(path, "."))
-		n, _, err := unstructured.NestedInt64(obj, path...)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(p, n, err.Error()))
-		case n < 0:
-			errs = append(errs, field.Invalid(p, n, "should be a non-negative integer"))
-		case n > math.MaxInt32:
-			errs = append(errs, field.Invalid(p, n, fmt.Sprintf("should be less than or equal to %d", math.MaxInt32)))
-		}
-	}
-	replicas(sc.specReplicas)
-	replicas(sc.statusReplicas)
+	return append(checkReplicas(obj, sc.specReplicas), sc.checkStatus(obj)...)
+}
+
+func (sc *scaleInfo) checkStatus(obj map[string]any) field.ErrorList {
+	errs := checkReplicas(obj, sc.statusReplicas)
 	if len(sc.selector) > 0 {
 		if _, _, err := unstructured.NestedString(obj, sc.selector...); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("."+strings.Join(sc.selector, ".")), "", err.Error()))
 		}
 	}
 	return errs
+}
+
+// checkReplicas checks the replicas at path, if any.
+func checkReplicas(obj map[string]any, path []string) field.ErrorList {
+	if len(path) == 0 {
+		return nil
+	}
+	p := field.NewPath("." + strings.Join(path, "."))
+	n, _, err := unstructured.NestedInt64(obj, path...)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(p, n, err.Error())}
+	case n < 0:
+		return field.ErrorList{field.Invalid(p, n, "should be a non-negative integer")}
+	case n > math.MaxInt32:
+		return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("should be less than or equal to %d", math.MaxInt32))}
+	}
+	return nil
 }

@@ -51,7 +51,9 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 		var row metav1.TableRow
 		switch {
 		case k.crd != nil:
-			row.Cells = k.crd.columns.Cells(obj, now)
+			if row.Cells, err = k.crd.cells(obj); err != nil {
+				return nil, err
+			}
 		case k.cells != nil:
 			name := o.Name
 			if k.nameCell != nil {
@@ -96,8 +98,9 @@ func (s *Server) table(k *kind, objs []*storage.Object, lm metav1.ListMeta, t ta
 // when the kind does not place it. Custom resources use their CRD's columns.
 func (k *kind) tableColumns() []column {
 	if k.crd != nil {
-		out := make([]column, 0, len(k.crd.columns.Definitions()))
-		for _, d := range k.crd.columns.Definitions() {
+		defs := k.crd.columnDefinitions()
+		out := make([]column, 0, len(defs))
+		for _, d := range defs {
 			out = append(out, column{def: d})
 		}
 		return out

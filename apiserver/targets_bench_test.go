@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 )
@@ -180,4 +186,48 @@ func (l *latencies) p99() time.Duration {
 	}
 	slices.Sort(l.all)
 	return l.all[len(l.all)*99/100]
+}
+
+// BenchmarkTargetCRD measures a CRD's create → usable on the embedded
+// server and on the real kube-apiserver in one run: one op creates a new
+// CRD (benchCRD, a new name each time) and waits, as
+// apiservertest.InstallCRDs does, until it is Established, discovery lists
+// its resource and a list of it answers. The CRDs are deleted after the
+// loop. The real target needs KLOOP_REAL_K8S_DIR (hack/realk8s.sh).
+//
+//	KLOOP_REAL_K8S_DIR=$(bash hack/realk8s.sh) go test -run '^$' -bench BenchmarkTargetCRD -benchtime 20x ./apiserver/
+func BenchmarkTargetCRD(b *testing.B) {
+	for _, target := range apiservertest.Targets() {
+		b.Run(string(target), func(b *testing.B) {
+			if target == apiservertest.RealServer && !realBuilt() {
+				b.Skip("SKIPPED ON THE REAL KUBE-APISERVER: not built (bash hack/realk8s.sh)")
+			}
+			env := apiservertest.Start(b, target, apiservertest.Options{})
+			ctx := context.Background()
+			dyn, err := dynamic.NewForConfig(env.Config())
+			if err != nil {
+				b.Fatal(err)
+			}
+			crdRes := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+			var names []string
+			b.Cleanup(func() {
+				for _, n := range names {
+					_ = dyn.Resource(crdRes).Delete(ctx, n, metav1.DeleteOptions{})
+				}
+			})
+			run := strings.ToLower(rand.Text()[:6]) // the real server outlives a run
+			for b.Loop() {
+				plural := fmt.Sprintf("b%s%d", run, len(names))
+				u := &unstructured.Unstructured{}
+				if err := u.UnmarshalJSON([]byte(benchCRD(plural))); err != nil {
+					b.Fatal(err)
+				}
+				names = append(names, u.GetName())
+				if err := apiservertest.InstallCRDs(ctx, env.Config(), u); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/crd")
+		})
+	}
 }

@@ -216,7 +216,11 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	}
 	delete(m, "selfLink")
 	if k.crd != nil {
-		if err := wo.unknownFields(k, unknownFieldMessages(k.crd.defaultAndPrune(obj))); err != nil {
+		unknown, err := k.crd.checked().schema.decode(obj)
+		if err != nil {
+			return nil, false, false, crDecodeError(k, err)
+		}
+		if err := wo.unknownFields(k, unknownFieldMessages(unknown)); err != nil {
 			return nil, false, false, err
 		}
 	}
@@ -257,7 +261,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 		}
 	}
 	if ri.subresource == "" {
-		wo.strategyWarnings(k, obj)
+		wo.strategyWarnings(k, obj, old)
 	}
 	if _, ok := om["generation"]; ok && ri.subresource != "binding" && (specChanged(k, obj, old) ||
 		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"]) ||

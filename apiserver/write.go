@@ -73,9 +73,16 @@ func (k *kind) encoder(obj map[string]any) storage.EncodeFunc {
 // the subresource an update writes.
 func (s *Server) validate(k *kind, u, old *unstructured.Unstructured, sub string) error {
 	var errs field.ErrorList
-	if old == nil {
+	switch {
+	case k.validateAll != nil:
+		var oldObj map[string]any
+		if old != nil {
+			oldObj = old.Object
+		}
+		errs = k.validateAll(u.Object, oldObj, sub)
+	case old == nil:
 		errs = apivalidation.ValidateObjectMetaAccessor(u, k.namespaced, k.nameValidation, field.NewPath("metadata"))
-	} else {
+	default:
 		errs = validateMetaUpdate(u, old, field.NewPath("metadata"))
 	}
 	if old == nil && k.validateCreate != nil {
@@ -94,15 +101,11 @@ func (s *Server) validate(k *kind, u, old *unstructured.Unstructured, sub string
 		errs = k.declarative(errs, u.Object, old != nil)
 	}
 	if k.crd != nil {
-		errs = append(errs, k.crd.validate(u.Object)...)
-		if k.scale != nil {
-			errs = append(errs, k.scale.check(u.Object)...)
-		}
 		var oldObj map[string]any
 		if old != nil {
 			oldObj = old.Object
 		}
-		errs = append(errs, k.crd.validateCEL(u.Object, oldObj, errs)...)
+		errs = append(errs, k.crd.checked().schema.validate(u.Object, oldObj, sub, k.scale, errs)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: k.gvr.Group, Kind: k.kind}, u.GetName(), errs)

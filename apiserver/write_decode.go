@@ -46,6 +46,13 @@ func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any
 	if err != nil {
 		return nil, badRequest("the object provided is unrecognized (must be of type %s): %v (%s)", k.kind, err, wo.summary(body))
 	}
+	if _, unique := jsontree.DecodeStrict(body); !unique && wo != nil {
+		// kube-apiserver's strict decoding names the repeated fields,
+		// for fieldValidation (the last value stays).
+		if err := wo.unknownFields(k, duplicateFields(body)); err != nil {
+			return nil, err
+		}
+	}
 	if tm.Kind == "" {
 		return nil, badRequest("the object provided is unrecognized (must be of type %s): Object 'Kind' is missing in '%s' (%s)", k.kind, body, wo.summary(body))
 	}
@@ -86,6 +93,21 @@ func (s *Server) decodeBody(k *kind, body []byte, wo *writeOpts) (map[string]any
 			field.ErrorList{field.Invalid(field.NewPath("kind"), tm.Kind, "must be "+k.kind)})
 	}
 	return obj, nil
+}
+
+// duplicateFields lists the repeated fields of a JSON object as
+// kube-apiserver's strict decoding names them.
+func duplicateFields(body []byte) []string {
+	var v any
+	strict, err := sigsjson.UnmarshalStrict(body, &v, sigsjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(strict))
+	for _, e := range strict {
+		out = append(out, e.Error())
+	}
+	return out
 }
 
 // versionMismatch is a custom resource body of another apiVersion than the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,8 +24,9 @@ type writeOpts struct {
 	// fieldValidation is Strict (unknown fields are an error), Warn (a
 	// Warning header) or Ignore; kube-apiserver's default is Warn.
 	fieldValidation string
-	// warnings collects the Warning headers of the response.
-	warnings map[string]bool
+	// warnings collects the Warning headers of the response, in order,
+	// each once (warn).
+	warnings []string
 	// original is the request body as sent when it was not JSON (YAML),
 	// nil otherwise: decoding errors summarize it, as kube-apiserver's do.
 	original []byte
@@ -110,39 +111,41 @@ func (wo *writeOpts) unknownFields(k *kind, problems []string) error {
 	case metav1.FieldValidationStrict:
 		return badRequest("%s in version %q cannot be handled as a %s: strict decoding error: %s", k.kind, k.gvr.Version, k.kind, strings.Join(problems, ", "))
 	case metav1.FieldValidationWarn:
-		if wo.warnings == nil {
-			wo.warnings = map[string]bool{}
-		}
 		for _, p := range problems {
-			wo.warnings[p] = true
+			wo.warn(p)
 		}
 	}
 	return nil
 }
 
 // strategyWarnings collects the warnings kube-apiserver's strategy for k
-// gives about a valid object being written.
-func (wo *writeOpts) strategyWarnings(k *kind, obj map[string]any) {
-	if k.warnings == nil {
-		return
+// gives about a valid object being written (old: the object it replaces,
+// nil on create).
+func (wo *writeOpts) strategyWarnings(k *kind, obj, old map[string]any) {
+	var msgs []string
+	switch {
+	case old != nil && k.warningsUpdate != nil:
+		msgs = k.warningsUpdate(obj, old)
+	case k.warnings != nil:
+		msgs = k.warnings(obj)
 	}
-	for _, msg := range k.warnings(obj) {
-		if wo.warnings == nil {
-			wo.warnings = map[string]bool{}
-		}
-		wo.warnings[msg] = true
+	for _, msg := range msgs {
+		wo.warn(msg)
+	}
+}
+
+// warn adds a warning, unless it was given already: kube-apiserver's
+// warning recorder keeps each text once, in the order they came.
+func (wo *writeOpts) warn(msg string) {
+	if !slices.Contains(wo.warnings, msg) {
+		wo.warnings = append(wo.warnings, msg)
 	}
 }
 
 // writeWarnings sets the Warning headers collected by wo: the server's
-// own, sorted, then the admission webhooks', in their order.
+// own, in the order they came, then the admission webhooks', in theirs.
 func writeWarnings(w http.ResponseWriter, wo *writeOpts) {
-	msgs := make([]string, 0, len(wo.warnings)+len(wo.admissionWarnings))
-	for m := range wo.warnings {
-		msgs = append(msgs, m)
-	}
-	sort.Strings(msgs)
-	msgs = append(msgs, wo.admissionWarnings...)
+	msgs := append(slices.Clip(wo.warnings), wo.admissionWarnings...)
 	for _, h := range warningHeaders(msgs) {
 		w.Header().Add("Warning", h)
 	}

@@ -38,7 +38,7 @@ const deployBody = `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"nam
 // transcripts is the suite. To add one, append a transcript whose run
 // issues requests through tr (paths and bodies may use {ns} and {group}) to
 // one of its parts; state the expected status code of each with Want.
-var transcripts = slices.Concat(basicTranscripts, edgeTranscripts, limitTranscripts, timeoutTranscripts, pathSegmentTranscripts, boundedTextTranscripts, endpointTranscripts, rbacTranscripts, applyTranscripts, writeEdgeTranscripts, metadataTranscripts, protobufTranscripts, selfTranscripts, podSubresourceTranscripts, tokenTranscripts, celTranscripts, kindTranscripts, gcTranscripts)
+var transcripts = slices.Concat(basicTranscripts, edgeTranscripts, limitTranscripts, timeoutTranscripts, pathSegmentTranscripts, boundedTextTranscripts, endpointTranscripts, rbacTranscripts, applyTranscripts, writeEdgeTranscripts, metadataTranscripts, protobufTranscripts, selfTranscripts, podSubresourceTranscripts, tokenTranscripts, celTranscripts, kindTranscripts, crdTranscripts, crSchemaTranscripts, gcTranscripts)
 
 // basicTranscripts: each kind's CRUD, conflicts, finalizers, preconditions,
 // patches, lists and watches from a resourceVersion, deletion and its

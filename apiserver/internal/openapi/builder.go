@@ -15,9 +15,8 @@ import (
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"google.golang.org/protobuf/proto"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 // Resource describes one served resource (one group/version/kind).
@@ -37,7 +36,7 @@ type Resource struct {
 	Subresources []string
 	// Schema is the openAPIV3Schema of a custom resource version (nil means
 	// an object with any fields). Mutually exclusive with Type.
-	Schema *apiext.JSONSchemaProps
+	Schema *apiextensionsv1.JSONSchemaProps
 	// Type is the Go struct of a built-in kind (e.g.
 	// reflect.TypeFor[corev1.Pod]()); its schema is derived by reflection.
 	Type reflect.Type

@@ -15,13 +15,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/spec3"
 	kproto "k8s.io/kube-openapi/pkg/util/proto"
 	"k8s.io/kube-openapi/pkg/util/proto/validation"
 	"sigs.k8s.io/yaml"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -37,13 +36,13 @@ var (
 	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 )
 
-func cronCRD(t testing.TB) *apiext.CustomResourceDefinition {
+func cronCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/kubebuilder_cronjobs.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := &apiext.CustomResourceDefinition{}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal(raw, crd); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,7 @@ func testResources(t testing.TB) []Resource {
 		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Service"}, Plural: "services", Namespaced: true, Type: reflect.TypeFor[corev1.Service](), ListType: reflect.TypeFor[corev1.ServiceList](), Subresources: []string{"status"}, StrategicMergePatch: true},
 		{GVK: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "ReplicaSet"}, Plural: "replicasets", Namespaced: true, Type: reflect.TypeFor[appsv1.ReplicaSet](), Subresources: []string{"status", "scale"}, StrategicMergePatch: true},
 		{GVK: schema.GroupVersionKind{Group: "events.k8s.io", Version: "v1", Kind: "Event"}, Plural: "events", Namespaced: true, Type: reflect.TypeFor[eventsv1.Event](), ListType: reflect.TypeFor[eventsv1.EventList](), StrategicMergePatch: true},
-		{GVK: crdGVK, Plural: "customresourcedefinitions", Type: reflect.TypeFor[apiext.CustomResourceDefinition](), ListType: reflect.TypeFor[apiext.CustomResourceDefinitionList](), Subresources: []string{"status"}},
+		{GVK: crdGVK, Plural: "customresourcedefinitions", Type: reflect.TypeFor[apiextensionsv1.CustomResourceDefinition](), ListType: reflect.TypeFor[apiextensionsv1.CustomResourceDefinitionList](), Subresources: []string{"status"}},
 	}
 	return append(rs, ResourcesForCRD(cronCRD(t))...)
 }
@@ -338,7 +337,7 @@ func explainSchema(t *testing.T, docJSON []byte, gvk schema.GroupVersionKind, re
 
 func TestResourcesForCRD(t *testing.T) {
 	crd := cronCRD(t)
-	crd.Spec.Versions = append(crd.Spec.Versions, apiext.CustomResourceDefinitionVersion{Name: "v0", Served: false})
+	crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: "v0", Served: false})
 	rs := ResourcesForCRD(crd)
 	if len(rs) != 2 {
 		t.Fatalf("%d resources, want 2 (unserved version left out)", len(rs))

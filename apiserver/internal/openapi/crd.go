@@ -6,9 +6,8 @@ import (
 	"reflect"
 	"slices"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 const (
@@ -30,7 +29,7 @@ var (
 // apiVersion and kind from TypeMeta, embedded resources completed; for v2
 // additionally the OpenAPI-v2 restrictions (no junctors, no nullable, no
 // defaults, preserve-unknown-fields nodes left untyped).
-func (g *gen) crdSchema(s *apiext.JSONSchemaProps) (map[string]any, error) {
+func (g *gen) crdSchema(s *apiextensionsv1.JSONSchemaProps) (map[string]any, error) {
 	if s == nil {
 		return map[string]any{"type": "object"}, nil
 	}
@@ -109,7 +108,7 @@ func (g *gen) addEmbedded(m map[string]any, root bool) {
 
 // unfold makes x-kubernetes-int-or-string explicit as kube-apiserver does:
 // anyOf [integer, string], or a leading allOf entry when anyOf is taken.
-func unfold(s *apiext.JSONSchemaProps) {
+func unfold(s *apiextensionsv1.JSONSchemaProps) {
 	if s == nil {
 		return
 	}
@@ -126,8 +125,8 @@ func unfold(s *apiext.JSONSchemaProps) {
 	if !s.XIntOrString {
 		return
 	}
-	intOrString := []apiext.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}
-	isPattern := func(a []apiext.JSONSchemaProps) bool {
+	intOrString := []apiextensionsv1.JSONSchemaProps{{Type: "integer"}, {Type: "string"}}
+	isPattern := func(a []apiextensionsv1.JSONSchemaProps) bool {
 		return len(a) == 2 && a[0].Type == "integer" && a[1].Type == "string"
 	}
 	if isPattern(s.AnyOf) || (len(s.AllOf) > 0 && isPattern(s.AllOf[0].AnyOf)) {
@@ -137,11 +136,11 @@ func unfold(s *apiext.JSONSchemaProps) {
 		s.AnyOf = intOrString
 		return
 	}
-	s.AllOf = append([]apiext.JSONSchemaProps{{AnyOf: intOrString}}, s.AllOf...)
+	s.AllOf = append([]apiextensionsv1.JSONSchemaProps{{AnyOf: intOrString}}, s.AllOf...)
 }
 
 // toV2 applies kube-apiserver's ToStructuralOpenAPIV2 and drops defaults.
-func toV2(s *apiext.JSONSchemaProps) {
+func toV2(s *apiextensionsv1.JSONSchemaProps) {
 	if s == nil {
 		return
 	}

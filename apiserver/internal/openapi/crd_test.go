@@ -5,12 +5,12 @@ import (
 	"reflect"
 	"testing"
 
-	"kloop.dev/kloop/apiserver/internal/apiext"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-func schemaJSON(t *testing.T, js string) *apiext.JSONSchemaProps {
+func schemaJSON(t *testing.T, js string) *apiextensionsv1.JSONSchemaProps {
 	t.Helper()
-	var s apiext.JSONSchemaProps
+	var s apiextensionsv1.JSONSchemaProps
 	if err := json.Unmarshal([]byte(js), &s); err != nil {
 		t.Fatal(err)
 	}

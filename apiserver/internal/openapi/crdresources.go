@@ -1,15 +1,14 @@
 package openapi
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 // ResourcesForCRD describes every served version of crd as a Resource: its
 // scope, list kind, status and scale subresources and the version's schema.
 // Versions with served: false are left out, as kube-apiserver does.
-func ResourcesForCRD(crd *apiext.CustomResourceDefinition) []Resource {
+func ResourcesForCRD(crd *apiextensionsv1.CustomResourceDefinition) []Resource {
 	if crd == nil {
 		return nil
 	}
@@ -22,7 +21,7 @@ func ResourcesForCRD(crd *apiext.CustomResourceDefinition) []Resource {
 			GVK:        schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind},
 			ListKind:   crd.Spec.Names.ListKind,
 			Plural:     crd.Spec.Names.Plural,
-			Namespaced: crd.Spec.Scope == apiext.NamespaceScoped,
+			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		}
 		if v.Schema != nil {
 			r.Schema = v.Schema.OpenAPIV3Schema

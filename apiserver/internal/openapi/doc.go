@@ -2,7 +2,7 @@
 // kloop's embedded API server: /openapi/v2 (Swagger 2.0, JSON and gnostic
 // protobuf), the /openapi/v3 discovery document and one OpenAPI 3.0 document
 // per group version, from a description of the served resources: custom
-// resources by their openAPIV3Schema (apiext.JSONSchemaProps), built-in kinds
+// resources by their openAPIV3Schema (apiextensionsv1.JSONSchemaProps), built-in kinds
 // by their Go type (reflection over json tags and SwaggerDoc()).
 //
 // What the documents are for, as kubectl 1.32 and client-go read them:

@@ -7,9 +7,9 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"kloop.dev/kloop/apiserver/internal/apiext"
 	"kloop.dev/kloop/apiserver/internal/openapi"
 )
 
@@ -25,7 +25,7 @@ func ExampleBuilder() {
 		{GVK: schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, Plural: "pods", Namespaced: true,
 			Type: reflect.TypeFor[corev1.Pod](), StrategicMergePatch: true},
 		{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Plural: "widgets",
-			Schema: &apiext.JSONSchemaProps{Type: "object"}},
+			Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}},
 	})
 	if err != nil {
 		fmt.Println(err)

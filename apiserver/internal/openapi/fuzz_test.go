@@ -1,21 +1,23 @@
 package openapi
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	openapi_v3 "github.com/google/gnostic-models/openapiv3"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kube-openapi/pkg/spec3"
 	kproto "k8s.io/kube-openapi/pkg/util/proto"
 	"sigs.k8s.io/yaml"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
-// FuzzCRDDocuments: every schema ValidateCRD accepts must produce documents
+// FuzzCRDDocuments: every schema kube-apiserver's CRD validation accepts must produce documents
 // that gnostic, kube-openapi's proto models and spec3 all load, in JSON and
 // protobuf form.
 func FuzzCRDDocuments(f *testing.F) {
@@ -30,20 +32,24 @@ func FuzzCRDDocuments(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var s apiext.JSONSchemaProps
+		var s apiextensionsv1.JSONSchemaProps
 		if err := json.Unmarshal(js, &s); err != nil {
 			return
 		}
-		crd := &apiext.CustomResourceDefinition{
+		crd := &apiextensionsv1.CustomResourceDefinition{
 			ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
-			Spec: apiext.CustomResourceDefinitionSpec{
-				Group: "example.com", Scope: apiext.NamespaceScoped,
-				Names:    apiext.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
-				Versions: []apiext.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true, Schema: &apiext.CustomResourceValidation{OpenAPIV3Schema: &s}}},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true, Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &s}}},
 			},
 		}
-		apiext.SetDefaults(crd)
-		if len(apiext.ValidateCRD(crd)) > 0 {
+		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+		var internal apiextensions.CustomResourceDefinition
+		if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, &internal, nil); err != nil {
+			return
+		}
+		if len(crdvalidation.ValidateCustomResourceDefinition(context.Background(), &internal)) > 0 {
 			return
 		}
 		b, err := New(Options{})

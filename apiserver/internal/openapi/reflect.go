@@ -29,12 +29,6 @@ type swaggerDoc interface {
 	SwaggerDoc() map[string]string
 }
 
-// packageAliases maps Go package paths to the package path kube-apiserver's
-// model names are derived from, for kloop's own copies of Kubernetes types.
-var packageAliases = map[string]string{
-	"kloop.dev/kloop/apiserver/internal/apiext": "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1",
-}
-
 // restFriendlyName turns "k8s.io/api/core/v1.Pod" into
 // "io.k8s.api.core.v1.Pod" (kube-openapi's ToRESTFriendlyName).
 func restFriendlyName(name string) string {
@@ -56,9 +50,6 @@ func modelName(t reflect.Type) string {
 		return n.OpenAPIModelName()
 	}
 	pkg := t.PkgPath()
-	if a, ok := packageAliases[pkg]; ok {
-		pkg = a
-	}
 	name := t.Name()
 	// Generic instantiations carry brackets and package paths.
 	name = strings.NewReplacer("[", "_", "]", "_", "/", ".", "*", "", ",", "_", " ", "").Replace(name)

@@ -6,12 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"kloop.dev/kloop/apiserver/internal/apiext"
 )
 
 type testInner struct {
@@ -125,8 +124,8 @@ func TestModelNames(t *testing.T) {
 	}{
 		{reflect.TypeFor[corev1.Pod](), "io.k8s.api.core.v1.Pod"},
 		{reflect.TypeFor[metav1.ObjectMeta](), "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
-		{reflect.TypeFor[apiext.CustomResourceDefinition](), "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"},
-		{reflect.TypeFor[apiext.JSONSchemaProps](), "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"},
+		{reflect.TypeFor[apiextensionsv1.CustomResourceDefinition](), "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"},
+		{reflect.TypeFor[apiextensionsv1.JSONSchemaProps](), "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"},
 	}
 	for _, tt := range tests {
 		if got := modelName(tt.t); got != tt.want {
@@ -140,7 +139,7 @@ func TestModelNames(t *testing.T) {
 
 func TestReflectedCustomJSONTypes(t *testing.T) {
 	g := newGen(true)
-	g.define(reflect.TypeFor[apiext.CustomResourceDefinition]())
+	g.define(reflect.TypeFor[apiextensionsv1.CustomResourceDefinition]())
 	prefix := "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
 	for _, n := range []string{"JSON", "JSONSchemaPropsOrArray", "JSONSchemaPropsOrBool", "JSONSchemaPropsOrStringArray"} {
 		d, ok := g.defs[prefix+n]
