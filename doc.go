@@ -17,7 +17,8 @@
 //	                from --kubeconfig, $KUBECONFIG, in-cluster or ~/.kube/config)
 //	handler         maps events to requests (keys, never objects); predicate/ filters events
 //	workqueue       deduplicating, fair, rate-limited, delaying, prioritised queue of keys
-//	reconcile       Reconciler, Request, Result{RequeueAfter}, Terminal errors
+//	reconcile       Reconciler, Request, Result{RequeueAfter}, Terminal errors; trigger/: why a key was
+//	                queued (Cause, Record), the vocabulary the sources, handlers and queue share
 //	controller      workers that take keys and call Reconcile, applying the Result rules
 //	                (controllerutil/: finalizer, owner-reference, status and create-or-update helpers)
 //	manager         one shared cache, a client, runnables, leader election, probes and /metrics

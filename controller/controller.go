@@ -14,6 +14,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/reconcile/trigger"
 	"kloop.dev/kloop/workqueue"
 )
 
@@ -99,7 +100,7 @@ type Options struct {
 
 	// DisableTriggers turns off the record of why each reconcile runs.
 	// By default the work queue keeps, for each key waiting, the last
-	// workqueue.RecentTriggers causes that added it (the event's type,
+	// trigger.Recent causes that added it (the event's type,
 	// kind, object, handler, time; the controller's own requeues) and a
 	// count of all of them, merged as the key's adds merge, at no
 	// allocation per event; a reconcile reads them with
@@ -454,9 +455,9 @@ func (c *Controller) work(ctx context.Context) {
 	ids := newIDSource()
 	// trigs is the record of why the key handed out was added: this
 	// worker's, reused (nil without triggers).
-	var trigs *workqueue.Triggers
+	var trigs *trigger.Record
 	if !c.opts.DisableTriggers {
-		trigs = new(workqueue.Triggers)
+		trigs = new(trigger.Record)
 	}
 	// writes collects each reconcile's writes: this worker's, reused.
 	var writes *rctx.Writes
@@ -481,7 +482,7 @@ func (c *Controller) work(ctx context.Context) {
 // applies the Result rules. Requeues keep the priority, as
 // controller-runtime's priority queue does: a failing key of the initial list
 // is retried behind fresh events.
-func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *workqueue.Triggers, writes *rctx.Writes) {
+func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request, prio int, id [16]byte, trigs *trigger.Record, writes *rctx.Writes) {
 	// Both checks read the clock only when some key has writes pending
 	// or a loop state.
 	if c.stale != nil && c.stale.n.Load() > 0 {
@@ -491,7 +492,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			// would read is older than what it wrote. Try again soon,
 			// with the causes the key came with.
 			c.stats.staleSkips.Add(1)
-			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs, bookkeeping(trigs, workqueue.TriggerStale))
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs, bookkeeping(trigs, trigger.Stale))
 			return
 		case gaveUp:
 			c.stats.staleTimeouts.Add(1)
@@ -501,7 +502,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 		wait, keep := c.loops.before(ctx, req, trigs, c.opts.Clock.Now())
 		if wait > 0 {
 			// A key that loops, held back (HotLoopOptions.SlowDown).
-			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: wait}, trigs, bookkeeping(trigs, workqueue.TriggerSlowDown))
+			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: wait}, trigs, bookkeeping(trigs, trigger.SlowDown))
 			return
 		}
 		if writes != nil {
@@ -552,7 +553,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			c.queue.Forget(req)
 			log.Error("reconcile failed with a terminal error, not requeued", "err", err, why)
 		} else {
-			c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, RateLimited: true}, workqueue.Trigger{Type: workqueue.TriggerError})
+			c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, RateLimited: true}, trigger.Cause{Type: trigger.Error})
 			log.Error("reconcile failed, requeued with backoff", "err", err, why)
 		}
 		if !res.IsZero() {
@@ -562,7 +563,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	case res.RequeueAfter > 0:
 		c.stats.requeueAfter.Add(1)
 		c.queue.Forget(req)
-		c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter}, workqueue.Trigger{Type: workqueue.TriggerRequeueAfter})
+		c.queue.AddTriggered(req, workqueue.AddOptions{Priority: prio, After: res.RequeueAfter}, trigger.Cause{Type: trigger.RequeueAfter})
 		if !c.quiet && log.Enabled(ctx, slog.LevelDebug) {
 			log.Debug("reconciled, requeued after a delay", "requeueAfter", res.RequeueAfter, why)
 		}
@@ -620,11 +621,11 @@ func (e enqueuer) AddAll(reqs []reconcile.Request) {
 	e.q.AddAll(reqs, workqueue.AddOptions{Priority: e.prio})
 }
 
-func (e enqueuer) AddTriggered(req reconcile.Request, t workqueue.Trigger) {
+func (e enqueuer) AddTriggered(req reconcile.Request, t trigger.Cause) {
 	e.q.AddTriggered(req, workqueue.AddOptions{Priority: e.prio}, t)
 }
 
-func (e enqueuer) AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigger) {
+func (e enqueuer) AddAllTriggered(reqs []reconcile.Request, ts []trigger.Cause) {
 	e.q.AddAllTriggered(reqs, ts, workqueue.AddOptions{Priority: e.prio})
 }
 
@@ -632,11 +633,11 @@ func (e enqueuer) AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigg
 // did not reconcile (typ: Stale or SlowDown), recorded once per record
 // (none when trigs has one already), so that a key held back many times
 // keeps the causes it came with among its recent triggers.
-func bookkeeping(trigs *workqueue.Triggers, typ workqueue.TriggerType) workqueue.Trigger {
+func bookkeeping(trigs *trigger.Record, typ trigger.Type) trigger.Cause {
 	if trigs != nil && trigs.Count(typ) > 0 {
-		return workqueue.Trigger{}
+		return trigger.Cause{}
 	}
-	return workqueue.Trigger{Type: typ}
+	return trigger.Cause{Type: typ}
 }
 
 // triggersValue is a reconcile's triggers as a log value, built only when a

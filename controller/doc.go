@@ -72,7 +72,7 @@
 // # Why each reconcile ran
 //
 // The work queue keeps, for each key waiting, a record of what added it:
-// the last workqueue.RecentTriggers causes — an informer event (Create,
+// the last trigger.Recent causes — an informer event (Create,
 // InitialList, Update, Resync, Delete: the kind, the object's namespace,
 // name and resourceVersion, the handler, the time), a channel source's
 // event, or the controller's own requeue (Error, RequeueAfter, and Stale or

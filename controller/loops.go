@@ -17,7 +17,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // Defaults of HotLoopOptions.
@@ -173,7 +173,7 @@ func (d *loopDetector) state(req reconcile.Request, create bool) *loopState {
 // key back (SlowDown) and, when a fight is about to be reported, reads the
 // other writer's version of the object. keepFields says whether the
 // reconcile's writes must carry their managedFields.
-func (d *loopDetector) before(ctx context.Context, req reconcile.Request, trigs *workqueue.Triggers, now time.Time) (wait time.Duration, keepFields bool) {
+func (d *loopDetector) before(ctx context.Context, req reconcile.Request, trigs *trigger.Record, now time.Time) (wait time.Duration, keepFields bool) {
 	s := d.state(req, false)
 	if s == nil {
 		return 0, false
@@ -199,7 +199,7 @@ func (d *loopDetector) before(ctx context.Context, req reconcile.Request, trigs 
 // after takes in a finished reconcile of req: its triggers and writes;
 // failed: it returned an error (a conflict with the other writer, often),
 // which neither continues nor ends a fight.
-func (d *loopDetector) after(req reconcile.Request, trigs *workqueue.Triggers, writes []rctx.Write, failed bool, now time.Time) {
+func (d *loopDetector) after(req reconcile.Request, trigs *trigger.Record, writes []rctx.Write, failed bool, now time.Time) {
 	s := d.state(req, len(writes) > 0)
 	if s == nil {
 		return
@@ -291,14 +291,14 @@ func (d *loopDetector) sweep(now time.Time) {
 // selfTriggered reports whether every cause of the reconcile was an event
 // of one of the controller's own writes: each kept trigger names an object
 // and resourceVersion among ours, and none was dropped from the record.
-func selfTriggered(trigs *workqueue.Triggers, ours []rctx.Write) bool {
+func selfTriggered(trigs *trigger.Record, ours []rctx.Write) bool {
 	if trigs == nil || len(ours) == 0 {
 		return false
 	}
 	kept := 0
 	for i := range trigs.Len() {
 		t := trigs.At(i)
-		if t.Type == workqueue.TriggerStale || t.Type == workqueue.TriggerSlowDown {
+		if t.Type == trigger.Stale || t.Type == trigger.SlowDown {
 			continue // the controller holding the key back
 		}
 		if !isObjectEvent(t) || !isOurs(t.Object, ours) {
@@ -306,25 +306,25 @@ func selfTriggered(trigs *workqueue.Triggers, ours []rctx.Write) bool {
 		}
 		kept++
 	}
-	return kept > 0 && kept == trigs.Total()-trigs.Count(workqueue.TriggerStale)-trigs.Count(workqueue.TriggerSlowDown)
+	return kept > 0 && kept == trigs.Total()-trigs.Count(trigger.Stale)-trigs.Count(trigger.SlowDown)
 }
 
-func isObjectEvent(t workqueue.Trigger) bool {
+func isObjectEvent(t trigger.Cause) bool {
 	switch t.Type {
-	case workqueue.TriggerCreate, workqueue.TriggerUpdate, workqueue.TriggerDelete:
+	case trigger.Create, trigger.Update, trigger.Delete:
 		return t.Object != nil && !handler.IsNil(asObject(t.Object))
 	}
 	return false
 }
 
 // asObject returns o as a handler.Object, nil if it is not one.
-func asObject(o workqueue.TriggerObject) handler.Object {
+func asObject(o trigger.Object) handler.Object {
 	obj, _ := o.(handler.Object)
 	return obj
 }
 
 // isOurs reports whether the event's object is the state one of ours left.
-func isOurs(o workqueue.TriggerObject, ours []rctx.Write) bool {
+func isOurs(o trigger.Object, ours []rctx.Write) bool {
 	rv := o.GetResourceVersion()
 	for _, w := range ours {
 		if w.ResourceVersion == rv && w.Name == o.GetName() && w.Namespace == o.GetNamespace() {
@@ -366,13 +366,13 @@ func ownWrite(req reconcile.Request, writes []rctx.Write) *rctx.Write {
 
 // outsideUpdate reports whether the reconcile was caused by an update of
 // req's own object that is not one of the controller's writes.
-func outsideUpdate(req reconcile.Request, trigs *workqueue.Triggers, s *loopState) bool {
+func outsideUpdate(req reconcile.Request, trigs *trigger.Record, s *loopState) bool {
 	if trigs == nil {
 		return false
 	}
 	for i := range trigs.Len() {
 		t := trigs.At(i)
-		if t.Type == workqueue.TriggerUpdate && isObjectEvent(t) && t.Object.GetNamespace() == req.Namespace &&
+		if t.Type == trigger.Update && isObjectEvent(t) && t.Object.GetNamespace() == req.Namespace &&
 			t.Object.GetName() == req.Name && !isOurs(t.Object, s.ours) {
 			return true
 		}
@@ -384,13 +384,13 @@ func outsideUpdate(req reconcile.Request, trigs *workqueue.Triggers, s *loopStat
 // writer's update of the object, can be over a field that writer set: not
 // when the controller writes only the status and the other writer changed
 // the spec (a new generation) — a user's edit answered by a status update.
-func contested(own *rctx.Write, trigs *workqueue.Triggers, req reconcile.Request, s *loopState) bool {
+func contested(own *rctx.Write, trigs *trigger.Record, req reconcile.Request, s *loopState) bool {
 	if own.Subresource != "status" || s.lastOwn == nil {
 		return true
 	}
 	for i := range trigs.Len() {
 		t := trigs.At(i)
-		if t.Type != workqueue.TriggerUpdate || !isObjectEvent(t) || t.Object.GetName() != req.Name || t.Object.GetNamespace() != req.Namespace {
+		if t.Type != trigger.Update || !isObjectEvent(t) || t.Object.GetName() != req.Name || t.Object.GetNamespace() != req.Namespace {
 			continue
 		}
 		if o := asObject(t.Object); o != nil && o.GetGeneration() == s.lastOwn.Generation {
@@ -400,7 +400,7 @@ func contested(own *rctx.Write, trigs *workqueue.Triggers, req reconcile.Request
 	return false
 }
 
-func (d *loopDetector) reportLoop(req reconcile.Request, trigs *workqueue.Triggers, writes []rctx.Write, s *loopState, now time.Time) {
+func (d *loopDetector) reportLoop(req reconcile.Request, trigs *trigger.Record, writes []rctx.Write, s *loopState, now time.Time) {
 	d.stats.hotLoops.Add(1)
 	what := describeWrites(writes)
 	msg := fmt.Sprintf("reconciled and written %d times in a row in %s, each reconcile triggered only by the controller's own previous write and writing again with no generation change (%s): a value that changes on every reconcile, such as a timestamp in the status, is written each time",
@@ -413,7 +413,7 @@ func (d *loopDetector) reportLoop(req reconcile.Request, trigs *workqueue.Trigge
 // reportFight reports the fight over req's object, naming the field
 // managers and paths when managedFields tell them; it reports nothing (and
 // returns false) when they show that no field changed hands.
-func (d *loopDetector) reportFight(req reconcile.Request, trigs *workqueue.Triggers, own *rctx.Write, s *loopState, now time.Time) bool {
+func (d *loopDetector) reportFight(req reconcile.Request, trigs *trigger.Record, own *rctx.Write, s *loopState, now time.Time) bool {
 	var managers, paths []string
 	if s.theirs != nil && own != nil && len(own.ManagedFields) > 0 {
 		managers, paths = changedHands(s.theirs.GetManagedFields(), own.ManagedFields)
@@ -442,7 +442,7 @@ func (d *loopDetector) reportFight(req reconcile.Request, trigs *workqueue.Trigg
 
 // event records a Warning Event on req's object: the one Get read, else the
 // object of the reconcile's last trigger of it.
-func (d *loopDetector) event(req reconcile.Request, trigs *workqueue.Triggers, s *loopState, reason, msg string) {
+func (d *loopDetector) event(req reconcile.Request, trigs *trigger.Record, s *loopState, reason, msg string) {
 	if d.opts.Recorder == nil {
 		return
 	}

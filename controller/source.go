@@ -11,7 +11,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/reconcile"
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // Source delivers events to a controller's queue: it maps them to requests
@@ -115,7 +115,7 @@ type triggerEnqueuer struct {
 	// mu guards cur: a handler may keep the Enqueuer and add from another
 	// goroutine.
 	mu  sync.Mutex
-	cur workqueue.Trigger
+	cur trigger.Cause
 }
 
 // triggering returns a triggerEnqueuer over q, nil if q records no triggers.
@@ -126,7 +126,7 @@ func triggering(q handler.Enqueuer) *triggerEnqueuer {
 	return nil
 }
 
-func (e *triggerEnqueuer) set(t workqueue.Trigger) {
+func (e *triggerEnqueuer) set(t trigger.Cause) {
 	if e != nil {
 		e.mu.Lock()
 		e.cur = t
@@ -142,7 +142,7 @@ func (e *triggerEnqueuer) or(q handler.Enqueuer) handler.Enqueuer {
 	return e
 }
 
-func (e *triggerEnqueuer) trigger() workqueue.Trigger {
+func (e *triggerEnqueuer) trigger() trigger.Cause {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.cur
@@ -154,27 +154,27 @@ func (e *triggerEnqueuer) AddAfter(req reconcile.Request, d time.Duration) { e.q
 
 // channelTrigger is the cause of the adds of e, a channel source's event:
 // its type, and its object's kind (else "channel").
-func channelTrigger(e handler.Event, hname string) workqueue.Trigger {
-	t := workqueue.Trigger{Source: "channel", Handler: hname}
+func channelTrigger(e handler.Event, hname string) trigger.Cause {
+	t := trigger.Cause{Source: "channel", Handler: hname}
 	var obj handler.Object
 	switch e := e.(type) {
 	case handler.CreateEvent:
-		t.Type, obj = workqueue.TriggerCreate, e.Object
+		t.Type, obj = trigger.Create, e.Object
 		if e.IsInInitialList {
-			t.Type = workqueue.TriggerInitialList
+			t.Type = trigger.InitialList
 		}
 	case handler.UpdateEvent:
-		t.Type, obj = workqueue.TriggerUpdate, e.ObjectNew
+		t.Type, obj = trigger.Update, e.ObjectNew
 		if handler.IsNil(obj) {
 			obj = e.ObjectOld
 		} else if !handler.IsNil(e.ObjectOld) && obj.GetResourceVersion() != "" &&
 			obj.GetResourceVersion() == e.ObjectOld.GetResourceVersion() {
-			t.Type = workqueue.TriggerResync
+			t.Type = trigger.Resync
 		}
 	case handler.DeleteEvent:
-		t.Type, obj = workqueue.TriggerDelete, e.Object
+		t.Type, obj = trigger.Delete, e.Object
 	case handler.GenericEvent:
-		t.Type, obj = workqueue.TriggerGeneric, e.Object
+		t.Type, obj = trigger.Generic, e.Object
 	}
 	if !handler.IsNil(obj) {
 		t.Object = obj

@@ -15,7 +15,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // cmAt is a ConfigMap ns/name at resourceVersion rv, with its kind set.
@@ -126,7 +126,7 @@ func TestChannelTrigger(t *testing.T) {
 		{handler.GenericEvent{Object: obj("b")}, "Generic channel ns/b rv=1 by h"},
 	}
 	for _, tt := range tests {
-		var r workqueue.Triggers
+		var r trigger.Record
 		r.Add(channelTrigger(tt.e, "h"))
 		tr, _ := reconcile.TriggersFrom(&rctx.Scope{Context: context.Background(), Triggers: &r})
 		if got := tr.Recent[0].String(); got != tt.want {

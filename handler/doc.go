@@ -29,7 +29,7 @@
 // events itself. An Enqueuer that is also a BatchEnqueuer (the controller's)
 // takes many requests under one take of its lock (AddAll); one that is a
 // TriggerEnqueuer (the controller's) also takes why each request is added
-// (a workqueue.Trigger: the event, its object, the handler), which
+// (a trigger.Cause: the event, its object, the handler), which
 // informer.Source hands over and reconcile.TriggersFrom reads back.
 // EnqueueRequestForObject and EnqueueRequestsFromMapFunc name themselves
 // (String) in those records.

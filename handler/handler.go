@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"kloop.dev/kloop/reconcile"
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // Enqueuer is all a handler sees of the controller's work queue.
@@ -39,7 +39,7 @@ type BatchEnqueuer interface {
 }
 
 // TriggerEnqueuer is a BatchEnqueuer that also records why each request is
-// added — the event, its object, the handler — as a workqueue.Trigger: the
+// added — the event, its object, the handler — as a trigger.Cause: the
 // controller's enqueuers are (see reconcile.TriggersFrom). An event source
 // that knows the event an EventHandler is mapping hands the requests over
 // with their triggers; the triggers hold the event's object, not copies of
@@ -47,10 +47,10 @@ type BatchEnqueuer interface {
 type TriggerEnqueuer interface {
 	BatchEnqueuer
 	// AddTriggered adds req as Add does, caused by t.
-	AddTriggered(req reconcile.Request, t workqueue.Trigger)
+	AddTriggered(req reconcile.Request, t trigger.Cause)
 	// AddAllTriggered adds each request of reqs as Add does, caused by
 	// the trigger of the same index of ts; neither slice is kept.
-	AddAllTriggered(reqs []reconcile.Request, ts []workqueue.Trigger)
+	AddAllTriggered(reqs []reconcile.Request, ts []trigger.Cause)
 }
 
 // EventHandler maps events to requests and adds them to q. A handler must

@@ -12,7 +12,7 @@ import (
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/handler/predicate"
 	"kloop.dev/kloop/reconcile"
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // SourceOptions configures a Source. The zero value works.
@@ -21,7 +21,7 @@ type SourceOptions struct {
 	// T.
 	Name string
 	// Kind names the kind of the source's objects in the trigger records
-	// of the requests it adds (workqueue.Trigger.Source, read by
+	// of the requests it adds (trigger.Cause.Source, read by
 	// reconcile.TriggersFrom): "ConfigMap", "Widget.example.com". Default:
 	// Name. The builder sets it.
 	Kind string
@@ -187,10 +187,10 @@ func (sh *sourceHandler[T]) OnAdd(obj T, initial bool) {
 		return
 	}
 	if initial {
-		sh.cause(sh.low, workqueue.TriggerInitialList, obj)
+		sh.cause(sh.low, trigger.InitialList, obj)
 		sh.h.Create(sh.ctx, e, sh.low)
 	} else {
-		sh.cause(sh.q, workqueue.TriggerCreate, obj)
+		sh.cause(sh.q, trigger.Create, obj)
 		sh.h.Create(sh.ctx, e, sh.q)
 	}
 }
@@ -205,10 +205,10 @@ func (sh *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 		resync = sameVersion(oldObj, newObj)
 	}
 	if resync {
-		sh.cause(sh.low, workqueue.TriggerResync, newObj)
+		sh.cause(sh.low, trigger.Resync, newObj)
 		sh.h.Update(sh.ctx, e, sh.low)
 	} else {
-		sh.cause(sh.q, workqueue.TriggerUpdate, newObj)
+		sh.cause(sh.q, trigger.Update, newObj)
 		sh.h.Update(sh.ctx, e, sh.q)
 	}
 }
@@ -216,21 +216,21 @@ func (sh *sourceHandler[T]) OnUpdate(oldObj, newObj T) {
 func (sh *sourceHandler[T]) OnDelete(d Deleted[T]) {
 	e := handler.DeleteEvent{Object: d.Object, FinalStateUnknown: d.FinalStateUnknown}
 	if sh.allow(e) {
-		var obj workqueue.TriggerObject
+		var obj trigger.Object
 		if !isNil(d.Object) {
 			obj = d.Object
 		}
-		sh.cause(sh.q, workqueue.TriggerDelete, obj)
+		sh.cause(sh.q, trigger.Delete, obj)
 		sh.h.Delete(sh.ctx, e, sh.q)
 	}
 }
 
 // cause records on q, if it is a batcher that records triggers, the cause
 // of the adds of the event about to be dispatched to it.
-func (sh *sourceHandler[T]) cause(q handler.Enqueuer, typ workqueue.TriggerType, obj workqueue.TriggerObject) {
+func (sh *sourceHandler[T]) cause(q handler.Enqueuer, typ trigger.Type, obj trigger.Object) {
 	if b, ok := q.(*batcher); ok && b.tq != nil {
 		b.mu.Lock()
-		b.cur = workqueue.Trigger{Type: typ, Source: sh.kind, Handler: sh.handler, Object: obj}
+		b.cur = trigger.Cause{Type: typ, Source: sh.kind, Handler: sh.handler, Object: obj}
 		b.mu.Unlock()
 	}
 }
@@ -377,8 +377,8 @@ type batcher struct {
 	// cur is the cause of the event being dispatched (set by
 	// sourceHandler.cause); trigs holds the cause of each of reqs (with tq
 	// only). The triggers hold the events' objects until the flush.
-	cur   workqueue.Trigger
-	trigs []workqueue.Trigger
+	cur   trigger.Cause
+	trigs []trigger.Cause
 }
 
 func (b *batcher) Add(req reconcile.Request) {
@@ -415,7 +415,7 @@ func (b *batcher) flush(end bool) {
 		b.open.Store(false)
 	}
 	if end {
-		b.cur = workqueue.Trigger{} // let go of the event's object
+		b.cur = trigger.Cause{} // let go of the event's object
 	}
 	if len(b.reqs) == 0 {
 		return

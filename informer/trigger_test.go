@@ -15,6 +15,7 @@ import (
 
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/reconcile"
+	"kloop.dev/kloop/reconcile/trigger"
 	"kloop.dev/kloop/reflector"
 	"kloop.dev/kloop/workqueue"
 )
@@ -32,10 +33,10 @@ func (t triggerQueue) AddAfter(r reconcile.Request, d time.Duration) {
 	t.q.AddAfter(r, d)
 }
 func (t triggerQueue) AddAll(rs []reconcile.Request) { t.q.AddAll(rs, workqueue.AddOptions{}) }
-func (t triggerQueue) AddTriggered(r reconcile.Request, tr workqueue.Trigger) {
+func (t triggerQueue) AddTriggered(r reconcile.Request, tr trigger.Cause) {
 	t.q.AddTriggered(r, workqueue.AddOptions{}, tr)
 }
-func (t triggerQueue) AddAllTriggered(rs []reconcile.Request, ts []workqueue.Trigger) {
+func (t triggerQueue) AddAllTriggered(rs []reconcile.Request, ts []trigger.Cause) {
 	t.q.AddAllTriggered(rs, ts, workqueue.AddOptions{})
 }
 
@@ -68,7 +69,7 @@ func TestSourceTriggers(t *testing.T) {
 			defer func() { cancel(); <-srcDone; <-done }()
 
 			// take hands out the next key and renders its record's triggers.
-			var r workqueue.Triggers
+			var r trigger.Record
 			take := func() (key string, total int, triggers []string) {
 				k, _, _ := wq.GetWithTriggers(&r)
 				defer wq.Done(k)
@@ -155,7 +156,7 @@ func benchSourceTriggers(b *testing.B, triggers bool) {
 	worker := make(chan struct{})
 	go func() {
 		defer close(worker)
-		var r workqueue.Triggers
+		var r trigger.Record
 		k, _, shutdown := wq.GetWithTriggers(&r)
 		for !shutdown {
 			k, _, shutdown = wq.NextWithTriggers(k, &r)

@@ -30,5 +30,8 @@
 // the last few of them with their kind, object, resourceVersion, handler
 // and time, and how many in all. It is for observability — logs, traces,
 // "why was I reconciled?" — never for logic: a Request says only "this
-// object may need work", whatever woke it.
+// object may need work", whatever woke it. Its vocabulary (trigger.Type,
+// the Cause an event source records, the bounded Record the work queue
+// keeps per key) is the leaf package reconcile/trigger, which the
+// informer, handler and work queue share without importing each other.
 package reconcile

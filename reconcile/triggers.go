@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"kloop.dev/kloop/internal/rctx"
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // Trigger is one cause of a reconcile: an event that a handler mapped to the
 // request, or one of the controller's own requeues.
 type Trigger struct {
-	// Type says what happened: workqueue.TriggerUpdate, TriggerError…
-	Type workqueue.TriggerType
+	// Type says what happened: trigger.Update, trigger.Error…
+	Type trigger.Type
 	// Kind is the source of the event: the kind of its object
 	// ("ConfigMap", "Widget.example.com") or the source's name; empty for
 	// the controller's own requeues.
@@ -60,7 +60,7 @@ func (t Trigger) String() string {
 
 // Triggers is why a reconcile runs: the causes merged into it since the
 // key's last reconcile began. The work queue keeps a bounded record per
-// key — the last workqueue.RecentTriggers causes, and a count of all of
+// key — the last trigger.Recent causes, and a count of all of
 // them by type — so a burst of a thousand events is one reconcile with
 // Total 1000 and its last four events.
 type Triggers struct {
@@ -68,10 +68,10 @@ type Triggers struct {
 	Recent []Trigger
 	// Total counts every cause merged into the reconcile, those in Recent
 	// and the older ones; causes added without a trigger (a plain
-	// Enqueuer.Add of a custom source) count as workqueue.TriggerUnknown.
+	// Enqueuer.Add of a custom source) count as trigger.Unknown.
 	Total int
 	// Counts counts them by type.
-	Counts map[workqueue.TriggerType]int
+	Counts map[trigger.Type]int
 }
 
 // TriggersFrom returns why the reconcile of ctx runs; ok is false outside a
@@ -95,8 +95,8 @@ func TriggersFrom(ctx context.Context) (t Triggers, ok bool) {
 }
 
 // triggersOf builds the Triggers of a work queue's record.
-func triggersOf(r *workqueue.Triggers) Triggers {
-	t := Triggers{Total: r.Total(), Recent: make([]Trigger, 0, r.Len()), Counts: map[workqueue.TriggerType]int{}}
+func triggersOf(r *trigger.Record) Triggers {
+	t := Triggers{Total: r.Total(), Recent: make([]Trigger, 0, r.Len()), Counts: map[trigger.Type]int{}}
 	for typ, n := range r.Counts() {
 		t.Counts[typ] = n
 	}

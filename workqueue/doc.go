@@ -46,7 +46,7 @@
 // with it, so the informer contends with the workers once per run.
 //
 // With Options.Triggers the queue also keeps, for each key waiting, a
-// record of why it was added (Triggers: the last RecentTriggers causes given
+// record of why it was added (a trigger.Record: the last trigger.Recent causes given
 // to AddTriggered, AddAllTriggered or AddRecord, and a count of every add by
 // type), merged exactly as the key's adds are: a key added while a worker
 // holds it starts a new record, handed out with its next Get.

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // model is a slow, obviously correct reference of the queue's semantics:
@@ -202,7 +204,7 @@ func FuzzQueue(f *testing.F) {
 		// adds counts each key's adds since it was last handed out: its
 		// trigger record's Total at the next hand-out.
 		adds := map[string]int{}
-		var rec Triggers
+		var rec trigger.Record
 		checkRecord := func(k string) {
 			if rec.Total() != adds[k] {
 				t.Fatalf("%s handed out with %d triggers, %d adds since its last hand-out", k, rec.Total(), adds[k])
@@ -284,7 +286,7 @@ func FuzzQueue(f *testing.F) {
 					keys := batchKeys(k, next())
 					trace = append(trace, fmt.Sprintf("addall %v p%d", keys, p))
 					// The first keys with a cause, the others without.
-					q.AddAllTriggered(keys, make([]Trigger, len(keys)/2), AddOptions{Priority: p})
+					q.AddAllTriggered(keys, make([]trigger.Cause, len(keys)/2), AddOptions{Priority: p})
 					for _, k := range keys {
 						m.add(k, p)
 						adds[k]++
@@ -292,7 +294,7 @@ func FuzzQueue(f *testing.F) {
 					break
 				}
 				trace = append(trace, fmt.Sprintf("add %s p%d", k, p))
-				q.AddTriggered(k, AddOptions{Priority: p}, Trigger{Type: TriggerUpdate})
+				q.AddTriggered(k, AddOptions{Priority: p}, trigger.Cause{Type: trigger.Update})
 				m.add(k, p)
 				adds[k]++
 			case 1:

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // Options configures a Queue. The zero value is ready to use.
@@ -31,7 +33,7 @@ type Options[K comparable] struct {
 	Clock Clock
 
 	// Triggers keeps, for each key waiting for a worker, a record of why
-	// it was added (Triggers: the last RecentTriggers causes given to
+	// it was added (a trigger.Record: the last trigger.Recent causes given to
 	// AddTriggered and AddAllTriggered, and a count of every add by type),
 	// merged as the adds of the key are merged, and handed to the worker
 	// by GetWithTriggers and NextWithTriggers. Recording allocates
@@ -154,7 +156,7 @@ type Queue[K comparable] struct {
 
 	// trigs holds the trigger records of nodes (node.trig), reused through
 	// trigFree (indices of unused records); only with triggers.
-	trigs    []Triggers
+	trigs    []trigger.Record
 	trigFree []uint32
 
 	// Statistics for the MetricsProvider; kept only when timed.
@@ -233,6 +235,11 @@ func New[K comparable](opts Options[K]) (*Queue[K], error) {
 
 func (q *Queue[K]) now() int64 { return int64(q.clock.Since(q.epoch)) }
 
+// nowTime returns the time now, read from the monotonic clock only (Since
+// costs a third of Now on some machines): the Time of a cause added
+// without one.
+func (q *Queue[K]) nowTime() time.Time { return q.epoch.Add(q.clock.Since(q.epoch)) }
+
 // Add makes key ready now, unless it is already ready. A key held by a worker
 // is marked dirty and becomes ready again at Done. Adds after ShutDown are
 // ignored.
@@ -241,7 +248,7 @@ func (q *Queue[K]) Add(key K) {
 	if !q.shuttingDown {
 		i := q.addNow(key, 0)
 		if q.triggers {
-			q.record(i).count(TriggerUnknown)
+			q.record(i).Tally(trigger.Unknown)
 		}
 	}
 	q.mu.Unlock()
@@ -265,31 +272,31 @@ func (q *Queue[K]) AddWithOptions(key K, o AddOptions) {
 
 // AddTriggered is AddWithOptions that records t as a cause of the add
 // (Options.Triggers; without it, t is ignored). A zero t.Time is set to now.
-func (q *Queue[K]) AddTriggered(key K, o AddOptions, t Trigger) {
+func (q *Queue[K]) AddTriggered(key K, o AddOptions, t trigger.Cause) {
 	if !q.triggers {
 		q.addWithOptions(key, o, nil, nil)
 		return
 	}
 	if t.Time.IsZero() {
-		t.at = q.now() + 1
+		t.Time = q.nowTime()
 	}
 	q.addWithOptions(key, o, &t, nil)
 }
 
 // AddRecord is AddWithOptions that merges the record r (as handed out by
 // GetWithTriggers) into the key's record, then records t unless t is the
-// zero Trigger: the way a worker that does not process a key puts it back
+// zero Cause: the way a worker that does not process a key puts it back
 // with the causes it was handed out with. Without Options.Triggers, r and t
 // are ignored.
-func (q *Queue[K]) AddRecord(key K, o AddOptions, r *Triggers, t Trigger) {
+func (q *Queue[K]) AddRecord(key K, o AddOptions, r *trigger.Record, t trigger.Cause) {
 	if !q.triggers || r == nil {
 		q.AddTriggered(key, o, t)
 		return
 	}
 	merged := *r
-	if t != (Trigger{}) {
+	if t != (trigger.Cause{}) {
 		if t.Time.IsZero() {
-			t.at = q.now() + 1
+			t.Time = q.nowTime()
 		}
 		merged.Add(t)
 	}
@@ -297,7 +304,7 @@ func (q *Queue[K]) AddRecord(key K, o AddOptions, r *Triggers, t Trigger) {
 }
 
 // addWithOptions is AddWithOptions recording t (nil: an unknown cause).
-func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *Trigger, r *Triggers) {
+func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *trigger.Cause, r *trigger.Record) {
 	d := o.After
 	if o.RateLimited {
 		if q.ShuttingDown() {
@@ -322,11 +329,11 @@ func (q *Queue[K]) addWithOptions(key K, o AddOptions, t *Trigger, r *Triggers) 
 	if q.triggers {
 		switch {
 		case r != nil:
-			q.record(i).merge(r)
+			q.record(i).Merge(r)
 		case t != nil:
 			q.record(i).Add(*t)
 		default:
-			q.record(i).count(TriggerUnknown)
+			q.record(i).Tally(trigger.Unknown)
 		}
 	}
 }
@@ -343,22 +350,21 @@ func (q *Queue[K]) AddAll(keys []K, o AddOptions) {
 // keys[i] (Options.Triggers; without it, ts is ignored); keys beyond ts
 // have an unknown cause. Zero Times are set to one reading of the clock.
 // Neither slice is kept.
-func (q *Queue[K]) AddAllTriggered(keys []K, ts []Trigger, o AddOptions) {
+func (q *Queue[K]) AddAllTriggered(keys []K, ts []trigger.Cause, o AddOptions) {
 	if !q.triggers {
 		ts = nil
 	}
 	q.addAll(keys, ts, o)
 }
 
-func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
+func (q *Queue[K]) addAll(keys []K, ts []trigger.Cause, o AddOptions) {
 	if len(keys) == 0 {
 		return
 	}
-	// One reading of the monotonic clock for the batch (ns since epoch):
-	// the triggers' Times are made from it when handed out.
-	var now int64
+	// One reading of the clock for the batch.
+	var now time.Time
 	if len(ts) > 0 {
-		now = q.now() + 1
+		now = q.nowTime()
 	}
 	if o.RateLimited {
 		// Each key's own delay: one at a time (the limiter has its lock).
@@ -366,7 +372,7 @@ func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 			if i < len(ts) {
 				t := ts[i]
 				if t.Time.IsZero() {
-					t.at = now
+					t.Time = now
 				}
 				q.addWithOptions(k, o, &t, nil)
 			} else {
@@ -397,19 +403,20 @@ func (q *Queue[K]) addAll(keys []K, ts []Trigger, o AddOptions) {
 		}
 		r := q.record(i)
 		if j >= len(ts) {
-			r.count(TriggerUnknown)
+			r.Tally(trigger.Unknown)
 			continue
 		}
-		r.Add(ts[j])
-		if ts[j].Time.IsZero() {
-			r.recent[(int(r.next)+RecentTriggers-1)%RecentTriggers].at = now
+		c := ts[j]
+		if c.Time.IsZero() {
+			c.Time = now
 		}
+		r.Add(c)
 	}
 }
 
 // record returns the trigger record of node i, making one if it has none.
 // The pointer is valid until the next record.
-func (q *Queue[K]) record(i int32) *Triggers {
+func (q *Queue[K]) record(i int32) *trigger.Record {
 	n := &q.nodes[i]
 	if n.trig == 0 {
 		var idx uint32
@@ -417,7 +424,7 @@ func (q *Queue[K]) record(i int32) *Triggers {
 			idx = q.trigFree[f-1]
 			q.trigFree = q.trigFree[:f-1]
 		} else {
-			q.trigs = append(q.trigs, Triggers{})
+			q.trigs = append(q.trigs, trigger.Record{})
 			idx = uint32(len(q.trigs) - 1)
 		}
 		n.trig = idx + 1
@@ -481,7 +488,7 @@ func (q *Queue[K]) GetWithPriority() (key K, priority int, shutdown bool) {
 // GetWithTriggers is GetWithPriority that also fills dst with the key's
 // trigger record (Options.Triggers): why it was added since a worker last
 // took it. dst is emptied when there is none.
-func (q *Queue[K]) GetWithTriggers(dst *Triggers) (key K, priority int, shutdown bool) {
+func (q *Queue[K]) GetWithTriggers(dst *trigger.Record) (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.getLocked(dst)
@@ -499,7 +506,7 @@ func (q *Queue[K]) Next(done K) (key K, priority int, shutdown bool) {
 }
 
 // NextWithTriggers is Next that fills dst as GetWithTriggers does.
-func (q *Queue[K]) NextWithTriggers(done K, dst *Triggers) (key K, priority int, shutdown bool) {
+func (q *Queue[K]) NextWithTriggers(done K, dst *trigger.Record) (key K, priority int, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.doneLocked(done)
@@ -508,7 +515,7 @@ func (q *Queue[K]) NextWithTriggers(done K, dst *Triggers) (key K, priority int,
 
 // getLocked is GetWithPriority with q.mu held; it fills dst (if not nil)
 // with the key's trigger record.
-func (q *Queue[K]) getLocked(dst *Triggers) (key K, priority int, shutdown bool) {
+func (q *Queue[K]) getLocked(dst *trigger.Record) (key K, priority int, shutdown bool) {
 	for q.ready == 0 && !q.shuttingDown {
 		q.waiters++
 		q.cond.Wait()
@@ -529,7 +536,7 @@ func (q *Queue[K]) getLocked(dst *Triggers) (key K, priority int, shutdown bool)
 	switch {
 	case q.triggers && n.trig != 0:
 		if dst != nil {
-			q.trigs[n.trig-1].moveTo(dst, q.epoch)
+			q.trigs[n.trig-1].MoveTo(dst)
 		}
 		q.dropTriggers(n)
 	case dst != nil:

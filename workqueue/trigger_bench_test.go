@@ -3,6 +3,8 @@ package workqueue
 import (
 	"fmt"
 	"testing"
+
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // BenchmarkTriggers: serial add + hand-out + done of 1,024 keys going
@@ -17,12 +19,12 @@ func BenchmarkTriggers(b *testing.B) {
 			}
 			defer q.ShutDown()
 			keys := make([]string, 1024)
-			ts := make([]Trigger, len(keys))
+			ts := make([]trigger.Cause, len(keys))
 			for i := range keys {
 				keys[i] = fmt.Sprint("ns/k", i)
 				ts[i] = upd(fmt.Sprint(i))
 			}
-			var r Triggers
+			var r trigger.Record
 			q.AddAllTriggered(keys[:1], ts[:1], AddOptions{})
 			k, _, _ := q.GetWithTriggers(&r)
 			b.ReportAllocs()

@@ -5,21 +5,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
-// obj is a TriggerObject.
+// obj is a trigger.Object.
 type obj struct{ ns, name, rv string }
 
 func (o *obj) GetNamespace() string       { return o.ns }
 func (o *obj) GetName() string            { return o.name }
 func (o *obj) GetResourceVersion() string { return o.rv }
 
-func upd(rv string) Trigger {
-	return Trigger{Type: TriggerUpdate, Source: "ConfigMap", Handler: "h", Object: &obj{"ns", "a", rv}}
+func upd(rv string) trigger.Cause {
+	return trigger.Cause{Type: trigger.Update, Source: "ConfigMap", Handler: "h", Object: &obj{"ns", "a", rv}}
 }
 
 // describe renders a record: "total=N Type:rv Type:rv …" (oldest first).
-func describe(r *Triggers) string {
+func describe(r *trigger.Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "total=%d", r.Total())
 	for i := range r.Len() {
@@ -71,7 +73,7 @@ func TestTriggers(t *testing.T) {
 		run: func(q *Queue[string], clock *fakeClock) []string {
 			q.AddTriggered("a", AddOptions{}, upd("1"))
 			first := get(q, "a")
-			q.AddTriggered("a", AddOptions{After: time.Second}, Trigger{Type: TriggerError})
+			q.AddTriggered("a", AddOptions{After: time.Second}, trigger.Cause{Type: trigger.Error})
 			q.Done("a")
 			q.AddTriggered("a", AddOptions{}, upd("2")) // an event makes it ready at once
 			return []string{first, get(q, "a")}
@@ -80,7 +82,7 @@ func TestTriggers(t *testing.T) {
 	}, {
 		name: "a delayed key keeps its record until it is due",
 		run: func(q *Queue[string], clock *fakeClock) []string {
-			q.AddTriggered("a", AddOptions{After: time.Second}, Trigger{Type: TriggerRequeueAfter})
+			q.AddTriggered("a", AddOptions{After: time.Second}, trigger.Cause{Type: trigger.RequeueAfter})
 			clock.Advance(time.Second)
 			return []string{get(q, "a")}
 		},
@@ -88,7 +90,7 @@ func TestTriggers(t *testing.T) {
 	}, {
 		name: "AddAllTriggered records each key's cause; keys beyond the causes are unknown",
 		run: func(q *Queue[string], _ *fakeClock) []string {
-			q.AddAllTriggered([]string{"a", "b", "a", "c"}, []Trigger{upd("1"), upd("2"), upd("3")}, AddOptions{})
+			q.AddAllTriggered([]string{"a", "b", "a", "c"}, []trigger.Cause{upd("1"), upd("2"), upd("3")}, AddOptions{})
 			return []string{get(q, "a"), get(q, "b"), get(q, "c")}
 		},
 		want: []string{"total=2 Update:1 Update:3", "total=1 Update:2", "total=1"},
@@ -97,13 +99,13 @@ func TestTriggers(t *testing.T) {
 		run: func(q *Queue[string], clock *fakeClock) []string {
 			q.AddTriggered("a", AddOptions{}, upd("1"))
 			q.AddTriggered("a", AddOptions{}, upd("2"))
-			var r Triggers
+			var r trigger.Record
 			k, _, _ := q.GetWithTriggers(&r)
 			q.AddTriggered(k, AddOptions{}, upd("3")) // while held: the next record
-			q.AddRecord(k, AddOptions{After: time.Millisecond}, &r, Trigger{Type: TriggerStale})
+			q.AddRecord(k, AddOptions{After: time.Millisecond}, &r, trigger.Cause{Type: trigger.Stale})
 			q.Done(k)
 			first := get(q, "a")
-			q.AddRecord("a", AddOptions{}, &r, Trigger{}) // the zero Trigger: merge only
+			q.AddRecord("a", AddOptions{}, &r, trigger.Cause{}) // the zero trigger.Cause: merge only
 			return []string{first, get(q, "a")}
 		},
 		want: []string{"total=4 Update:3 Update:1 Update:2 Stale", "total=2 Update:1 Update:2"},
@@ -136,7 +138,7 @@ func TestTriggers(t *testing.T) {
 
 // get takes key (which must be the next one ready) with its record.
 func get(q *Queue[string], key string) string {
-	var r Triggers
+	var r trigger.Record
 	k, _, shutdown := q.GetWithTriggers(&r)
 	if shutdown || k != key {
 		return fmt.Sprintf("got %q (shutdown %v), want %q", k, shutdown, key)
@@ -153,8 +155,8 @@ func TestTriggerTimes(t *testing.T) {
 	}
 	defer q.ShutDown()
 	set := time.Unix(42, 0)
-	q.AddAllTriggered([]string{"a", "b"}, []Trigger{upd("1"), {Type: TriggerCreate, Time: set}}, AddOptions{})
-	var r Triggers
+	q.AddAllTriggered([]string{"a", "b"}, []trigger.Cause{upd("1"), {Type: trigger.Create, Time: set}}, AddOptions{})
+	var r trigger.Record
 	for _, want := range []time.Time{clock.Now(), set} {
 		k, _, _ := q.GetWithTriggers(&r)
 		if got := r.At(0).Time; !got.Equal(want) {
@@ -171,7 +173,7 @@ func TestTriggersOff(t *testing.T) {
 	}
 	defer q.ShutDown()
 	q.AddTriggered("a", AddOptions{}, upd("1"))
-	r := Triggers{}
+	r := trigger.Record{}
 	r.Add(upd("0")) // must be emptied
 	k, _, _ := q.GetWithTriggers(&r)
 	if k != "a" || r.Total() != 0 || r.Len() != 0 {
@@ -187,9 +189,9 @@ func TestTriggersReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r Triggers
+	var r trigger.Record
 	for range 100 {
-		q.AddAllTriggered([]string{"a", "b", "a"}, []Trigger{upd("1"), upd("2"), upd("3")}, AddOptions{})
+		q.AddAllTriggered([]string{"a", "b", "a"}, []trigger.Cause{upd("1"), upd("2"), upd("3")}, AddOptions{})
 		for range 2 {
 			k, _, _ := q.GetWithTriggers(&r)
 			q.Done(k)
@@ -198,7 +200,7 @@ func TestTriggersReused(t *testing.T) {
 	if len(q.trigs) > 2 {
 		t.Fatalf("%d records for two keys", len(q.trigs))
 	}
-	q.AddTriggered("c", AddOptions{After: time.Hour}, Trigger{Type: TriggerRequeueAfter})
+	q.AddTriggered("c", AddOptions{After: time.Hour}, trigger.Cause{Type: trigger.RequeueAfter})
 	q.ShutDown()
 	if len(q.trigFree) != len(q.trigs) {
 		t.Fatalf("%d of %d records free after shutdown", len(q.trigFree), len(q.trigs))
@@ -212,8 +214,8 @@ func TestTriggersNoAllocs(t *testing.T) {
 	}
 	defer q.ShutDown()
 	keys := []string{"a", "b", "c"}
-	ts := []Trigger{upd("1"), upd("2"), upd("3")}
-	var r Triggers
+	ts := []trigger.Cause{upd("1"), upd("2"), upd("3")}
+	var r trigger.Record
 	q.AddAllTriggered(keys, ts, AddOptions{})
 	k, _, _ := q.GetWithTriggers(&r)
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -222,16 +224,5 @@ func TestTriggersNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per AddAllTriggered+NextWithTriggers", allocs)
-	}
-}
-
-func TestTriggerTypeString(t *testing.T) {
-	for typ := range numTriggerTypes {
-		if s := typ.String(); s == "" || strings.HasPrefix(s, "TriggerType(") {
-			t.Errorf("type %d has no name", typ)
-		}
-	}
-	if s := TriggerType(200).String(); s != "TriggerType(200)" {
-		t.Errorf("String of an unknown type: %q", s)
 	}
 }

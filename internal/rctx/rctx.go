@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 
-	"kloop.dev/kloop/workqueue"
+	"kloop.dev/kloop/reconcile/trigger"
 )
 
 // key is the context key of a Scope.
@@ -26,7 +26,7 @@ type Scope struct {
 	// handed out with the key (nil outside a controller, or with
 	// controller.Options.DisableTriggers). It is the worker's, valid during
 	// the reconcile only: readers copy what they keep.
-	Triggers *workqueue.Triggers
+	Triggers *trigger.Record
 	// Writes collects the writes made through the client with the
 	// reconcile's context (nil: nobody asks).
 	Writes *Writes
