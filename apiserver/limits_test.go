@@ -163,12 +163,15 @@ func TestReadHeaderTimeout(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) {
 			_, addr := serveLoopback(t, Options{TLS: useTLS, ReadHeaderTimeout: 300 * time.Millisecond})
+			// start is read before the dial: the server's deadline runs
+			// from its accept, which follows it, whereas a reading after
+			// the dial may come late on a loaded machine.
+			start := time.Now()
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			start := time.Now()
 			stop := make(chan struct{})
 			defer close(stop)
 			go func() { // a header byte every 50 ms (or a handshake that never starts)
