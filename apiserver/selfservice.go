@@ -83,7 +83,7 @@ func (s *Server) createKubernetesService() error {
 		"apiVersion": "v1", "kind": "Service",
 		"metadata": map[string]any{
 			"name": "kubernetes", "namespace": "default",
-			"labels": map[string]any{"component": "apiserver", "provider": "kubernetes"},
+			"labels":        map[string]any{"component": "apiserver", "provider": "kubernetes"},
 			"managedFields": s.ownManagedFields("v1", fields),
 		},
 		"spec": map[string]any{
@@ -179,7 +179,9 @@ func (s *Server) publishKubernetesEndpoints(ip string, port int64) error {
 			}),
 		},
 		"addressType": addressType, "endpoints": endpoints, "ports": ports,
-	}, func(obj map[string]any) { obj["addressType"], obj["endpoints"], obj["ports"] = addressType, endpoints, ports })
+	}, func(obj map[string]any) {
+		obj["addressType"], obj["endpoints"], obj["ports"] = addressType, endpoints, ports
+	})
 }
 
 // ensureOwn creates want, an object of the server's own in default, when it
