@@ -3,7 +3,8 @@
 # a real kube-apiserver + etcd (envtest starts them, from KUBEBUILDER_ASSETS) and against kloop's
 # embedded API server (USE_EXISTING_CLUSTER=true, KUBECONFIG of a `kloop apiserver` started here,
 # a fresh one per package). It counts each package's Ginkgo specs passed and failed from Ginkgo's
-# JSON report, prints a table and keeps the failed specs' names. A measurement tool, not CI: it
+# JSON report (and their plain Go tests from the output), prints a table and keeps the failed
+# specs' and tests' names. A measurement tool, not CI: it
 # takes tens of minutes on 2 cores and needs the Go module proxy and the real binaries.
 #
 #   bash hack/crsuites.sh                       # every package below, both servers
@@ -17,6 +18,7 @@
 #   KLOOP_REAL_K8S_DIR  directory of kube-apiserver and etcd (default: what hack/realk8s.sh prints)
 #   CRSUITES_DIR        work directory (default: a new temporary one); reports in $CRSUITES_DIR/report
 #   SUITE_TIMEOUT       each package's timeout (default 20m)
+#   CONTROLPLANE_START_TIMEOUT  how long envtest waits for kube-apiserver to start (default 120s)
 #   KLOOP_FLAGS         flags of `kloop apiserver` (default --disable-controllers: envtest runs
 #                       kube-apiserver and etcd alone, no kube-controller-manager, so a namespace
 #                       gets no default ServiceAccount or kube-root-ca.crt, and nothing collects
@@ -105,18 +107,25 @@ run_pkg() {
 	rm -f "$out/$name.json"
 	local env=(env -u KUBECONFIG -u USE_EXISTING_CLUSTER -u KUBEBUILDER_ASSETS)
 	if [ "$t" = real ]; then
-		env+=(KUBEBUILDER_ASSETS="$assets")
+		# envtest's 20 s for kube-apiserver to start is too short on a loaded machine.
+		env+=(KUBEBUILDER_ASSETS="$assets" KUBEBUILDER_CONTROLPLANE_START_TIMEOUT="${CONTROLPLANE_START_TIMEOUT:-120s}")
 	else
 		start_kloop "$out/$name.kubeconfig"
 		env+=(USE_EXISTING_CLUSTER=true KUBECONFIG="$out/$name.kubeconfig")
 	fi
 	echo "crsuites: $t $p" >&2
 	local start=$SECONDS
-	(cd "$src/$p" && "${env[@]}" "$work/bin/$name.test" -test.timeout "$SUITE_TIMEOUT" \
+	(cd "$src/$p" && "${env[@]}" "$work/bin/$name.test" -test.v -test.timeout "$SUITE_TIMEOUT" \
 		-ginkgo.json-report "$out/$name.json" -ginkgo.no-color -ginkgo.timeout "$SUITE_TIMEOUT") \
 		>"$out/$name.log" 2>&1 || true
 	echo "$((SECONDS - start))" >"$out/$name.seconds"
 	stop_kloop
+	# The package's plain Go tests: the top-level tests of its output but those that run Ginkgo.
+	local ginkgo
+	ginkgo=$(awk '/^func Test[A-Za-z0-9_]*\(/ { match($0, /Test[A-Za-z0-9_]*/); n = substr($0, RSTART, RLENGTH) }
+		/RunSpecs\(/ { print n }' "$src/$p"/*_test.go | sort -u)
+	grep -E '^--- (PASS|FAIL|SKIP): Test' "$out/$name.log" | awk '{ print $2, $3 }' |
+		grep -vwF -f <(echo "${ginkgo:-/}") >"$out/$name.gotests" || true
 	if [ -f "$out/$name.json" ]; then
 		# Specs that ran (It), and the suite-level nodes that failed (a failed BeforeSuite fails the
 		# package's specs without running them: Ginkgo reports them as skipped).
@@ -124,6 +133,7 @@ run_pkg() {
 			| "\(.State) \(.ContainerHierarchyTexts // [] | join(" ")) \(.LeafNodeText) [\(.LeafNodeType)] (\(.LeafNodeLocation.FileName | split("/") | .[-1]):\(.LeafNodeLocation.LineNumber))"' \
 			"$out/$name.json" >"$out/$name.failed" || echo "crsuites: $out/$name.json does not read" >&2
 	fi
+	awk '$1 == "FAIL:" { print "failed", $2, "[go test]" }' "$out/$name.gotests" >>"$out/$name.failed"
 }
 
 for t in $TARGETS; do
@@ -133,20 +143,29 @@ for t in $TARGETS; do
 done
 
 # counts prints "passed total skipped seconds" of one package on one target ("- - - s" without a
-# report). The total is every spec but the pending ones: a spec skipped because a BeforeSuite
-# failed counts as not passed.
+# report): its Ginkgo specs and its plain top-level Go tests. The total is every spec Ginkgo meant
+# to run (not the pending ones): a spec skipped because a BeforeSuite failed (Ginkgo does not
+# report it) counts as skipped and not passed.
 counts() {
-	local f="$work/report/$1/$2"
+	local f="$work/report/$1/$2" pass total skipped
+	if [ ! -f "$f.gotests" ]; then : >"$f.gotests"; fi
 	if [ ! -f "$f.json" ]; then
 		echo "- - - $(cat "$f.seconds" 2>/dev/null || echo -)"
 		return
 	fi
-	jq -r '[.[] | (.SpecReports // [])[] | select(.LeafNodeType == "It" and .State != "pending")] as $s
-		| "\([$s[] | select(.State == "passed")] | length) \($s | length) \([$s[] | select(.State == "skipped")] | length)"' "$f.json" |
-		tr '\n' ' ' || echo -n "- - - "
-	cat "$f.seconds"
+	read -r pass total skipped < <(jq -r '[.[] | (.SpecReports // [])[] | select(.LeafNodeType == "It")] as $s
+		| ([.[].PreRunStats.SpecsThatWillRun] | add) as $total
+		| "\([$s[] | select(.State == "passed")] | length) \($total) \($total - ([$s[] | select(.State != "skipped")] | length))"' "$f.json" ||
+		echo 0 0 0)
+	pass=$((pass + $(grep -c '^PASS:' "$f.gotests" || true)))
+	total=$((total + $(wc -l <"$f.gotests")))
+	skipped=$((skipped + $(grep -c '^SKIP:' "$f.gotests" || true)))
+	echo "$pass $total $skipped $(cat "$f.seconds")"
 }
 
+# The table shows every target with reports in the work directory (a run of one target after a run
+# of both shows both).
+TARGETS=$(for t in real embedded; do if [ -d "$work/report/$t" ]; then echo "$t"; fi; done)
 echo
 printf '%-34s' "package"
 for t in $TARGETS; do printf ' %-30s' "$t passed/total (skipped, s)"; done
