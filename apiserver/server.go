@@ -133,6 +133,9 @@ func New(opts Options) (_ *Server, err error) {
 	if err := s.createKubernetesService(); err != nil {
 		return nil, err
 	}
+	if err := s.createSystemPriorityClasses(); err != nil {
+		return nil, err
+	}
 	if err := s.bootstrapRBAC(); err != nil {
 		return nil, err
 	}
