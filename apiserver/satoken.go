@@ -163,10 +163,10 @@ func (s *Server) serviceAccountUser(token string) *identity {
 		if !ok {
 			return nil
 		}
-		// A Pod deleted more than its grace period ago (kube: 60 s) no
-		// longer authenticates.
+		// A Pod deleted more than 60 s ago (kube's validator: its
+		// deletionTimestamp before now - 60 s) no longer authenticates.
 		if obj, err := decodeMap(o.Data); err == nil {
-			if ts, err := time.Parse(time.RFC3339, jsontree.Str(meta(obj), "deletionTimestamp")); err == nil && !now.Before(ts.Add(60*time.Second)) {
+			if ts, err := time.Parse(time.RFC3339, jsontree.Str(meta(obj), "deletionTimestamp")); err == nil && ts.Before(now.Add(-60*time.Second)) {
 				return nil
 			}
 		}

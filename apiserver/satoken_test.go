@@ -128,7 +128,7 @@ func TestBoundServiceAccountTokens(t *testing.T) {
 		pod, node, secret *ref
 		extra             map[string]string
 		remove            string // the request that removes the object
-		graceSeconds      int64  // how long the token outlives the removal
+		graceSeconds      int64  // how long after the removal the token is still accepted
 	}{
 		{name: "pod", ref: `{"apiVersion":"v1","kind":"Pod","name":"p"}`,
 			pod: &ref{"p", podUID}, node: &ref{"n1", nodeUID},
@@ -187,9 +187,9 @@ func TestBoundServiceAccountTokens(t *testing.T) {
 				return code
 			}
 			if tc.graceSeconds > 0 {
-				now.Add(tc.graceSeconds - 1)
+				now.Add(tc.graceSeconds)
 				if code := whoami(); code == http.StatusUnauthorized {
-					t.Errorf("%d s after the removal: 401, want the token accepted", tc.graceSeconds-1)
+					t.Errorf("%d s after the removal: 401, want the token accepted", tc.graceSeconds)
 				}
 				now.Add(1)
 			}
