@@ -2,10 +2,10 @@
 # crsuites.sh runs controller-runtime's own envtest-based test packages, unchanged, twice: against
 # a real kube-apiserver + etcd (envtest starts them, from KUBEBUILDER_ASSETS) and against kloop's
 # embedded API server (USE_EXISTING_CLUSTER=true, KUBECONFIG of a `kloop apiserver` started here,
-# a fresh one per package). It counts each package's Ginkgo specs passed and failed from Ginkgo's
-# JSON report (and their plain Go tests from the output), prints a table and keeps the failed
-# specs' and tests' names. A measurement tool, not CI: it
-# takes tens of minutes on 2 cores and needs the Go module proxy and the real binaries.
+# a fresh one per package). It counts each package's Ginkgo specs (from Ginkgo's JSON report) and
+# plain top-level Go tests (from the output) passed and failed, prints a table and keeps the names
+# of what failed. A measurement tool, not CI: it takes about a quarter of an hour on 2 cores and
+# needs the Go module proxy and the real binaries (hack/realk8s.sh).
 #
 #   bash hack/crsuites.sh                       # every package below, both servers
 #   PKGS="pkg/client pkg/cache" bash hack/crsuites.sh
@@ -25,9 +25,10 @@
 #                       gets no default ServiceAccount or kube-root-ca.crt, and nothing collects
 #                       garbage; the suites count on that)
 #
-# Output: per package and server, passed/total (pending specs are not counted; specs skipped, by
-# Skip or a failed BeforeSuite, are, and their number is shown), then $CRSUITES_DIR/report/<target>/<pkg>.failed lists each failed spec as
-# "<state> <container texts> <leaf text> (<file:line>)"; <pkg>.log holds the test's output.
+# Output: per package and server, passed/total, skipped and seconds (pending specs are not counted;
+# specs skipped, by Skip or a failed BeforeSuite, are). $CRSUITES_DIR/report/<target>/<pkg>.failed
+# lists what failed, a spec as "<state> <container texts> <leaf text> [<node type>] (<file:line>)",
+# a Go test as "failed <name> [go test]"; <pkg>.log holds the test's output.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -130,8 +131,8 @@ run_pkg() {
 	grep -E '^--- (PASS|FAIL|SKIP): Test' "$out/$name.log" | awk '{ print $2, $3 }' |
 		grep -vwF -f <(echo "${ginkgo:-/}") >"$out/$name.gotests" || true
 	if [ -f "$out/$name.json" ]; then
-		# Specs that ran (It), and the suite-level nodes that failed (a failed BeforeSuite fails the
-		# package's specs without running them: Ginkgo reports them as skipped).
+		# The specs and the suite-level nodes that failed (after a failed BeforeSuite, Ginkgo runs
+		# and reports no spec: counts takes the total from its pre-run count).
 		jq -r '.[] | (.SpecReports // [])[] | select(.State != "passed" and .State != "skipped" and .State != "pending")
 			| "\(.State) \(.ContainerHierarchyTexts // [] | join(" ")) \(.LeafNodeText) [\(.LeafNodeType)] (\(.LeafNodeLocation.FileName | split("/") | .[-1]):\(.LeafNodeLocation.LineNumber))"' \
 			"$out/$name.json" >"$out/$name.failed" || echo "crsuites: $out/$name.json does not read" >&2
