@@ -139,6 +139,7 @@ func setupPod(pod *kind) {
 	pod.prepareCreate = nil // the strategy sets the status (strategyCreate)
 	pod.columns = podColumns()
 	pod.strategyCreate, pod.carryOver = preparePodCreate, carryOverPod
+	pod.admit = (*Server).admitPodPriority
 	pod.validate = func(o map[string]any) field.ErrorList {
 		cs, _ := jsontree.Get(o, "spec", "containers").([]any)
 		if len(cs) == 0 {

@@ -89,7 +89,7 @@ func (s *Server) create(k *kind, obj map[string]any, ns string, wo *writeOpts) (
 	}
 	m["uid"] = string(uuid.NewUUID())
 	m["creationTimestamp"] = s.opts.Now().UTC().Format(time.RFC3339)
-	if k.generation || k.crd != nil {
+	if k.generation || k.fixedGeneration || k.crd != nil {
 		m["generation"] = int64(1)
 	}
 	if k.status && k.crd != nil {

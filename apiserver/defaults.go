@@ -313,10 +313,10 @@ func defaultDeployment(d *appsv1.Deployment) {
 }
 
 // preparePodCreate is what kube-apiserver does to a new Pod after decoding:
-// the registry resets the status (phase Pending, the QoS class), the
-// Priority admission plugin sets the priority of a pod without a class (0,
-// PreemptLowerPriority), and DefaultTolerationSeconds adds 300 s NoExecute
-// tolerations of not-ready and unreachable nodes.
+// the registry resets the status (phase Pending, the QoS class), and
+// DefaultTolerationSeconds adds 300 s NoExecute tolerations of not-ready and
+// unreachable nodes. (The Priority admission plugin's priority is
+// admitPodPriority's.)
 func preparePodCreate(o map[string]any) {
 	spec, _ := o["spec"].(map[string]any)
 	if spec == nil {
@@ -329,12 +329,6 @@ func preparePodCreate(o map[string]any) {
 		return // validation reports the spec
 	}
 	o["status"] = map[string]any{"phase": "Pending", "qosClass": string(podQOS(&ps))}
-	if _, ok := spec["priority"]; !ok && jsontree.Str(spec, "priorityClassName") == "" {
-		spec["priority"] = int64(0)
-	}
-	if _, ok := spec["preemptionPolicy"]; !ok && jsontree.Str(spec, "priorityClassName") == "" {
-		spec["preemptionPolicy"] = string(corev1.PreemptLowerPriority)
-	}
 	addDefaultTolerations(spec)
 }
 

@@ -30,6 +30,11 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ns
 	if err := s.admitDelete(w, r, k, ns, name, opts); err != nil {
 		return err
 	}
+	if k.checkDelete != nil {
+		if err := k.checkDelete(name); err != nil {
+			return err
+		}
+	}
 	o, deleted, err := s.delete(k, ns, name, opts)
 	if err != nil {
 		return err

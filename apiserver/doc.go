@@ -21,6 +21,9 @@
 //	limits.go     what one request may hold: its timeouts, its connection when refused
 //	conns.go      the bound on open connections; inflight.go on requests served at once
 //	authn.go      users: bearer tokens (Options.Token, Options.Users, AddUser), the token file format
+//	satoken.go    ServiceAccount tokens: TokenRequest (bound to Pods, Secrets, Nodes), their authentication
+//	selfservice.go what kube-apiserver creates for itself: the system namespaces, the kubernetes
+//	              Service, its Endpoints and EndpointSlice
 //	authz.go      authorization of every request (kube-apiserver's request attributes, 403s)
 //	impersonate.go the Impersonate-* headers, checked as kube-apiserver's constrained impersonation
 //	rbac.go       the RBAC kinds, the bootstrap roles, ClusterRole aggregation, escalation checks

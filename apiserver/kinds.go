@@ -134,6 +134,7 @@ func tableKinds() []kindDef {
 			setup: setupValidatingWebhookConfiguration},
 		{gv: admission, resource: "mutatingwebhookconfigurations", kind: "MutatingWebhookConfiguration", categories: []string{"api-extensions"}, generation: true,
 			setup: setupMutatingWebhookConfiguration},
+		{gv: gv("scheduling.k8s.io", "v1"), resource: "priorityclasses", kind: "PriorityClass", shortNames: []string{"pc"}, setup: setupPriorityClass},
 		{gv: gv("certificates.k8s.io", "v1"), resource: "certificatesigningrequests", kind: "CertificateSigningRequest", shortNames: []string{"csr"},
 			status: true, approval: true, fields: []selectableField{{name: "spec.signerName", path: []string{"spec", "signerName"}}}, setup: setupCertificateSigningRequest},
 	}

@@ -119,6 +119,13 @@ type kind struct {
 	// labelsMoveGeneration: a change of labels moves metadata.generation
 	// (EndpointSlices, in kube-apiserver's strategy).
 	labelsMoveGeneration bool
+	// fixedGeneration: metadata.generation is 1 from the create on and
+	// never moves (PriorityClasses, in kube-apiserver's strategy).
+	fixedGeneration bool
+	// checkDelete, when set, may refuse the DELETE of one object by name
+	// before anything else is read (the system PriorityClasses); a
+	// collection's delete does not call it, as kube-apiserver's does not.
+	checkDelete func(name string) error
 	// review, when set, makes the kind a create-only one that stores
 	// nothing (access and identity reviews): a create answers 201 with what
 	// review returns for the call (reviews.go).

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"kloop.dev/kloop/apiserver/internal/jsontree"
+	"kloop.dev/kloop/apiserver/storage"
 )
 
 // ServiceAccount tokens, as kube-apiserver issues them through the
@@ -32,7 +34,8 @@ import (
 // `kubectl create token` and operators use): JWTs signed by the server
 // (ES256, a key made by New), with kube's claims, accepted as bearer
 // tokens while they are unexpired and their ServiceAccount exists with the
-// same UID. The user is system:serviceaccount:<ns>:<name> in
+// same UID (and, for a bound token, while the Pod, Secret or Node it is
+// bound to does). The user is system:serviceaccount:<ns>:<name> in
 // system:serviceaccounts and system:serviceaccounts:<ns>, with the token's
 // JTI as its credential-id, as kube-apiserver authenticates it.
 
@@ -63,12 +66,19 @@ type saClaims struct {
 	NotBefore  int64    `json:"nbf"`
 	Subject    string   `json:"sub"`
 	Kubernetes struct {
-		Namespace      string `json:"namespace"`
-		ServiceAccount struct {
-			Name string `json:"name"`
-			UID  string `json:"uid"`
-		} `json:"serviceaccount"`
+		Namespace      string    `json:"namespace"`
+		Node           *boundRef `json:"node,omitempty"`
+		Pod            *boundRef `json:"pod,omitempty"`
+		Secret         *boundRef `json:"secret,omitempty"`
+		ServiceAccount boundRef  `json:"serviceaccount"`
 	} `json:"kubernetes.io"`
+}
+
+// boundRef names an object of a token's claims: its ServiceAccount, and the
+// Pod, Secret or Node it is bound to.
+type boundRef struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
 }
 
 var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256","typ":"JWT"}`))
@@ -124,23 +134,134 @@ func (t *saTokens) verify(token string, now time.Time) (*saClaims, bool) {
 	return &c, true
 }
 
+var (
+	podsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	nodesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+)
+
 // serviceAccountUser authenticates a ServiceAccount token: its claims
-// verified, and its ServiceAccount present with the UID it names.
+// verified, its ServiceAccount present with the UID it names, and so the
+// object it is bound to, if any (a Pod, which must not have been deleted
+// for more than its grace period, a Secret or a Node), as kube-apiserver's
+// validator checks them. A token bound to a Pod or a Node carries their
+// names and UIDs in the user's extra, under kube's keys.
 func (s *Server) serviceAccountUser(token string) *identity {
-	c, ok := s.saTokens.verify(token, s.opts.Now())
+	now := s.opts.Now()
+	c, ok := s.saTokens.verify(token, now)
 	if !ok {
 		return nil
 	}
-	o, err := s.store.Get("/serviceaccounts", c.Kubernetes.Namespace, c.Kubernetes.ServiceAccount.Name)
-	if err != nil || o.UID != c.Kubernetes.ServiceAccount.UID {
+	k := &c.Kubernetes
+	o, err := s.store.Get("/serviceaccounts", k.Namespace, k.ServiceAccount.Name)
+	if err != nil || o.UID != k.ServiceAccount.UID {
 		return nil
+	}
+	extra := map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=" + c.JTI}}
+	if k.Pod != nil {
+		o, ok := s.boundObject(podsGVR, k.Namespace, k.Pod)
+		if !ok {
+			return nil
+		}
+		// A Pod deleted more than 60 s ago (kube's validator: its
+		// deletionTimestamp before now - 60 s) no longer authenticates.
+		if obj, err := decodeMap(o.Data); err == nil {
+			if ts, err := time.Parse(time.RFC3339, jsontree.Str(meta(obj), "deletionTimestamp")); err == nil && ts.Before(now.Add(-60*time.Second)) {
+				return nil
+			}
+		}
+		extra["authentication.kubernetes.io/pod-name"] = []string{k.Pod.Name}
+		extra["authentication.kubernetes.io/pod-uid"] = []string{k.Pod.UID}
+	}
+	if k.Secret != nil {
+		if _, ok := s.boundObject(secretsGVR, k.Namespace, k.Secret); !ok {
+			return nil
+		}
+	}
+	if k.Node != nil {
+		if _, ok := s.boundObject(nodesGVR, "", k.Node); !ok {
+			return nil
+		}
+		extra["authentication.kubernetes.io/node-name"] = []string{k.Node.Name}
+		extra["authentication.kubernetes.io/node-uid"] = []string{k.Node.UID}
 	}
 	return newIdentity(UserInfo{
 		Name:   c.Subject,
-		UID:    c.Kubernetes.ServiceAccount.UID,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + c.Kubernetes.Namespace},
-		Extra:  map[string][]string{"authentication.kubernetes.io/credential-id": {"JTI=" + c.JTI}},
+		UID:    k.ServiceAccount.UID,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + k.Namespace},
+		Extra:  extra,
 	})
+}
+
+// boundObject returns the object of gvr ref names, when it exists with the
+// UID ref names.
+func (s *Server) boundObject(gvr schema.GroupVersionResource, ns string, ref *boundRef) (*storage.Object, bool) {
+	o, err := s.store.Get(s.reg.get(gvr).storageResource, ns, ref.Name)
+	if err != nil || o.UID != ref.UID {
+		return nil, false
+	}
+	return o, true
+}
+
+// bindToken checks the object a TokenRequest binds its token to, as
+// kube-apiserver's TokenRequest storage does, and sets it in the claims c:
+// a Pod running as the ServiceAccount sa (with its Node, when it is
+// scheduled to one that exists), a Secret or a Node, in the namespace ns.
+func (s *Server) bindToken(ref *authenticationv1.BoundObjectReference, ns, sa string, c *saClaims) error {
+	gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+	get := func(gvr schema.GroupVersionResource, ns, name string) (*storage.Object, error) {
+		o, err := s.store.Get(s.reg.get(gvr).storageResource, ns, name)
+		if err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+			}
+			return nil, err
+		}
+		return o, nil
+	}
+	var uid string
+	switch {
+	case gvk.Group == "" && gvk.Kind == "Pod":
+		o, err := get(podsGVR, ns, ref.Name)
+		if err != nil {
+			return err
+		}
+		pod, err := decodeMap(o.Data)
+		if err != nil {
+			return err
+		}
+		if jsontree.Str(pod, "spec", "serviceAccountName") != sa {
+			return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", sa))
+		}
+		uid = o.UID
+		c.Kubernetes.Pod = &boundRef{Name: ref.Name, UID: o.UID}
+		if node := jsontree.Str(pod, "spec", "nodeName"); node != "" {
+			if n, err := get(nodesGVR, "", node); err == nil {
+				c.Kubernetes.Node = &boundRef{Name: node, UID: n.UID}
+			}
+		}
+	case gvk.Group == "" && gvk.Kind == "Secret":
+		o, err := get(secretsGVR, ns, ref.Name)
+		if err != nil {
+			return err
+		}
+		uid = o.UID
+		c.Kubernetes.Secret = &boundRef{Name: ref.Name, UID: o.UID}
+	case gvk.Group == "" && gvk.Kind == "Node":
+		o, err := get(nodesGVR, "", ref.Name)
+		if err != nil {
+			return err
+		}
+		uid = o.UID
+		c.Kubernetes.Node = &boundRef{Name: ref.Name, UID: o.UID}
+	default:
+		return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token to object of type %s", gvk.String()))
+	}
+	if ref.UID != "" && string(ref.UID) != uid {
+		return apierrors.NewConflict(schema.GroupResource{Group: gvk.Group, Resource: gvk.Kind}, ref.Name,
+			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
+	}
+	return nil
 }
 
 // serveTokenRequest serves POST serviceaccounts/{name}/token: a TokenRequest
@@ -186,9 +307,6 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, ri re
 	} else if exp > 1<<32 {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "expirationSeconds"), exp, "may not specify a duration larger than 2^32 seconds"))
 	}
-	if tr.Spec.BoundObjectRef != nil {
-		errs = append(errs, field.NotSupported(field.NewPath("spec", "boundObjectRef"), tr.Spec.BoundObjectRef.Kind, []string{"<none>: bound tokens are not served by this server"}))
-	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, "", errs)
 	}
@@ -203,6 +321,11 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, ri re
 	c.Subject = "system:serviceaccount:" + ri.namespace + ":" + ri.name
 	c.Kubernetes.Namespace = ri.namespace
 	c.Kubernetes.ServiceAccount.Name, c.Kubernetes.ServiceAccount.UID = ri.name, o.UID
+	if ref := tr.Spec.BoundObjectRef; ref != nil {
+		if err := s.bindToken(ref, ri.namespace, ri.name, &c); err != nil {
+			return err
+		}
+	}
 	token, err := s.saTokens.sign(&c)
 	if err != nil {
 		return serverError(err)

@@ -1,9 +1,11 @@
 package apiserver
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,5 +84,118 @@ func TestServiceAccountTokens(t *testing.T) {
 	mint(s) // the ServiceAccount again, with another UID
 	if code := whoami(s, token); code != http.StatusUnauthorized {
 		t.Errorf("a recreated ServiceAccount's old token: %d, want 401", code)
+	}
+}
+
+// A token bound to a Pod, a Secret or a Node names it in its claims (a Pod's
+// Node too, when it is scheduled to one), carries the Pod's and Node's names
+// and UIDs in the user's extra, and stops authenticating once the object is
+// gone (a Pod: once deleted for more than 60 s, as kube's validator allows).
+func TestBoundServiceAccountTokens(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC).Unix())
+	clock := func() time.Time { return time.Unix(now.Load(), 0) }
+	s := newTestServer(t, Options{Token: "t", Now: clock})
+	do := func(method, path, token, body string) (int, map[string]any) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		var m map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &m)
+		return rec.Code, m
+	}
+	create := func(path, body string) string {
+		t.Helper()
+		code, m := do("POST", path, "t", body)
+		if code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %v", path, code, m)
+		}
+		return m["metadata"].(map[string]any)["uid"].(string)
+	}
+	const ns = "/api/v1/namespaces/default"
+	create(ns+"/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}`)
+	nodeUID := create("/api/v1/nodes", `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`)
+	podUID := create(ns+"/pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","finalizers":["example.com/hold"]},"spec":{"serviceAccountName":"robot","nodeName":"n1","containers":[{"name":"c","image":"nginx"}]}}`)
+	secretUID := create(ns+"/secrets", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`)
+
+	type ref struct{ Name, UID string }
+	tests := []struct {
+		name              string
+		ref               string
+		pod, node, secret *ref
+		extra             map[string]string
+		remove            string // the request that removes the object
+		graceSeconds      int64  // how long after the removal the token is still accepted
+	}{
+		{name: "pod", ref: `{"apiVersion":"v1","kind":"Pod","name":"p"}`,
+			pod: &ref{"p", podUID}, node: &ref{"n1", nodeUID},
+			extra:  map[string]string{"pod-name": "p", "pod-uid": podUID, "node-name": "n1", "node-uid": nodeUID},
+			remove: ns + "/pods/p", graceSeconds: 60},
+		{name: "secret", ref: `{"apiVersion":"v1","kind":"Secret","name":"s","uid":"` + secretUID + `"}`,
+			secret: &ref{"s", secretUID}, extra: map[string]string{}, remove: ns + "/secrets/s"},
+		{name: "node", ref: `{"apiVersion":"v1","kind":"Node","name":"n1"}`,
+			node: &ref{"n1", nodeUID}, extra: map[string]string{"node-name": "n1", "node-uid": nodeUID}, remove: "/api/v1/nodes/n1"},
+	}
+	tokens := map[string]string{}
+	for _, tc := range tests { // minted first: the node test removes the pod's node
+		code, m := do("POST", ns+"/serviceaccounts/robot/token", "t", `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"boundObjectRef":`+tc.ref+`}}`)
+		if code != http.StatusCreated {
+			t.Fatalf("%s: TokenRequest: %d %v", tc.name, code, m)
+		}
+		tokens[tc.name] = m["status"].(map[string]any)["token"].(string)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			token := tokens[tc.name]
+			payload, err := base64.RawURLEncoding.DecodeString(strings.Split(token, ".")[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var claims struct {
+				K struct {
+					Pod, Node, Secret *ref
+				} `json:"kubernetes.io"`
+			}
+			if err := json.Unmarshal(payload, &claims); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(claims.K.Pod, tc.pod) || !reflect.DeepEqual(claims.K.Node, tc.node) || !reflect.DeepEqual(claims.K.Secret, tc.secret) {
+				t.Errorf("claims %s, want pod %v node %v secret %v", payload, tc.pod, tc.node, tc.secret)
+			}
+			code, m := do("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", token, `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+			if code != http.StatusCreated {
+				t.Fatalf("SelfSubjectReview: %d %v", code, m)
+			}
+			extra, _ := m["status"].(map[string]any)["userInfo"].(map[string]any)["extra"].(map[string]any)
+			got := map[string]string{}
+			for k, v := range extra {
+				if k, ok := strings.CutPrefix(k, "authentication.kubernetes.io/"); ok && k != "credential-id" {
+					got[k] = v.([]any)[0].(string)
+				}
+			}
+			if !reflect.DeepEqual(got, tc.extra) {
+				t.Errorf("extra %v, want %v", got, tc.extra)
+			}
+			if code, m := do("DELETE", tc.remove, "t", `{"gracePeriodSeconds":0}`); code != http.StatusOK && code != http.StatusAccepted {
+				t.Fatalf("DELETE %s: %d %v", tc.remove, code, m)
+			}
+			whoami := func() int {
+				code, _ := do("GET", ns+"/configmaps", token, "")
+				return code
+			}
+			if tc.graceSeconds > 0 {
+				now.Add(tc.graceSeconds)
+				if code := whoami(); code == http.StatusUnauthorized {
+					t.Errorf("%d s after the removal: 401, want the token accepted", tc.graceSeconds)
+				}
+				now.Add(1)
+			}
+			if code := whoami(); code != http.StatusUnauthorized {
+				t.Errorf("after the removal: %d, want 401", code)
+			}
+		})
 	}
 }

@@ -127,16 +127,13 @@ func New(opts Options) (_ *Server, err error) {
 	if err := s.restore(); err != nil { // what a data directory holds
 		return nil, err
 	}
-	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
-		obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}, "spec": map[string]any{}}
-		if _, err := s.store.Get("/namespaces", "", name); err == nil {
-			continue // kept in a data directory
-		}
-		if _, err := s.create(s.reg.get(namespaceGVR), obj, "", &writeOpts{}); err != nil {
-			return nil, fmt.Errorf("apiserver: namespace %s: %w", name, err)
-		}
+	if err := s.createSystemNamespaces(); err != nil {
+		return nil, err
 	}
 	if err := s.createKubernetesService(); err != nil {
+		return nil, err
+	}
+	if err := s.createSystemPriorityClasses(); err != nil {
 		return nil, err
 	}
 	if err := s.bootstrapRBAC(); err != nil {

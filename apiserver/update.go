@@ -263,7 +263,7 @@ func (s *Server) prepareUpdate(k *kind, ri requestInfo, obj, old map[string]any,
 	if ri.subresource == "" {
 		wo.strategyWarnings(k, obj, old)
 	}
-	if _, ok := om["generation"]; ok && ri.subresource != "binding" && (specChanged(k, obj, old) ||
+	if _, ok := om["generation"]; ok && !k.fixedGeneration && ri.subresource != "binding" && (specChanged(k, obj, old) ||
 		k.annotationsMoveGeneration && ri.subresource == "" && !jsontree.Equal(m["annotations"], om["annotations"]) ||
 		k.labelsMoveGeneration && !jsontree.Equal(m["labels"], om["labels"])) {
 		m["generation"] = jsontree.Int(old, "metadata", "generation") + 1

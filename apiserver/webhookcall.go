@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,7 +66,9 @@ type webhookClientConfig struct {
 
 // endpoint resolves a client configuration: a URL as it is; a Service to
 // 127.0.0.1 at its port (443 by default), verified as
-// <name>.<namespace>.svc, as kube-apiserver names it.
+// <name>.<namespace>.svc, as kube-apiserver names it. The path is cleaned
+// as kube-apiserver's REST client cleans it (path.Join: "//p/" is "/p", ""
+// is "/").
 func (c webhookClientConfig) endpoint() (webhookEndpoint, error) {
 	switch {
 	case c.URL != nil:
@@ -73,17 +76,18 @@ func (c webhookClientConfig) endpoint() (webhookEndpoint, error) {
 		if err != nil {
 			return webhookEndpoint{}, err
 		}
+		u.Path, u.RawPath = path.Join("/", u.Path), ""
 		return webhookEndpoint{url: u, serverName: u.Hostname(), caBundle: c.CABundle}, nil
 	case c.Service != nil:
 		port := int32(443)
 		if c.Service.Port != nil {
 			port = *c.Service.Port
 		}
-		path := ""
+		p := ""
 		if c.Service.Path != nil {
-			path = *c.Service.Path
+			p = *c.Service.Path
 		}
-		u := &url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), Path: path}
+		u := &url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))), Path: path.Join("/", p)}
 		return webhookEndpoint{url: u, serverName: c.Service.Name + "." + c.Service.Namespace + ".svc", caBundle: c.CABundle}, nil
 	}
 	return webhookEndpoint{}, errors.New("neither url nor service")

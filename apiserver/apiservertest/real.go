@@ -221,7 +221,6 @@ func (s *realServer) start(bins realBinaries) error {
 		// A loopback advertise address is refused by the endpoint
 		// reconciler; nothing routes to this one, nothing needs to.
 		"--advertise-address=10.254.254.1",
-		"--endpoint-reconciler-type=none",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--tls-cert-file="+files.cert,
 		"--tls-private-key-file="+files.key,

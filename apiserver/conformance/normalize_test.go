@@ -48,7 +48,10 @@ import (
 //     when it is a PEM certificate: each server's own CA (a self-signed
 //     serving certificate made at its start).
 //   - The target port of the kubernetes Service in default → "<apiserver-port>":
-//     each server's own port, random on both.
+//     each server's own port, random on both; in its Endpoints and
+//     EndpointSlice, the port → "<apiserver-port>" and the address →
+//     "<apiserver-address>" (the embedded server's listening address, the
+//     real one's --advertise-address).
 //   - Table cells of the Age, Last Seen and First Seen columns → "<age>" (wall clock rounded to the
 //     second) and of the Cluster-IP column → "<cluster-ip>" (as above).
 //   - metadata.continue → "<continue>" when not empty: the token is opaque
@@ -309,8 +312,52 @@ func (n *normalizer) rewrite(v any, bookmark bool) any {
 				}
 			}
 		}
+		if md["name"] == "kubernetes" && md["namespace"] == "default" {
+			apiserverEndpoints(m["kind"], out)
+		}
 	}
 	return out
+}
+
+// apiserverEndpoints replaces the address and port of the kubernetes
+// Service's Endpoints or EndpointSlice (obj, of kind) with placeholders.
+func apiserverEndpoints(kind any, obj map[string]any) {
+	ports := func(l any) {
+		ps, _ := l.([]any)
+		for _, p := range ps {
+			if pm, ok := p.(map[string]any); ok {
+				pm["port"] = "<apiserver-port>"
+			}
+		}
+	}
+	addresses := func(l any, key string) {
+		as, _ := l.([]any)
+		for i, a := range as {
+			if am, ok := a.(map[string]any); ok && key != "" {
+				am[key] = "<apiserver-address>"
+			} else if key == "" {
+				as[i] = "<apiserver-address>"
+			}
+		}
+	}
+	switch kind {
+	case "Endpoints":
+		subsets, _ := obj["subsets"].([]any)
+		for _, ss := range subsets {
+			if sm, ok := ss.(map[string]any); ok {
+				addresses(sm["addresses"], "ip")
+				ports(sm["ports"])
+			}
+		}
+	case "EndpointSlice":
+		ports(obj["ports"])
+		eps, _ := obj["endpoints"].([]any)
+		for _, ep := range eps {
+			if em, ok := ep.(map[string]any); ok {
+				addresses(em["addresses"], "")
+			}
+		}
+	}
 }
 
 // tableAges replaces the cells of Table columns named Age with "<age>"

@@ -13,7 +13,9 @@ func init() {
 // admissionWebhookTranscript writes ConfigMaps through mutating and
 // validating webhooks: a mutation and its warning, a denial with its
 // reason, a denial on update and delete, failurePolicy Fail and Ignore with
-// the webhook down, a timeout, a match condition, a dry run.
+// the webhook down, a timeout, a match condition, a dry run; URLs whose
+// paths kube-apiserver's client cleans ("//validate/" is "/validate", as
+// envtest writes them).
 func admissionWebhookTranscript(tr *T) {
 	hooks := startHooks(tr)
 	down := "https://127.0.0.1:1"
@@ -26,8 +28,8 @@ func admissionWebhookTranscript(tr *T) {
 	mutating := `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingWebhookConfiguration","metadata":{"name":"{ns}"},"webhooks":[` +
 		hook("mutate", hooks.srv.URL+"/mutate", `,"objectSelector":{"matchExpressions":[{"key":"unlabelled","operator":"DoesNotExist"}]}`) + `]}`
 	validating := `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"{ns}"},"webhooks":[` +
-		hook("validate", hooks.srv.URL+"/validate", `,"matchConditions":[{"name":"not-exempt","expression":"object == null || !has(object.metadata.annotations) || !('exempt' in object.metadata.annotations)"}]`) + `,` +
-		hook("down-fail", down+"/down", `,"failurePolicy":"Fail","objectSelector":{"matchLabels":{"down":"fail"}}`) + `,` +
+		hook("validate", hooks.srv.URL+"//validate/", `,"matchConditions":[{"name":"not-exempt","expression":"object == null || !has(object.metadata.annotations) || !('exempt' in object.metadata.annotations)"}]`) + `,` +
+		hook("down-fail", down+"//down/", `,"failurePolicy":"Fail","objectSelector":{"matchLabels":{"down":"fail"}}`) + `,` +
 		hook("down-ignore", down+"/down", `,"failurePolicy":"Ignore","objectSelector":{"matchLabels":{"down":"ignore"}}`) + `,` +
 		hook("slow", hooks.srv.URL+"/slow", `,"timeoutSeconds":1,"objectSelector":{"matchLabels":{"slow":"yes"}}`) + `]}`
 	// The configurations are set-up (their URLs are this run's). A server

@@ -45,4 +45,43 @@ var tokenTranscripts = []transcript{
 		cfg.BearerToken = token + "x"
 		tr.as(cfg, func() { tr.Get(pods).Want(http.StatusUnauthorized) })
 	}},
+	{"serviceaccount-token-bound", func(tr *T) {
+		const sa = "/api/v1/namespaces/{ns}/serviceaccounts"
+		tr.Post(sa, `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}`).Want(http.StatusCreated)
+		tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"robot","containers":[{"name":"c","image":"nginx:1.27"}]}}`).Want(http.StatusCreated)
+		tr.Post(pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"q"},"spec":{"containers":[{"name":"c","image":"nginx:1.27"}]}}`).Want(http.StatusCreated)
+		tr.Post("/api/v1/namespaces/{ns}/secrets", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`).Want(http.StatusCreated)
+		bind := func(ref string) string {
+			return `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"audiences":["https://kubernetes.default.svc.cluster.local","other"],"expirationSeconds":7200,"boundObjectRef":` + ref + `}}`
+		}
+		tok := sa + "/robot/token"
+		podTok := tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Pod","name":"p"}`)).Want(http.StatusCreated)
+		secretTok := tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Secret","name":"s"}`)).Want(http.StatusCreated)
+		tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Pod","name":"q"}`)).Want(http.StatusBadRequest)
+		tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Pod","name":"missing"}`)).Want(http.StatusNotFound)
+		tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Node","name":"kloop-no-such-node"}`)).Want(http.StatusNotFound)
+		tr.Post(tok, bind(`{"apiVersion":"v1","kind":"ConfigMap","name":"c"}`)).Want(http.StatusBadRequest)
+		tr.Post(tok, bind(`{"apiVersion":"apps/v1","kind":"Pod","name":"p"}`)).Want(http.StatusBadRequest)
+		tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Pod","name":"p","uid":"0b5ef4a6-0000-0000-0000-000000000000"}`)).Want(http.StatusConflict)
+		tr.Post(tok, bind(`{"apiVersion":"v1","kind":"Pod","name":"p","uid":"`+tr.Get(pods+"/p").Want(http.StatusOK).UID()+`"}`)).Want(http.StatusCreated)
+		for _, r := range []*Resp{podTok, secretTok} {
+			token, _ := r.Obj["status"].(map[string]any)["token"].(string)
+			cfg := tr.fx.env.Config()
+			cfg.BearerToken = token
+			tr.as(cfg, func() {
+				tr.Post("/apis/authentication.k8s.io/v1/selfsubjectreviews", `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`).Want(http.StatusCreated)
+			})
+		}
+		tr.Delete(pods+"/p", `{"gracePeriodSeconds":0}`).Want(http.StatusOK)
+		tr.Delete("/api/v1/namespaces/{ns}/secrets/s", "").Want(http.StatusOK)
+		for _, r := range []*Resp{podTok, secretTok} {
+			token, _ := r.Obj["status"].(map[string]any)["token"].(string)
+			cfg := tr.fx.env.Config()
+			cfg.BearerToken = token
+			tr.as(cfg, func() {
+				tr.awaitGet(pods, http.StatusUnauthorized)
+				tr.Get(pods).Want(http.StatusUnauthorized)
+			})
+		}
+	}},
 }

@@ -24,4 +24,13 @@ var selfTranscripts = []transcript{
 	{"kubernetes-service", func(tr *T) {
 		tr.Get("/api/v1/namespaces/default/services/kubernetes").Want(http.StatusOK)
 	}},
+	{"self-namespaces", func(tr *T) {
+		for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+			tr.Get("/api/v1/namespaces/" + ns).Want(http.StatusOK)
+		}
+	}},
+	{"kubernetes-endpoints", func(tr *T) {
+		tr.Get("/api/v1/namespaces/default/endpoints/kubernetes").Want(http.StatusOK)
+		tr.Get("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes").Want(http.StatusOK)
+	}},
 }
