@@ -314,4 +314,3 @@ func TestWidgetCrashBetweenCreateAndStatus(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
