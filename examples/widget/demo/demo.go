@@ -33,7 +33,7 @@ import (
 	"kloop.dev/kloop/examples/cloud/cloudclient"
 	examplev1 "kloop.dev/kloop/examples/widget/api/v1"
 	"kloop.dev/kloop/examples/widget/config"
-	"kloop.dev/kloop/examples/widget/internal/controller"
+	"kloop.dev/kloop/examples/widget/operator"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/manager"
 )
@@ -198,12 +198,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := controller.NewWidget(mgr, cc, controller.WidgetOptions{
-		MaxConcurrentReconciles: opts.Workers, ConsistencyWindow: 3 * time.Second,
-	}); err != nil {
-		return err
-	}
-	if _, err := controller.NewWidgetSet(mgr, controller.WidgetSetOptions{}); err != nil {
+	if err := operator.AddToManager(mgr, cc, operator.Options{Workers: opts.Workers, ConsistencyWindow: 3 * time.Second}); err != nil {
 		return err
 	}
 	view := newWidgetView()
