@@ -91,4 +91,3 @@ func TestAddToManagerRejectsBadOptions(t *testing.T) {
 		t.Error("a nil cloud client accepted")
 	}
 }
-
