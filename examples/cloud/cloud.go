@@ -251,9 +251,15 @@ loop:
 			}
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Requests in flight get a moment to finish; then the connections are
+	// closed (one a client opened and never used counts as busy to
+	// Shutdown for 5 s).
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	shutErr := srv.Shutdown(sctx)
+	if errors.Is(shutErr, context.DeadlineExceeded) {
+		shutErr = srv.Close()
+	}
 	if serveErr == nil {
 		<-served
 	} else if errors.Is(serveErr, http.ErrServerClosed) {
