@@ -34,8 +34,12 @@
 //
 // Commands and examples:
 //
-//	cmd/kloop            kloop apiserver: the embedded API server for kubectl and client-go; kloop version
-//	examples/demo        a Widget operator on the embedded API server
+//	cmd/kloop            kloop apiserver: the embedded API server for kubectl and client-go; kloop cloud: the
+//	                     demo's local cloud; kloop version
+//	examples/demo        the live demo of the Widget operator on the embedded API server (a launcher)
+//	examples/widget      the Widget operator in kubebuilder's layout: api/v1, internal/controller (Widget,
+//	                     WidgetSet), config/ by controller-gen, demo/ and cmd/demo (the live demo)
+//	examples/cloud       the local cloud the Widgets' instances live in, and its client (cloudclient/)
 //	examples/rawloop     informer + queue + your own worker loop, the seeds' client-go style
 //	examples/workqueue   a runnable tour of the work queue
 //	examples/kubebuilder kubebuilder's cmd/main.go ported to kloop

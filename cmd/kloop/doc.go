@@ -21,6 +21,14 @@
 // logs every request as kube-apiserver's httplog does; the server's limits
 // have flags of their own (kloop apiserver -h).
 //
+//	kloop cloud [--addr 127.0.0.1:0] [--provision-delay D] [--visibility-delay D] [--rate-limit QPS] [--burst N] [--retry-after D] [--failure-rate F] [--seed N] [--state-file FILE] [-v]
+//
+// runs the local cloud of the Widget operator (package
+// kloop.dev/kloop/examples/cloud) until SIGINT or SIGTERM, printing its
+// URL: asynchronous instances, idempotent creates by client token, tags,
+// eventually consistent describes, throttling and injected failures, each
+// set by its flag; --state-file keeps the instances across restarts.
+//
 //	kloop version
 //
 // prints kloop's version (its module version, or the commit it was built

@@ -24,6 +24,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "apiserver", summary: "run the embedded Kubernetes API server", run: runAPIServer},
+		{name: "cloud", summary: "run the Widget operator's local cloud (examples/cloud)", run: runCloud},
 		{name: "version", summary: "print kloop's version and the Kubernetes versions it follows", run: runVersion},
 	}
 }

@@ -1,11 +1,13 @@
-// Command demo runs a small Widget operator on kloop's embedded API server,
-// with no cluster: a CustomResourceDefinition, a manager, a controller built
-// with For/Owns, a finalizer, a status written only when it changes, then a
-// scripted session that shows the rules of the seeds at work (ten quick edits
-// → one reconcile, an owned object deleted → recreated, a deletion held by a
-// finalizer), the Kubernetes Events the controller recorded, and the
-// Prometheus metrics at the end.
+// Command demo is the README's first command: the Widget operator's live
+// demo on kloop's embedded API server, with no setup.
 //
-//	go run ./examples/demo            # the scripted session, about two seconds
-//	go run ./examples/demo -serve     # then keep serving: use kubectl with the printed kubeconfig
+//	go run ./examples/demo [--widgets 100] [--cloud-failure-rate 0.05] [--workers 8] [--serve] [--kubeconfig PATH] [--timeout 3m]
+//
+// It is a launcher that needs nothing but the standard library, so that it
+// starts at once and says that it is building: the demo itself
+// (kloop.dev/kloop/examples/widget/cmd/demo, package
+// kloop.dev/kloop/examples/widget/demo) links the Kubernetes libraries,
+// whose first build on a cold machine takes minutes. It builds the demo
+// with the go command that is on PATH and runs it with the same arguments,
+// the same terminal and the same exit code.
 package main

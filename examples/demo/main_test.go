@@ -1,49 +1,45 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"kloop.dev/kloop/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The scripted session runs to its end, and what it shows holds: the ten
-// edits were merged, the deleted ConfigMap came back, the finalizer held the
-// Widget until cleanup, and the metrics were scraped.
-func TestDemo(t *testing.T) {
-	var out bytes.Buffer
-	if err := run(context.Background(), &out, false); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
+// The README's first command: the launcher says it is building, builds the
+// demo, runs it with its arguments (here a small run with a failing
+// cloud), and passes on its output and exit code.
+func TestLaunch(t *testing.T) {
+	var env []string
+	if raceEnabled {
+		env = append(env, "GOFLAGS=-race")
 	}
-	got := out.String()
-	for _, want := range []string{
-		"created CustomResourceDefinition widgets.demo.kloop.dev",
-		"created ConfigMap default/w1-color",
-		"Owns woke w2, which recreated it",
-		`event of w2: Normal Created "created ConfigMap w2-color" (x2, from widget-controller)`,
-		"cleanup of default/w1 done, removing the finalizer",
-		"w1 is gone",
-		`metrics: controller_runtime_reconcile_total{controller="widget",result="success"}`,
-		`metrics: workqueue_adds_total{controller="widget",name="widget"}`,
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"run", []string{"--widgets", "16", "--cloud-failure-rate", "0.1"}, 0,
+			"16 widgets Running, 16 instances in the cloud, 0 leaked, 0 duplicated", "demo: building the Widget operator demo"},
+		{"usage error", []string{"--no-such-flag"}, 2, "", "flag provided but not defined: -no-such-flag"},
+		{"failure", []string{"--widgets", "-3"}, 1, "", "widgets -3: want 1 to 20000"},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("output lacks %q:\n%s", want, got)
-		}
-	}
-	m := regexp.MustCompile(`w1 reconciled (\d+) times in all for 1 create \+ 10 edits`).FindStringSubmatch(got)
-	if m == nil {
-		t.Fatalf("no reconcile count in:\n%s", got)
-	}
-	// One create takes two reconciles (the finalizer and the owned ConfigMap
-	// wake it once more); the ten edits, made while a reconcile is busy,
-	// come in at most a few more.
-	if n, _ := strconv.Atoi(m[1]); n > 7 {
-		t.Errorf("w1 reconciled %d times: the edits were not merged\n%s", n, got)
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr testutil.SyncBuffer
+			if code := launch(context.Background(), tc.args, env, strings.NewReader(""), &stdout, &stderr); code != tc.code {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stdout:\n%s\nstderr:\n%s\nwant %q and %q", stdout.String(), stderr.String(), tc.stdout, tc.stderr)
+			}
+		})
 	}
 }

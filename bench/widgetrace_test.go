@@ -1,0 +1,564 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	crcontrollerutil "sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crpredicate "sigs.k8s.io/controller-runtime/pkg/predicate"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/examples/cloud"
+	"kloop.dev/kloop/examples/cloud/cloudclient"
+	examplev1 "kloop.dev/kloop/examples/widget/api/v1"
+	"kloop.dev/kloop/examples/widget/operator"
+	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/manager"
+)
+
+// The convergence race: the Widget operator (examples/widget) on kloop and
+// the same reconciler written for controller-runtime, each given the same
+// server (a fresh embedded one per run, or the real kube-apiserver), the
+// same local cloud settings and the same number of workers; N Widgets are
+// created at once and the clock runs until every one is Running with its
+// instance and the cloud holds exactly N.
+
+const (
+	raceWorkers     = 8
+	raceProvision   = 500 * time.Millisecond
+	raceVisibility  = 500 * time.Millisecond
+	racePendingPoll = time.Second
+	racePoll        = 30 * time.Second
+	widgetFinalizer = "example.kloop.dev/instance" // the operator's, so that both hold the same
+	tagUID          = "widget.kloop.dev/uid"
+	tagName         = "widget.kloop.dev/name"
+)
+
+// raceResult is one contender's run.
+type raceResult struct {
+	create     time.Duration // to create the N Widgets (part of converge)
+	converge   time.Duration
+	requests   map[string]int64 // by verb
+	reconciles int64
+	peakHeap   uint64 // bytes of heap objects, the whole process (server included)
+	created    int64  // instances the cloud made
+}
+
+func (r raceResult) totalRequests() int64 {
+	var n int64
+	for _, v := range r.requests {
+		n += v
+	}
+	return n
+}
+
+func (r raceResult) String() string {
+	verbs := slices.Sorted(maps.Keys(r.requests))
+	var parts []string
+	for _, v := range verbs {
+		parts = append(parts, fmt.Sprintf("%s %d", v, r.requests[v]))
+	}
+	return fmt.Sprintf("created in %.2fs, converged in %.2fs, %d API requests (%s), %d reconciles, peak heap %.0f MB, %d instances created",
+		r.create.Seconds(), r.converge.Seconds(), r.totalRequests(), strings.Join(parts, ", "), r.reconciles, float64(r.peakHeap)/(1<<20), r.created)
+}
+
+// verbCounter counts a client's API requests by verb.
+type verbCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex // guards n
+	n    map[string]int64
+}
+
+func (c *verbCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	verb := ""
+	switch r.Method {
+	case http.MethodGet:
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		q := r.URL.Query()
+		switch {
+		case q.Get("watch") == "true" || q.Get("watch") == "1":
+			verb = "watch"
+		case (len(parts) == 5 && parts[0] == "apis" || len(parts) == 4 && parts[0] == "api") && parts[len(parts)-2] != "namespaces",
+			len(parts) == 6 && parts[0] == "apis" && parts[3] == "namespaces",
+			len(parts) == 5 && parts[0] == "api" && parts[2] == "namespaces":
+			verb = "list"
+		default:
+			verb = "get" // objects, and discovery
+		}
+	case http.MethodPost:
+		verb = "create"
+	case http.MethodPut:
+		verb = "update"
+	case http.MethodPatch:
+		verb = "patch"
+	case http.MethodDelete:
+		verb = "delete"
+	default:
+		verb = strings.ToLower(r.Method)
+	}
+	c.mu.Lock()
+	c.n[verb]++
+	c.mu.Unlock()
+	return c.next.RoundTrip(r)
+}
+
+func (c *verbCounter) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.n)
+}
+
+// raceContender starts an operator on cfg's namespace ns with the cloud
+// client cc; it returns a function that counts its reconciles and one that
+// stops it.
+type raceContender func(tb testing.TB, cfg *rest.Config, ns string, cc *cloudclient.Client) (reconciles func() int64, stop func())
+
+func raceScheme(tb testing.TB) *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), examplev1.AddToScheme(s)); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func kloopRace(tb testing.TB, cfg *rest.Config, ns string, cc *cloudclient.Client) (func() int64, func()) {
+	reg := prometheus.NewRegistry()
+	mgr, err := manager.New(cfg, manager.Options{Logger: quiet(), Registerer: reg,
+		Cache: informer.FactoryOptions{Scheme: raceScheme(tb), DefaultNamespaces: []string{ns}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := operator.AddToManager(mgr, cc, operator.Options{Workers: raceWorkers, PendingPoll: racePendingPoll,
+		Poll: racePoll, NoWidgetSets: true}); err != nil {
+		tb.Fatal(err)
+	}
+	reconciles := func() int64 {
+		fams, _ := reg.Gather()
+		var n float64
+		for _, f := range fams {
+			if f.GetName() == "controller_runtime_reconcile_total" {
+				for _, m := range f.GetMetric() {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return int64(n)
+	}
+	return reconciles, runManager(tb, "kloop", mgr.Start)
+}
+
+func controllerRuntimeRace(tb testing.TB, cfg *rest.Config, ns string, cc *cloudclient.Client) (func() int64, func()) {
+	silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
+	// client-go's event broadcaster logs through klog, to stderr, the
+	// Events it could not write once the manager stopped.
+	silenceKlog.Do(func() { klog.SetLogger(logr.Discard()) })
+	mgr, err := ctrl.NewManager(cfg, crmanager.Options{
+		Scheme:                 raceScheme(tb),
+		Logger:                 logr.Discard(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := &crWidgetReconciler{c: mgr.GetClient(), cloud: cc, rec: mgr.GetEventRecorderFor("widget-controller")} //nolint:staticcheck // core/v1 Events, as kloop's recorder
+	err = ctrl.NewControllerManagedBy(mgr).Named("widget").
+		For(&examplev1.Widget{}, crbuilder.WithPredicates(crpredicate.GenerationChangedPredicate{})).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: raceWorkers, SkipNameValidation: ptr(true)}).
+		Complete(r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r.reconciles.Load, runManager(tb, "controller-runtime", mgr.Start)
+}
+
+var silenceKlog sync.Once
+
+// crWidgetReconciler is examples/widget's WidgetReconciler written for
+// controller-runtime: the same steps, calls and writes, with its client,
+// its controllerutil and its event recorder.
+type crWidgetReconciler struct {
+	c          crclient.Client
+	cloud      *cloudclient.Client
+	rec        record.EventRecorder
+	reconciles atomic.Int64
+}
+
+func (r *crWidgetReconciler) Reconcile(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+	r.reconciles.Add(1)
+	var w examplev1.Widget
+	if err := r.c.Get(ctx, req.NamespacedName, &w); err != nil {
+		return crreconcile.Result{}, crclient.IgnoreNotFound(err)
+	}
+	if !w.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &w)
+	}
+	if crcontrollerutil.AddFinalizer(&w, widgetFinalizer) {
+		if err := r.c.Update(ctx, &w); err != nil {
+			return crreconcile.Result{}, err
+		}
+	}
+	for k := range w.Spec.Tags {
+		if strings.HasPrefix(k, "widget.kloop.dev/") {
+			err := fmt.Errorf("spec.tags[%q]: keys under widget.kloop.dev/ are the operator's", k)
+			r.rec.Eventf(&w, corev1.EventTypeWarning, "InvalidSpec", "%v", err)
+			if err := r.setStatus(ctx, &w, examplev1.StateFailed, w.Status.InstanceID, w.Status.Endpoint, metav1.ConditionFalse, "InvalidSpec", err.Error()); err != nil {
+				return crreconcile.Result{}, err
+			}
+			return crreconcile.Result{}, crreconcile.TerminalError(err)
+		}
+	}
+	inst, err := r.lookup(ctx, &w)
+	if err != nil {
+		return crreconcile.Result{}, err
+	}
+	created := false
+	if inst == nil {
+		in, err := r.cloud.Create(ctx, cloudclient.CreateInput{ClientToken: "widget-" + string(w.UID),
+			Region: w.Spec.Region, Size: crSize(&w.Spec), Tags: crTags(&w)})
+		if err != nil {
+			return crreconcile.Result{}, fmt.Errorf("creating the instance: %w", err)
+		}
+		inst, created = &in, true
+		r.rec.Eventf(&w, corev1.EventTypeNormal, "Created", "instance %s (%s, %s)", in.ID, in.Region, in.Size)
+	}
+	if want := crTags(&w); inst.Size != crSize(&w.Spec) || !maps.Equal(inst.Tags, want) {
+		in, err := r.cloud.Modify(ctx, inst.ID, cloudclient.ModifyInput{Size: crSize(&w.Spec), Tags: want})
+		if err != nil {
+			return crreconcile.Result{}, err
+		}
+		inst = &in
+		r.rec.Eventf(&w, corev1.EventTypeNormal, "Modified", "instance %s: size %s, %d tags", in.ID, in.Size, len(in.Tags))
+	}
+	state, status, reason, msg := examplev1.StatePending, metav1.ConditionFalse, "Provisioning", "instance "+inst.ID+" is "+string(inst.State)
+	if inst.State == cloudclient.Running {
+		state, status, reason, msg = examplev1.StateRunning, metav1.ConditionTrue, "Running", "instance "+inst.ID+" runs at "+inst.Endpoint
+	}
+	wasRunning := w.Status.State == examplev1.StateRunning
+	if err := r.setStatus(ctx, &w, state, inst.ID, inst.Endpoint, status, reason, msg); err != nil {
+		return crreconcile.Result{}, err
+	}
+	if state == examplev1.StateRunning && !wasRunning {
+		r.rec.Eventf(&w, corev1.EventTypeNormal, "Running", "instance %s runs at %s", inst.ID, inst.Endpoint)
+	}
+	if created || state != examplev1.StateRunning {
+		return crreconcile.Result{RequeueAfter: racePendingPoll}, nil
+	}
+	return crreconcile.Result{RequeueAfter: racePoll}, nil
+}
+
+func (r *crWidgetReconciler) lookup(ctx context.Context, w *examplev1.Widget) (*cloudclient.Instance, error) {
+	if id := w.Status.InstanceID; id != "" {
+		in, err := r.cloud.Get(ctx, id)
+		if err == nil {
+			return &in, nil
+		}
+		if !cloudclient.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	found, err := r.cloud.ListByTags(ctx, map[string]string{tagUID: string(w.UID)})
+	if err != nil || len(found) == 0 {
+		return nil, err
+	}
+	slices.SortFunc(found, func(a, b cloudclient.Instance) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, dup := range found[1:] {
+		if err := r.cloud.Delete(ctx, dup.ID); err != nil && !cloudclient.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return &found[0], nil
+}
+
+func (r *crWidgetReconciler) finalize(ctx context.Context, w *examplev1.Widget) (crreconcile.Result, error) {
+	if !crcontrollerutil.ContainsFinalizer(w, widgetFinalizer) {
+		return crreconcile.Result{}, nil
+	}
+	var ids []string
+	if w.Status.InstanceID != "" {
+		ids = append(ids, w.Status.InstanceID)
+	}
+	found, err := r.cloud.ListByTags(ctx, map[string]string{tagUID: string(w.UID)})
+	if err != nil {
+		return crreconcile.Result{}, err
+	}
+	for _, in := range found {
+		if !slices.Contains(ids, in.ID) {
+			ids = append(ids, in.ID)
+		}
+	}
+	if len(ids) == 0 {
+		if left := 10*time.Second - time.Since(w.CreationTimestamp.Time); left > 0 {
+			return crreconcile.Result{RequeueAfter: left}, nil
+		}
+	}
+	if err := r.setStatus(ctx, w, examplev1.StateDeleting, w.Status.InstanceID, "", metav1.ConditionFalse, "Deleting", "deleting instance "+strings.Join(ids, ", ")); err != nil {
+		return crreconcile.Result{}, err
+	}
+	for _, id := range ids {
+		if err := r.cloud.Delete(ctx, id); err != nil && !cloudclient.IsNotFound(err) {
+			return crreconcile.Result{}, err
+		}
+	}
+	crcontrollerutil.RemoveFinalizer(w, widgetFinalizer)
+	return crreconcile.Result{}, r.c.Update(ctx, w)
+}
+
+// setStatus writes the status if it changed, as controllerutil.UpdateStatus
+// does in kloop.
+func (r *crWidgetReconciler) setStatus(ctx context.Context, w *examplev1.Widget, state, id, endpoint string, ready metav1.ConditionStatus, reason, msg string) error {
+	before := w.Status.DeepCopy()
+	w.Status.State, w.Status.InstanceID, w.Status.Endpoint = state, id, endpoint
+	w.Status.ObservedGeneration = w.Generation
+	meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+		Type: examplev1.ConditionReady, Status: ready, Reason: reason, Message: msg, ObservedGeneration: w.Generation,
+	})
+	if equality.Semantic.DeepEqual(before, &w.Status) {
+		return nil
+	}
+	return r.c.Status().Update(ctx, w)
+}
+
+func crSize(s *examplev1.WidgetSpec) string {
+	if s.Size == "" {
+		return "small"
+	}
+	return s.Size
+}
+
+func crTags(w *examplev1.Widget) map[string]string {
+	tags := maps.Clone(w.Spec.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[tagUID] = string(w.UID)
+	tags[tagName] = w.Namespace + "/" + w.Name
+	return tags
+}
+
+// heapPeak samples the heap every 20 ms until stop is called.
+func heapPeak() (stop func() uint64) {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		if v := sample[0].Value.Uint64(); v > peak.Load() {
+			peak.Store(v)
+		}
+	}
+	wg.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 { close(done); wg.Wait(); return peak.Load() }
+}
+
+// raceTarget is the server of the race: $KLOOP_BENCH_RACE_TARGET (embedded
+// or real), embedded by default.
+func raceTarget() apiservertest.Target {
+	if os.Getenv("KLOOP_BENCH_RACE_TARGET") == string(apiservertest.RealServer) {
+		return apiservertest.RealServer
+	}
+	return apiservertest.Embedded
+}
+
+// runRace runs one contender at n Widgets on a server of its own (on the
+// real target, a namespace of its own).
+func runRace(tb testing.TB, n int, c raceContender) raceResult {
+	env := apiservertest.Start(tb, raceTarget(), apiservertest.Options{CRDPaths: []string{"../examples/widget/config/crd/bases"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, err := cloud.New(cloud.Options{ProvisionDelay: raceProvision, VisibilityDelay: raceVisibility, Logger: quiet()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cloudDone := make(chan error, 1)
+	go func() { cloudDone <- cl.Start(ctx) }()
+	defer func() { cancel(); <-cloudDone }()
+	cc, err := cloudclient.New(cl.URL(), cloudclient.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	admin, err := client.New(env.Config(), client.Options{Scheme: raceScheme(tb), Logger: quiet()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	counter := &verbCounter{n: map[string]int64{}}
+	cfg := env.Config()
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	runtime.GC()
+	stopHeap := heapPeak()
+	reconciles, stop := c(tb, cfg, env.Namespace, cc)
+	defer stop()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	const writers = 16
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				wd := &examplev1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: fmt.Sprintf("w%05d", i)},
+					Spec: examplev1.WidgetSpec{Region: "local-1", Size: "small"}}
+				if err := admin.Create(ctx, wd); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatal(err)
+	}
+	created := time.Since(start)
+	deadline := time.Now().Add(20 * time.Minute)
+	for {
+		if converged(ctx, tb, admin, cl, env.Namespace, n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d Widgets not converged after 20 minutes: cloud %+v", n, cl.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res := raceResult{create: created, converge: time.Since(start), reconciles: reconciles()}
+	res.peakHeap = stopHeap()
+	res.requests = counter.snapshot()
+	res.created = cl.Stats().Created
+	if res.created != int64(n) {
+		tb.Errorf("the cloud made %d instances for %d Widgets", res.created, n)
+	}
+	return res
+}
+
+// converged reports whether the cloud holds n running instances and every
+// Widget says Running (checked only once the cloud does).
+func converged(ctx context.Context, tb testing.TB, admin *client.Client, cl *cloud.Cloud, ns string, n int) bool {
+	running := 0
+	for _, in := range cl.Instances() {
+		if in.State == cloudclient.Running {
+			running++
+		}
+	}
+	if running != n {
+		return false
+	}
+	var l examplev1.WidgetList
+	if err := admin.List(ctx, &l, client.InNamespace(ns)); err != nil {
+		tb.Fatal(err)
+	}
+	ok := 0
+	for _, w := range l.Items {
+		if w.Status.State == examplev1.StateRunning && w.Status.ObservedGeneration == w.Generation {
+			ok++
+		}
+	}
+	return ok == n
+}
+
+var raceContenders = []struct {
+	name string
+	run  raceContender
+}{
+	{"kloop", kloopRace},
+	{"controller-runtime", controllerRuntimeRace},
+}
+
+// TestWidgetRaceContenders: both operators converge a few Widgets with one
+// instance each (what the benchmark times).
+func TestWidgetRaceContenders(t *testing.T) {
+	for _, c := range raceContenders {
+		t.Run(c.name, func(t *testing.T) {
+			res := runRace(t, 40, c.run)
+			if res.reconciles < 40 {
+				t.Errorf("%d reconciles for 40 Widgets", res.reconciles)
+			}
+			t.Log(res)
+		})
+	}
+}
+
+// BenchmarkWidgetConvergence is the race at 1,000 and 10,000 Widgets
+// (KLOOP_BENCH_RACE_N="1000,10000" by default), each contender in turn:
+//
+//	go test -run XXX -bench WidgetConvergence -benchtime 1x -timeout 60m .
+//	KLOOP_BENCH_RACE_TARGET=real go test -run XXX -bench WidgetConvergence -benchtime 1x -timeout 60m .
+func BenchmarkWidgetConvergence(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if v := os.Getenv("KLOOP_BENCH_RACE_N"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+				b.Fatalf("KLOOP_BENCH_RACE_N=%q: want sizes such as 1000,10000", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("widgets=%d", n), func(b *testing.B) {
+			results := map[string]raceResult{}
+			for range b.N {
+				for _, c := range raceContenders {
+					res := runRace(b, n, c.run)
+					results[c.name] = res
+					b.Logf("%s at %d Widgets (%s): %s", c.name, n, raceTarget(), res)
+				}
+			}
+			k, cr := results["kloop"], results["controller-runtime"]
+			b.ReportMetric(k.converge.Seconds(), "kloop-s")
+			b.ReportMetric(cr.converge.Seconds(), "cr-s")
+			b.ReportMetric(float64(k.totalRequests()), "kloop-requests")
+			b.ReportMetric(float64(cr.totalRequests()), "cr-requests")
+			b.Logf("ratio widgets=%d %s: time kloop/controller-runtime=%.2f requests=%.2f reconciles=%.2f peak-heap=%.2f",
+				n, raceTarget(), k.converge.Seconds()/cr.converge.Seconds(), float64(k.totalRequests())/float64(cr.totalRequests()),
+				float64(k.reconciles)/float64(cr.reconciles), float64(k.peakHeap)/float64(cr.peakHeap))
+		})
+	}
+}
