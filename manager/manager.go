@@ -15,9 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
+	irest "kloop.dev/kloop/internal/rest"
 	"kloop.dev/kloop/leaderelection"
 	"kloop.dev/kloop/metrics"
 )
@@ -95,9 +98,15 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(restM.RoundTripper)
+	// With a TracerProvider, every request is a span too (around the
+	// counting transport).
+	tracing := irest.NewTracing(opts.TracerProvider)
+	if tracing != nil {
+		cfg.Wrap(tracing.Transport)
+	}
 	if hc := opts.Cache.HTTPClient; hc != nil {
 		counted := *hc
-		counted.Transport = restM.RoundTripper(hc.Transport)
+		counted.Transport = tracing.Transport(restM.RoundTripper(hc.Transport))
 		opts.Cache.HTTPClient = &counted
 	}
 	factory, err := informer.NewFactory(cfg, opts.Cache)
@@ -212,6 +221,10 @@ func (m *Manager) Scheme() *runtime.Scheme { return m.factory.Scheme() }
 // Config returns a copy of the manager's rest.Config, whose transport counts
 // its requests in rest_client_requests_total.
 func (m *Manager) Config() *rest.Config { return rest.CopyConfig(m.cfg) }
+
+// TracerProvider returns Options.TracerProvider (nil: no tracing), for
+// controller.Options.TracerProvider (the builder sets it).
+func (m *Manager) TracerProvider() trace.TracerProvider { return m.opts.TracerProvider }
 
 // Logger returns the manager's logger.
 func (m *Manager) Logger() *slog.Logger { return m.log }

@@ -156,6 +156,12 @@ func WithSpanSink(ctx context.Context, dst *trace.SpanContext) context.Context {
 	return context.WithValue(ctx, sinkKey{}, dst)
 }
 
+// SpanSinkFrom returns the sink of WithSpanSink in ctx, nil without one.
+func SpanSinkFrom(ctx context.Context) *trace.SpanContext {
+	dst, _ := ctx.Value(sinkKey{}).(*trace.SpanContext)
+	return dst
+}
+
 func (tt *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	q := req.URL.Query()
@@ -182,7 +188,7 @@ func (tt *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	ctx, span := tt.t.tracer.Start(ctx, call.SpanName(req.Method, req.URL.Path),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	if dst, ok := ctx.Value(sinkKey{}).(*trace.SpanContext); ok {
+	if dst := SpanSinkFrom(ctx); dst != nil {
 		*dst = span.SpanContext()
 	}
 	out := req.Clone(ctx)
