@@ -85,13 +85,14 @@ type Observation struct {
 // Write is a write a reconcile made.
 type Write struct {
 	// Kind is the object's kind ("ConfigMap", "Widget.example.com").
-	Kind string
+	Kind string `json:"kind"`
 	// Subresource is "status" for a status write, else "".
-	Subresource     string
-	Namespace, Name string
+	Subresource string `json:"subresource,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name"`
 	// ResourceVersion is what the write produced ("" for a deletion).
-	ResourceVersion string
-	Deleted         bool
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	Deleted         bool   `json:"deleted,omitempty"`
 }
 
 // writesOf converts a reconcile's writes for an Observation, reusing dst.
