@@ -74,7 +74,7 @@ type Manager struct {
 	// names are the names of the controllers added, unique.
 	names map[string]bool
 	// recorders are the event recorders of Recorder, by component.
-	recorders                         map[string]*client.Recorder
+	recorders                                       map[string]*client.Recorder
 	metricsAddr, probeAddr, pprofAddr, liveViewAddr net.Addr
 
 	errMu sync.Mutex // guards errs, stopping, cancelRun

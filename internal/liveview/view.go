@@ -115,8 +115,8 @@ func (h *history) view() View {
 		cv := ControllerView{
 			Name: name, QueueDepth: slices.Clone(qs.Depth), ActiveWorkers: cs.ActiveWorkers,
 			Workers: cs.MaxConcurrentReconciles, StaleSkips: cs.StaleSkips, HotLoops: cs.HotLoops,
-			FightingWriters: cs.FightingWriters,
-			Reconciles:      outcomes(cs),
+			FightingWriters:  cs.FightingWriters,
+			Reconciles:       outcomes(cs),
 			ReconcilesPerSec: map[string]float64{},
 		}
 		if cv.QueueDepth == nil {
