@@ -37,16 +37,18 @@ const DefaultTracedWrites = 4096
 
 // tracing makes the spans of a controller's reconciles.
 type tracing struct {
-	tracer trace.Tracer
-	name   string // "Reconcile <controller>"
-	writes writeSpans
+	tracer     trace.Tracer
+	controller string
+	name       string // "Reconcile <controller>"
+	writes     writeSpans
 }
 
 func newTracing(tp trace.TracerProvider, controller string) *tracing {
 	return &tracing{
-		tracer: tp.Tracer(TracerName),
-		name:   "Reconcile " + controller,
-		writes: writeSpans{max: DefaultTracedWrites, m: map[writeKey]trace.SpanContext{}},
+		tracer:     tp.Tracer(TracerName),
+		controller: controller,
+		name:       "Reconcile " + controller,
+		writes:     writeSpans{max: DefaultTracedWrites, m: map[writeKey]trace.SpanContext{}},
 	}
 }
 
@@ -110,7 +112,7 @@ func (w *writeSpans) links(trigs *trigger.Record, dst []trace.Link) []trace.Link
 // to the spans of the controller's writes whose events triggered it.
 func (t *tracing) start(ctx context.Context, req reconcile.Request, id [16]byte, trigs *trigger.Record) (context.Context, trace.Span) {
 	attrs := []attribute.KeyValue{
-		attribute.String(AttrController, t.name[len("Reconcile "):]),
+		attribute.String(AttrController, t.controller),
 		attribute.String(AttrNamespace, req.Namespace),
 		attribute.String(AttrName, req.Name),
 		attribute.String(AttrReconcileID, rctx.FormatUUID(id)),
