@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -9,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
 	"kloop.dev/kloop/reconcile/trigger"
@@ -128,11 +130,27 @@ func (t *tracing) start(ctx context.Context, req reconcile.Request, id [16]byte,
 		trace.WithLinks(t.writes.links(trigs, nil)...))
 }
 
-// triggersText renders a record as reconcile.Triggers does.
+// triggersText renders a record as reconcile.Triggers' String does: the
+// total, then the recent causes.
 func triggersText(trigs *trigger.Record) string {
-	sc := rctx.Scope{Context: context.Background(), Triggers: trigs}
-	ts, _ := reconcile.TriggersFrom(&sc)
-	return ts.String()
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(trigs.Total()))
+	for i := range trigs.Len() {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		c := trigs.At(i)
+		t := reconcile.Trigger{Type: c.Type, Kind: c.Source, Handler: c.Handler}
+		if o := c.Object; o != nil {
+			if ho := asObject(o); ho == nil || !handler.IsNil(ho) {
+				t.Namespace, t.Name, t.ResourceVersion = o.GetNamespace(), o.GetName(), o.GetResourceVersion()
+			}
+		}
+		b.WriteString(t.String())
+	}
+	return b.String()
 }
 
 // end finishes a reconcile's span: its result, error and writes (an event

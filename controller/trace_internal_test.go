@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"kloop.dev/kloop/internal/rctx"
+	"kloop.dev/kloop/reconcile"
 	"kloop.dev/kloop/reconcile/trigger"
 )
 
@@ -38,5 +41,22 @@ func TestWriteSpansBounded(t *testing.T) {
 	}
 	if links := w.links(nil, nil); len(links) != 0 {
 		t.Errorf("links without triggers: %v", links)
+	}
+}
+
+// TestTriggersText: a span's triggers read as reconcile.Triggers' String.
+func TestTriggersText(t *testing.T) {
+	var rec trigger.Record
+	for i := range 6 {
+		rec.Add(trigger.Cause{Type: trigger.Update, Source: "ConfigMap", Handler: "h", Object: cmAt("a", fmt.Sprint(i))})
+	}
+	rec.Add(trigger.Cause{Type: trigger.Error})
+	want := "7: Update ConfigMap ns/a rv=3 by h; Update ConfigMap ns/a rv=4 by h; Update ConfigMap ns/a rv=5 by h; Error"
+	if got := triggersText(&rec); got != want {
+		t.Errorf("triggersText = %q, want %q", got, want)
+	}
+	ts, _ := reconcile.TriggersFrom(&rctx.Scope{Context: context.Background(), Triggers: &rec})
+	if ts.String() != want {
+		t.Errorf("reconcile.Triggers renders %q", ts.String())
 	}
 }
