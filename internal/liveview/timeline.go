@@ -168,12 +168,17 @@ func (t *Timeline) Observe(ctrl string, o *controller.Observation) {
 	if el, ok := t.objs[key]; ok {
 		t.lru.MoveToFront(el)
 		ol = el.Value.(*objectLog)
+	} else if t.lru.Len() >= t.opts.MaxObjects {
+		// Full: the least recently observed object's log is reused.
+		el := t.lru.Back()
+		ol = el.Value.(*objectLog)
+		delete(t.objs, ol.sum.ObjectKey)
+		clear(ol.entries)
+		ol.entries, ol.next = ol.entries[:0], 0
+		ol.sum = ObjectSummary{ObjectKey: key}
+		t.lru.MoveToFront(el)
+		t.objs[key] = el
 	} else {
-		if t.lru.Len() >= t.opts.MaxObjects {
-			oldest := t.lru.Back()
-			delete(t.objs, oldest.Value.(*objectLog).sum.ObjectKey)
-			t.lru.Remove(oldest)
-		}
 		ol = &objectLog{sum: ObjectSummary{ObjectKey: key}}
 		t.objs[key] = t.lru.PushFront(ol)
 	}
