@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -127,4 +129,42 @@ func TestLiveView(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLiveViewStreamEndsAtShutdown: an open /events stream, which never
+// goes idle, does not hold the manager's shutdown: the stream ends and
+// Start returns.
+func TestLiveViewStreamEndsAtShutdown(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{}) // the shutdown is the manager's: one target
+	mgr, err := manager.New(srv.Config(), manager.Options{LiveViewBindAddress: "127.0.0.1:0", GracefulShutdownTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	<-mgr.Started()
+	resp, err := http.Get("http://" + mgr.LiveViewAddr().String() + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 512)
+	if n, err := resp.Body.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "event: stats\n") {
+		t.Fatalf("first frame %q, %v", buf[:n], err)
+	}
+	began := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return with a live view stream open")
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Logf("the stream ended with %v", err)
+	}
+	t.Logf("stopped in %s", time.Since(began).Round(time.Millisecond))
 }
