@@ -60,6 +60,9 @@ func ParseCall(method, path string, query func(string) string) Call {
 	if rest[0] == "namespaces" && len(rest) >= 3 {
 		c.Namespace, rest = rest[1], rest[2:]
 	}
+	if rest[0] == "" {
+		return Call{} // an empty segment: no resource path
+	}
 	c.Resource = rest[0]
 	if len(rest) > 1 {
 		c.Name = rest[1]

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -134,4 +135,23 @@ func TestTracingTransport(t *testing.T) {
 	if del.Status().Code != codes.Error {
 		t.Errorf("a 404 answer's span has status %v", del.Status())
 	}
+}
+
+// FuzzParseCall: any request path and method parse without a panic, into
+// a call whose resource is set exactly when its verb is, and whose span
+// name starts with the verb.
+func FuzzParseCall(f *testing.F) {
+	for _, seed := range []string{"/api/v1/namespaces/ns/pods/p", "/apis/g/v/namespaces", "/api", "/apis/g/v/x/y/z/w", "//api//v1", "/prefix/apis/a/b/namespaces/x/y", "/api/v1//x", "/api/v1/namespaces/ns//p"} {
+		f.Add("GET", seed, "watch=1")
+	}
+	f.Fuzz(func(t *testing.T, method, path, query string) {
+		q, _ := url.ParseQuery(query)
+		c := ParseCall(method, path, q.Get)
+		if (c.Verb == "") != (c.Resource == "") {
+			t.Fatalf("ParseCall(%q, %q) = %+v: a verb without a resource or the reverse", method, path, c)
+		}
+		if name := c.SpanName(method, path); c.Verb != "" && !strings.HasPrefix(name, strings.ToUpper(c.Verb)+" ") {
+			t.Fatalf("span name %q of %+v", name, c)
+		}
+	})
 }
