@@ -30,7 +30,9 @@
 //	internal        shared parts: chunkq (chunked FIFO buffer), rctx (one reconcile's context: ID, logger, triggers, writes), certreload
 //	                (TLS serving certificates reloaded on rotation), selfsigned,
 //	                rest (the REST calls of client, reflector, discovery: Status errors, Retry-After, retries,
-//	                rate limit); for tests: testutil (Eventually, SyncBuffer, a metrics Provider), testcrd
+//	                rate limit, OpenTelemetry spans), liveview (the manager's live view of the pipeline: page,
+//	                server-sent figures, per-object timelines); for tests: testutil (Eventually, SyncBuffer, a
+//	                metrics Provider), testcrd
 //
 // Commands and examples:
 //

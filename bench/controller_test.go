@@ -39,12 +39,16 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/builder"
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/liveview"
 	"kloop.dev/kloop/manager"
 	"kloop.dev/kloop/reconcile"
 	"kloop.dev/kloop/reflector"
@@ -101,6 +105,8 @@ var e2eContenders = []e2eContender{
 	{"kloop-noryow", kloopE2E(kloopVariant{noRYOW: true})},
 	{"kloop-nohotloop", kloopE2E(kloopVariant{noHotLoop: true})},
 	{"kloop-off", kloopE2E(kloopVariant{noTriggers: true, noRYOW: true, noHotLoop: true})},
+	{"kloop-traced", kloopE2E(kloopVariant{traced: true})},
+	{"kloop-liveview", kloopE2E(kloopVariant{liveView: true})},
 	{"controller-runtime", controllerRuntimeE2E},
 }
 
@@ -109,8 +115,28 @@ var e2eContenders = []e2eContender{
 // also turns the hot-loop detector off), read-your-own-writes (the
 // manager's client and the controller), the hot-loop detector. The
 // kloop-no* contenders give each one's cost; kloop-off all three of issue
-// 23's.
-type kloopVariant struct{ noIntern, noTriggers, noRYOW, noHotLoop bool }
+// 23's. It turns on the opt-in ones: tracing (an OpenTelemetry SDK
+// provider whose batcher hands the spans to an exporter that discards
+// them) and the live view's timeline (manager.Options.LiveViewBindAddress
+// end to end; in process, a liveview.Timeline as the controller's
+// Observer); no browser watches.
+type kloopVariant struct{ noIntern, noTriggers, noRYOW, noHotLoop, traced, liveView bool }
+
+// discardExporter is an OpenTelemetry span exporter that drops the spans.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// tracerProvider returns the variant's TracerProvider (nil unless traced)
+// and what shuts it down.
+func (v kloopVariant) tracerProvider() (trace.TracerProvider, func()) {
+	if !v.traced {
+		return nil, func() {}
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+	return tp, func() { _ = tp.Shutdown(context.Background()) }
+}
 
 func (v kloopVariant) controllerOptions(workers int) controller.Options {
 	return controller.Options{MaxConcurrentReconciles: workers, DisableTriggers: v.noTriggers,
@@ -139,8 +165,13 @@ func kloopE2E(v kloopVariant) func(tb testing.TB, cfg *rest.Config, ns string, w
 }
 
 func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *seqTracker, v kloopVariant) func() {
-	mgr, err := manager.New(cfg, manager.Options{Cache: informer.FactoryOptions{DisableInterning: v.noIntern}, Logger: quiet(),
-		DisableReadYourOwnWrites: v.noRYOW})
+	tp, shutdown := v.tracerProvider()
+	mopts := manager.Options{Cache: informer.FactoryOptions{DisableInterning: v.noIntern}, Logger: quiet(),
+		DisableReadYourOwnWrites: v.noRYOW, TracerProvider: tp}
+	if v.liveView {
+		mopts.LiveViewBindAddress = "127.0.0.1:0"
+	}
+	mgr, err := manager.New(cfg, mopts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -161,7 +192,8 @@ func startKloopE2E(tb testing.TB, cfg *rest.Config, ns string, workers int, t *s
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return runManager(tb, "kloop", mgr.Start)
+	stop := runManager(tb, "kloop", mgr.Start)
+	return func() { stop(); shutdown() }
 }
 
 // controllerRuntimeE2E: ctrl.NewManager (metrics and probes off), the
@@ -586,6 +618,8 @@ var inprocContenders = []inprocContender{
 	{"kloop-nointern", kloopInproc(kloopVariant{noIntern: true}, true)},
 	{"kloop-notriggers", kloopInproc(kloopVariant{noTriggers: true}, true)},
 	{"kloop-off", kloopInproc(kloopVariant{noTriggers: true, noRYOW: true, noHotLoop: true}, true)},
+	{"kloop-traced", kloopInproc(kloopVariant{traced: true}, true)},
+	{"kloop-liveview", kloopInproc(kloopVariant{liveView: true}, true)},
 	{"client-go", clientGoInproc},
 	{"harness", harnessInproc},
 }
@@ -633,6 +667,13 @@ func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t
 	})
 	copts := v.controllerOptions(workers)
 	copts.Logger = quiet()
+	tp, shutdown := v.tracerProvider()
+	copts.TracerProvider = tp
+	if v.liveView {
+		if copts.Observer, err = liveview.NewTimeline(liveview.TimelineOptions{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	c, err := controller.New("bench", r, copts)
 	if err != nil {
 		tb.Fatal(err)
@@ -656,7 +697,7 @@ func startKloopInproc(tb testing.TB, initial []*corev1.ConfigMap, workers int, t
 	send := func(cm *corev1.ConfigMap) {
 		w.ch <- reflector.Event[*corev1.ConfigMap]{Type: watch.Modified, Object: cm}
 	}
-	return send, func() { cancel(); close(w.stop); wg.Wait() }
+	return send, func() { cancel(); close(w.stop); wg.Wait(); shutdown() }
 }
 
 // clientGoInproc: SharedIndexInformer → a handler that enqueues the key →

@@ -223,10 +223,10 @@ func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
 	return b
 }
 
-// WithOptions sets the controller's options. Left unset, Logger, Metrics and
-// QueueMetrics are the manager's. When a watch has a scope (WithScope), the
-// builder wraps BaseContext to add the client.ReadScopes of the controller
-// after the one given here.
+// WithOptions sets the controller's options. Left unset, Logger, Metrics,
+// QueueMetrics, TracerProvider and Observer are the manager's. When a
+// watch has a scope (WithScope), the builder wraps BaseContext to add the
+// client.ReadScopes of the controller after the one given here.
 func (b *Builder) WithOptions(opts controller.Options) *Builder {
 	b.opts = opts
 	return b
@@ -306,6 +306,12 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = b.mgr.ControllerMetrics()
+	}
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = b.mgr.TracerProvider()
+	}
+	if opts.Observer == nil {
+		opts.Observer = b.mgr.Observer()
 	}
 	if !opts.HotLoop.Disable && b.forW != nil {
 		// The hot-loop detector's reports: an Event on the object, and

@@ -110,6 +110,7 @@ func (c *Client) apply(ctx context.Context, config ApplyConfiguration, sub strin
 	if err != nil {
 		return fmt.Errorf("client: encoding the apply configuration of %s %s: %w", gvk.Kind, name, err)
 	}
+	ctx = withSpanSink(ctx)
 	out, err := c.do(ctx, http.MethodPatch, u, "application/json", string(types.ApplyYAMLPatchType), body, m)
 	if err != nil {
 		return err

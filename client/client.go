@@ -30,6 +30,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/informer"
 	irest "kloop.dev/kloop/internal/rest"
 )
@@ -109,6 +111,14 @@ type Options struct {
 	// Metrics receives the client's statistics (waits for the cache, stale
 	// reads). Default: none.
 	Metrics MetricsProvider
+	// TracerProvider, when set, makes each request of the client an
+	// OpenTelemetry span ("<VERB> <resource>", child of the span in the
+	// request's context: a traced reconcile's), by wrapping HTTPClient's
+	// transport. Leave it nil when that transport is traced already: a
+	// manager's client's is (manager.Options.TracerProvider). A traced
+	// reconcile's writes carry their span either way. Default nil: no
+	// tracing.
+	TracerProvider trace.TracerProvider
 }
 
 // Client reads objects from the informer cache (or the API server) and
@@ -168,6 +178,11 @@ func (o *Options) defaults(cfg *rest.Config) error {
 			return fmt.Errorf("client: HTTP client for config: %w", err)
 		}
 		o.HTTPClient = c
+	}
+	if o.TracerProvider != nil {
+		traced := *o.HTTPClient
+		traced.Transport = irest.NewTracing(o.TracerProvider).Transport(traced.Transport)
+		o.HTTPClient = &traced
 	}
 	if o.Mapper == nil {
 		m, err := informer.NewDiscoveryMapper(cfg, o.HTTPClient)
@@ -898,6 +913,7 @@ func (c *Client) write(ctx context.Context, method string, obj Object, sub strin
 		}
 	}
 	u.RawQuery = q.Encode()
+	ctx = withSpanSink(ctx)
 	out, err := c.do(ctx, method, u, acceptFor(obj, false), contentType, body, m)
 	if err != nil {
 		return err
@@ -999,6 +1015,7 @@ func (c *Client) Delete(ctx context.Context, obj Object, opts ...WriteOption) er
 	if err != nil {
 		return fmt.Errorf("client: encoding DeleteOptions: %w", err)
 	}
+	ctx = withSpanSink(ctx)
 	out, err := c.do(ctx, http.MethodDelete, u, "application/json", "application/json", body, m)
 	if err != nil {
 		return err

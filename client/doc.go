@@ -98,6 +98,17 @@
 // handed to the controller, which holds the key's next reconcile until the
 // cache has it (see kloop.dev/kloop/controller).
 //
+// # Tracing
+//
+// Options.TracerProvider makes each request of the client an OpenTelemetry
+// span "<VERB> <resource>", child of the span in the request's context (a
+// traced reconcile's), with the call's attributes and the answer's status
+// and resourceVersion; a manager's client is traced by the manager's
+// transport instead (manager.Options.TracerProvider). In a traced
+// reconcile (controller.Options.TracerProvider) each write hands the
+// controller its span, which the controller links the reconciles that the
+// write's event triggers to.
+//
 // A namespace given for a cluster-scoped kind (in an ObjectKey, InNamespace
 // or an object's metadata) is ignored, as by controller-runtime and
 // kube-apiserver, cached or not.

@@ -17,8 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/internal/rctx"
+	irest "kloop.dev/kloop/internal/rest"
 )
 
 // DefaultReadYourOwnWritesTimeout is the default of
@@ -363,6 +366,18 @@ func (c *Client) await(ctx context.Context, inf *informer.Informer[informer.Obje
 	}
 }
 
+// withSpanSink returns ctx with a sink for the span of the write about to
+// be sent, when the reconcile of ctx is traced (rctx.Scope.Traced):
+// recordWrite hands it to the reconcile's writes (rctx.Write.Span), for its
+// controller to link the reconciles the write triggers to it. Else it
+// returns ctx.
+func withSpanSink(ctx context.Context) context.Context {
+	if sc := rctx.From(ctx); sc == nil || !sc.Traced || sc.Writes == nil {
+		return ctx
+	}
+	return irest.WithSpanSink(ctx, new(trace.SpanContext))
+}
+
 // wrote records a successful write of obj (its state in the server's
 // answer) of kind gvk: in the client's write log when the kind is cached,
 // and in the writes of the reconcile of ctx, if any. sub is the
@@ -390,6 +405,9 @@ func (c *Client) recordWrite(ctx context.Context, gvk schema.GroupVersionKind, m
 	sc := rctx.From(ctx)
 	if sc == nil || sc.Writes == nil {
 		return
+	}
+	if span := irest.SpanSinkFrom(ctx); span != nil {
+		w.Span = *span
 	}
 	if sc.Writes.KeepManagedFields && obj != nil {
 		w.ManagedFields = slices.Clone(obj.GetManagedFields())

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/reconcile"
@@ -66,6 +68,8 @@ func BenchmarkReconcileHandler(b *testing.B) {
 	}{
 		{"default", Options{}},
 		{"timeout", Options{ReconcileTimeout: time.Minute}},
+		{"traced", Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))}},
+		{"observed", Options{Observer: discardObserver{}}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
@@ -87,9 +91,23 @@ func BenchmarkReconcileHandler(b *testing.B) {
 			if s.Success == 0 {
 				b.Fatal("no reconcile counted")
 			}
+			if tp, ok := bc.opts.TracerProvider.(*sdktrace.TracerProvider); ok {
+				_ = tp.Shutdown(context.Background())
+			}
 		})
 	}
 }
+
+// discardExporter is an OpenTelemetry span exporter that drops the spans.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// discardObserver is an Observer that keeps nothing.
+type discardObserver struct{}
+
+func (discardObserver) Observe(string, *Observation) {}
 
 // BenchmarkReconcileID compares the reconcile ID source with
 // k8s.io/apimachinery's uuid.NewUUID (controller-runtime's), side by side.

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/handler"
 	"kloop.dev/kloop/internal/rctx"
 	"kloop.dev/kloop/reconcile"
@@ -131,6 +133,28 @@ type Options struct {
 	// keep rewriting). Default: on, reporting only (see HotLoopOptions);
 	// it needs the trigger records (off with DisableTriggers).
 	HotLoop HotLoopOptions
+
+	// TracerProvider, when set, makes each reconcile an OpenTelemetry
+	// span, "Reconcile <controller>", with the attributes controller,
+	// namespace, name, reconcileID, the triggers (their rendering and
+	// total) and the result, an event per write it made (with the
+	// resourceVersion the write produced), and links to the spans of the
+	// controller's earlier writes whose events triggered it (the last
+	// DefaultTracedWrites writes are remembered). The reconcile's context
+	// carries the span: the API calls made with it (through a traced
+	// transport: manager.Options.TracerProvider, client.Options.
+	// TracerProvider) are its children. Build it with the OpenTelemetry
+	// SDK (sdktrace.NewTracerProvider) or pass otel.GetTracerProvider();
+	// kloop sets no global. Default nil: no tracing, and no OpenTelemetry
+	// call on the reconcile path.
+	TracerProvider trace.TracerProvider
+
+	// Observer, when set, is told of each reconcile (its triggers, result,
+	// duration and writes), of the keys skipped while the cache is behind
+	// their writes, and of the loop detector's reports: the manager's live
+	// view (manager.Options.LiveViewBindAddress) sets it. It is called on
+	// the workers' goroutines and must not block. Default nil: none.
+	Observer Observer
 }
 
 func (o *Options) setDefaults() {
@@ -189,7 +213,7 @@ type Controller struct {
 	queue *workqueue.Queue[reconcile.Request]
 	log   *slog.Logger // opts.Logger with the controller attribute
 	quiet bool         // opts.Logger discards: skip building per-reconcile loggers
-	timed bool         // opts.Metrics is set: time each reconcile (nobody reads the histogram otherwise)
+	timed bool         // opts.Metrics or Observer is set: time each reconcile (nobody reads the time otherwise)
 
 	normal, low enqueuer // what sources and handlers see of queue
 
@@ -200,7 +224,12 @@ type Controller struct {
 	stale *staleTracker
 	// loops reports hot loops and fighting writers (nil: off).
 	loops *loopDetector
-	// recordWrites: reconciles collect their writes (for stale, loops).
+	// tracing makes the reconciles' spans (nil: no TracerProvider).
+	tracing *tracing
+	// obs is Options.Observer (nil: none).
+	obs Observer
+	// recordWrites: reconciles collect their writes (for stale, loops,
+	// tracing, obs).
 	recordWrites bool
 
 	// stopping is set before the queue shuts down: keys still handed out
@@ -266,6 +295,20 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 	if !opts.HotLoop.Disable && !opts.DisableTriggers {
 		c.loops = newLoopDetector(opts.HotLoop, c.log, &c.stats)
 		c.recordWrites = true
+	}
+	if opts.TracerProvider != nil {
+		c.tracing = newTracing(opts.TracerProvider, name)
+		c.recordWrites = true
+	}
+	if opts.Observer != nil {
+		c.obs = opts.Observer
+		c.timed = true
+		c.recordWrites = true
+		if c.loops != nil {
+			c.loops.notify = func(req reconcile.Request, typ ObservationType, msg string) {
+				c.obs.Observe(name, &Observation{Type: typ, Request: req, Start: c.opts.Clock.Now(), Message: msg})
+			}
+		}
 	}
 	if opts.Metrics != nil {
 		if err := opts.Metrics.Register(name, c.readStats); err != nil {
@@ -492,10 +535,16 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			// would read is older than what it wrote. Try again soon,
 			// with the causes the key came with.
 			c.stats.staleSkips.Add(1)
+			if c.obs != nil {
+				c.obs.Observe(c.name, &Observation{Type: StaleSkip, Request: req, Triggers: trigs, Start: c.opts.Clock.Now()})
+			}
 			c.queue.AddRecord(req, workqueue.AddOptions{Priority: prio, After: staleRequeueDelay}, trigs, bookkeeping(trigs, trigger.Stale))
 			return
 		case gaveUp:
 			c.stats.staleTimeouts.Add(1)
+			if c.obs != nil {
+				c.obs.Observe(c.name, &Observation{Type: StaleTimeout, Request: req, Triggers: trigs, Start: c.opts.Clock.Now()})
+			}
 		}
 	}
 	if c.loops != nil && c.loops.n.Load() > 0 {
@@ -521,6 +570,11 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	} else {
 		sc = newReconcileScope(ctx, c.log, req, id)
 	}
+	var span trace.Span
+	if c.tracing != nil {
+		sc.Context, span = c.tracing.start(sc.Context, req, id, trigs)
+		sc.Traced = true
+	}
 	sc.Triggers = trigs
 	sc.Writes = writes
 	sc.NoReadWait = c.opts.DisableReadYourOwnWrites
@@ -531,8 +585,9 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	why := slog.Any("triggers", triggersValue{sc})
 
 	res, err := c.reconcile(ctx, req)
+	var ws []rctx.Write
 	if writes != nil {
-		ws := writes.Take(nil)
+		ws = writes.Take(nil)
 		staleKeys := c.stale != nil && (len(ws) > 0 || c.stale.n.Load() > 0)
 		loopKeys := c.loops != nil && (len(ws) > 0 || c.loops.n.Load() > 0)
 		if staleKeys || loopKeys {
@@ -574,9 +629,38 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 			log.Debug("reconciled", why)
 		}
 	}
+	var took time.Duration
 	if c.timed {
-		c.stats.observe(c.opts.Clock.Since(start))
+		took = c.opts.Clock.Since(start)
+		c.stats.observe(took)
 	}
+	if span != nil || c.obs != nil {
+		out := outcome(res, err)
+		if span != nil {
+			c.tracing.end(span, out, res, err, ws)
+		}
+		if c.obs != nil {
+			o := &Observation{Type: Reconciled, Request: req, ReconcileID: sc.IDString(), Triggers: trigs,
+				Start: start, Duration: took, Outcome: out, Err: err, Writes: writesOf(nil, ws)}
+			if out == OutcomeRequeueAfter {
+				o.RequeueAfter = res.RequeueAfter
+			}
+			c.obs.Observe(c.name, o)
+		}
+	}
+}
+
+// outcome says how a reconcile ended, by the Result rules.
+func outcome(res reconcile.Result, err error) Outcome {
+	switch {
+	case err != nil && reconcile.IsTerminal(err):
+		return OutcomeTerminal
+	case err != nil:
+		return OutcomeError
+	case res.RequeueAfter > 0:
+		return OutcomeRequeueAfter
+	}
+	return OutcomeSuccess
 }
 
 // reconcile calls the Reconciler with the timeout and the panic recovery.

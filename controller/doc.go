@@ -117,6 +117,29 @@
 // Window. HotLoopOptions.SlowDown (opt-in) holds a reported key back to one
 // reconcile per SlowDown until its loop or fight stops (trigger SlowDown).
 //
+// # Tracing and observers
+//
+// With Options.TracerProvider, each reconcile is an OpenTelemetry span
+// "Reconcile <controller>" (attributes kloop.controller,
+// k8s.namespace.name, k8s.object.name, kloop.reconcile_id,
+// kloop.triggers — the reconcile.TriggersFrom rendering — and
+// kloop.triggers.total, kloop.reconcile.result: success, requeueAfter,
+// error or terminal; an error's status and event). The reconcile's context
+// carries the span, so that the API calls made with it through a traced
+// transport (kloop.dev/kloop/manager's and client's TracerProvider) are its
+// children, and the client hands back each write's span: the reconcile's
+// span gets an event "write" per write, with the resourceVersion it
+// produced, and the controller remembers the last DefaultTracedWrites of
+// them by object and resourceVersion. A later reconcile triggered by the
+// event of one of those writes (its object at that resourceVersion) links
+// to the write's span (attribute kloop.link "write→event"). Without a
+// TracerProvider the reconcile path makes no OpenTelemetry call.
+//
+// Options.Observer is told of each reconcile (Observation: its triggers,
+// start, duration, Outcome, error and writes), of each key skipped or let
+// through by the stale check, and of each hot-loop and fighting-writers
+// report; the manager's live view keeps them as per-object timelines.
+//
 // # Metrics
 //
 // Pull style, for speed: the controller keeps its statistics as atomic

@@ -119,6 +119,9 @@ type loopDetector struct {
 	// sweepAt is the size of keys at which the states idle for a Window
 	// are dropped.
 	sweepAt int
+	// notify, when set, is told of each report (the controller's
+	// Observer).
+	notify func(req reconcile.Request, typ ObservationType, msg string)
 }
 
 // loopState is what the detector knows of one key. Only the key's worker
@@ -443,6 +446,13 @@ func (d *loopDetector) reportFight(req reconcile.Request, trigs *trigger.Record,
 // event records a Warning Event on req's object: the one Get read, else the
 // object of the reconcile's last trigger of it.
 func (d *loopDetector) event(req reconcile.Request, trigs *trigger.Record, s *loopState, reason, msg string) {
+	if d.notify != nil {
+		typ := HotLoopReported
+		if reason == "FightingWriters" {
+			typ = FightingWritersReported
+		}
+		d.notify(req, typ, msg)
+	}
 	if d.opts.Recorder == nil {
 		return
 	}

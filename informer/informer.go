@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -440,6 +441,9 @@ type shared struct {
 	// kind no longer served (Informer.Dropped); nil outside a factory.
 	dropped chan struct{}
 
+	// events counts the deltas applied to the cache (InformerStats).
+	events atomic.Uint64
+
 	// notes is the pop loop's reused buffer of notifications.
 	notes []notification
 	// wg counts the goroutines started by run.
@@ -652,6 +656,7 @@ const maxRun = 64
 // notifications to every handler, in the order of the cache's changes. It is
 // the FIFO's process func.
 func (s *shared) process(batch []fifo.Delta[Object]) error {
+	s.events.Add(uint64(len(batch)))
 	initial := !s.fifo.HasSynced()
 	s.mu.Lock()
 	defer s.mu.Unlock()

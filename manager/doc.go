@@ -56,10 +56,10 @@
 //
 // # Servers
 //
-// Three optional HTTP servers, each off unless its bind address is set
+// Four optional HTTP servers, each off unless its bind address is set
 // ("" and "0" mean off, as controller-runtime's "0"; "127.0.0.1:0" picks a
-// free port, read back with MetricsAddr, HealthProbeAddr and PprofAddr after
-// Started is closed):
+// free port, read back with MetricsAddr, HealthProbeAddr, PprofAddr and
+// LiveViewAddr after Started is closed):
 //
 //   - /metrics serves Options.Gatherer (by default the manager's own
 //     registry, never the global one). The manager registers
@@ -87,6 +87,7 @@
 //     delivered their initial lists; a standby replica's controllers, not
 //     started, pass). Add more with AddHealthzCheck and AddReadyzCheck.
 //   - /debug/pprof/ (net/http/pprof), opt-in with PprofBindAddress.
+//   - the live view, opt-in with LiveViewBindAddress (below).
 //
 // The webhook server (kloop.dev/kloop/webhook, Options.Webhook: ":9443",
 // TLS with the certificate of its CertDir reloaded on rotation, or a
@@ -95,6 +96,58 @@
 // makes it) adds it to the runnables of every replica and its "webhook"
 // readiness check, and its controller_runtime_webhook_* metrics are on
 // Options.Registerer.
+//
+// # Live view
+//
+// With Options.LiveViewBindAddress, the manager serves a web page (one
+// embedded HTML file: no build step, nothing fetched from elsewhere) that
+// draws the pipeline and updates it every second by server-sent events:
+// each shared informer's watch events/s, FIFO depth and cache size; each
+// controller's queue depth by priority, active workers, reconciles/s by
+// result (success, requeueAfter, error, terminal), stale-read skips and hot
+// loops, and the p50 and p99 of its queue wait and reconcile time over the
+// last 10 s (estimated from the stages' histograms). The figures are the
+// statistics the stages keep anyway (informer.Factory.InformerStats, the
+// metrics providers' Each), read only while a page is open. Below them, the
+// objects reconciled lately, and for the one selected its timeline: each
+// reconcile with the events merged into it (what, which object and
+// resourceVersion, which handler, when enqueued; an event at the
+// resourceVersion of the object's own earlier write is marked), its ID,
+// duration, result and the writes it made; the skips while the cache was
+// behind the object's own writes and the hot-loop and fighting-writers
+// reports, flagged. The timeline is recorded by the controllers the
+// builder makes (the manager's Observer, controller.Options.Observer): the
+// last 32 entries of each of the last 1,000 objects. It shows object
+// names: bind it to localhost, or keep it behind what protects your
+// other debugging endpoints.
+//
+//	mgr, err := manager.New(cfg, manager.Options{LiveViewBindAddress: "127.0.0.1:8082"})
+//	// after Start: open http://127.0.0.1:8082/ (mgr.LiveViewAddr())
+//
+// The page's data is JSON too: /stats (one frame), /events (the stream),
+// /objects and /timeline?controller=C&namespace=NS&name=N.
+//
+// # Tracing
+//
+// With Options.TracerProvider (an OpenTelemetry trace.TracerProvider: the
+// SDK's, configured as usual — sdktrace.NewTracerProvider with an OTLP
+// exporter, or otel.GetTracerProvider() after your main set it; kloop sets
+// no global), every request the manager sends to the API server is a
+// client span "<VERB> <resource>" (informers' lists and watches, the
+// client's reads and writes, leader election; attributes: HTTP method, URL
+// path, status code, group, version, resource, subresource, namespace,
+// name, and the resourceVersion a JSON answer returned; the W3C
+// traceparent header carries it to the server), and the builder hands it
+// to every controller (controller.Options.TracerProvider), whose
+// reconciles are spans "Reconcile <controller>" with their triggers and
+// result; the API calls a reconcile makes with its context are its
+// children, and a reconcile triggered by the event of a write the
+// controller made links to that write's span: one change can be followed
+// from the watch event to the write and on to the next reconcile.
+//
+//	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter))
+//	defer tp.Shutdown(context.Background())
+//	mgr, err := manager.New(cfg, manager.Options{TracerProvider: tp})
 //
 // # Shutdown
 //

@@ -15,11 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/liveview"
+	irest "kloop.dev/kloop/internal/rest"
 	"kloop.dev/kloop/leaderelection"
 	"kloop.dev/kloop/metrics"
+	"kloop.dev/kloop/workqueue"
 )
 
 var (
@@ -52,6 +57,10 @@ type Manager struct {
 	ctrlM   *metrics.Controller
 	elector *leaderelection.Elector // nil without leader election
 	webhook webhookServing
+	// timeline and liveView are the live view's (nil without
+	// LiveViewBindAddress).
+	timeline *liveview.Timeline
+	liveView *liveview.Server
 
 	healthz, readyz *checks
 	leaders, others *group
@@ -65,8 +74,8 @@ type Manager struct {
 	// names are the names of the controllers added, unique.
 	names map[string]bool
 	// recorders are the event recorders of Recorder, by component.
-	recorders                         map[string]*client.Recorder
-	metricsAddr, probeAddr, pprofAddr net.Addr
+	recorders                                       map[string]*client.Recorder
+	metricsAddr, probeAddr, pprofAddr, liveViewAddr net.Addr
 
 	errMu sync.Mutex // guards errs, stopping, cancelRun
 	// errs are the failures that stop the manager, in order.
@@ -95,9 +104,15 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(restM.RoundTripper)
+	// With a TracerProvider, every request is a span too (around the
+	// counting transport).
+	tracing := irest.NewTracing(opts.TracerProvider)
+	if tracing != nil {
+		cfg.Wrap(tracing.Transport)
+	}
 	if hc := opts.Cache.HTTPClient; hc != nil {
 		counted := *hc
-		counted.Transport = restM.RoundTripper(hc.Transport)
+		counted.Transport = tracing.Transport(restM.RoundTripper(hc.Transport))
 		opts.Cache.HTTPClient = &counted
 	}
 	factory, err := informer.NewFactory(cfg, opts.Cache)
@@ -167,6 +182,16 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err := m.newWebhookServer(&registered); err != nil {
 		return failed(err)
 	}
+	if !disabled(opts.LiveViewBindAddress) {
+		if m.timeline, err = liveview.NewTimeline(liveview.TimelineOptions{}); err != nil {
+			return failed(fmt.Errorf("manager: live view: %w", err))
+		}
+		m.liveView, err = liveview.New(liveview.Options{Read: m.readPipeline, Timeline: m.timeline,
+			Logger: opts.Logger.With("component", "liveview")})
+		if err != nil {
+			return failed(fmt.Errorf("manager: live view: %w", err))
+		}
+	}
 	m.leaders = newGroup("leader-only", m.fail)
 	m.others = newGroup("every-replica", m.fail)
 	if opts.LeaderElection {
@@ -212,6 +237,29 @@ func (m *Manager) Scheme() *runtime.Scheme { return m.factory.Scheme() }
 // Config returns a copy of the manager's rest.Config, whose transport counts
 // its requests in rest_client_requests_total.
 func (m *Manager) Config() *rest.Config { return rest.CopyConfig(m.cfg) }
+
+// TracerProvider returns Options.TracerProvider (nil: no tracing), for
+// controller.Options.TracerProvider (the builder sets it).
+func (m *Manager) TracerProvider() trace.TracerProvider { return m.opts.TracerProvider }
+
+// Observer returns what records the controllers' timelines for the live
+// view, for controller.Options.Observer (the builder sets it); nil without
+// LiveViewBindAddress.
+func (m *Manager) Observer() controller.Observer {
+	if m.timeline == nil {
+		return nil
+	}
+	return m.timeline
+}
+
+// readPipeline reads the stages' statistics for the live view.
+func (m *Manager) readPipeline(s *liveview.Sample) {
+	s.Informers = m.factory.InformerStats()
+	s.Controllers = map[string]controller.Stats{}
+	m.ctrlM.Each(func(name string, st *controller.Stats) { s.Controllers[name] = *st })
+	s.Queues = map[string]workqueue.Stats{}
+	m.queueM.Each(func(name string, st *workqueue.Stats) { s.Queues[name] = *st })
+}
 
 // Logger returns the manager's logger.
 func (m *Manager) Logger() *slog.Logger { return m.log }
@@ -311,6 +359,11 @@ func (m *Manager) HealthProbeAddr() net.Addr { return m.addr(&m.probeAddr) }
 // PprofAddr returns the address the pprof server listens on, nil when it
 // is disabled or before Start.
 func (m *Manager) PprofAddr() net.Addr { return m.addr(&m.pprofAddr) }
+
+// LiveViewAddr returns the address the live view listens on
+// (Options.LiveViewBindAddress; open http://<addr>/ in a browser), nil
+// before Start or without it.
+func (m *Manager) LiveViewAddr() net.Addr { return m.addr(&m.liveViewAddr) }
 
 func (m *Manager) addr(p *net.Addr) net.Addr {
 	m.mu.Lock()

@@ -74,6 +74,7 @@ func testOptionsValidation(t *testing.T, env *apiservertest.Env) {
 	}{
 		{"leader election without ID", manager.Options{LeaderElection: true}, "LeaderElectionID is required"},
 		{"bad metrics address", manager.Options{MetricsBindAddress: "8080"}, "MetricsBindAddress"},
+		{"bad live view address", manager.Options{LiveViewBindAddress: "8082"}, "LiveViewBindAddress"},
 		{"bad probe address", manager.Options{HealthProbeBindAddress: "localhost"}, "HealthProbeBindAddress"},
 		{"lease not whole seconds", manager.Options{LeaderElection: true, LeaderElectionID: "x", LeaseDuration: 1500 * time.Millisecond}, "whole number of seconds"},
 		{"invalid lease name", manager.Options{LeaderElection: true, LeaderElectionID: "Not_A_Name"}, "Not_A_Name"},

@@ -13,6 +13,8 @@ import (
 	"kloop.dev/kloop/client"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/webhook"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -73,6 +75,24 @@ type Options struct {
 	// (/debug/pprof/). Opt-in: it exposes profiles of the process.
 	// Default "" or "0": no pprof server.
 	PprofBindAddress string
+	// LiveViewBindAddress is the address of the live view of the pipeline
+	// (see the package documentation, "Live view"): a web page that draws
+	// the informers, queues and controllers with their figures updated
+	// every second, and each object's recent reconciles. Opt-in: it shows
+	// object names. Read the bound address back with Manager.LiveViewAddr.
+	// Default "" or "0": no live view, and the controllers record no
+	// timeline.
+	LiveViewBindAddress string
+
+	// TracerProvider, when set, traces the manager: every request to the
+	// API server (its informers', its client's, leader election's) is an
+	// OpenTelemetry span, and the builder hands it to each controller
+	// (controller.Options.TracerProvider), whose reconciles are spans
+	// with the API calls they make as children. Build it with the
+	// OpenTelemetry SDK's standard configuration (sdktrace.
+	// NewTracerProvider with an exporter, or otel.GetTracerProvider() as
+	// your main set it); kloop sets no global. Default nil: no tracing.
+	TracerProvider trace.TracerProvider
 
 	// DisableRuntimeMetrics keeps the Go runtime and process collectors
 	// off Registerer. Default false: go_* (go_goroutines, go_memstats_*,
@@ -215,6 +235,7 @@ func (o *Options) validate() error {
 		{"MetricsBindAddress", o.MetricsBindAddress},
 		{"HealthProbeBindAddress", o.HealthProbeBindAddress},
 		{"PprofBindAddress", o.PprofBindAddress},
+		{"LiveViewBindAddress", o.LiveViewBindAddress},
 	} {
 		if disabled(a.addr) {
 			continue

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -30,6 +31,7 @@ func (m *Manager) listen() ([]server, error) {
 		{"metrics", m.opts.MetricsBindAddress, m.metricsHandler, &m.metricsAddr},
 		{"health probe", m.opts.HealthProbeBindAddress, m.probeHandler, &m.probeAddr},
 		{"pprof", m.opts.PprofBindAddress, pprofHandler, &m.pprofAddr},
+		{"live view", m.opts.LiveViewBindAddress, m.liveViewHandler, &m.liveViewAddr},
 	}
 	var servers []server
 	sec, err := m.secureMetrics()
@@ -56,11 +58,20 @@ func (m *Manager) listen() ([]server, error) {
 		*s.bound = l.Addr()
 		m.mu.Unlock()
 		m.log.Info("serving", "server", s.name, "addr", l.Addr().String())
-		servers = append(servers, server{name: s.name, l: l, srv: &http.Server{
+		srv := &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
-		}, done: done})
+		}
+		if s.bound == &m.liveViewAddr {
+			// The live view's event streams never go idle: Shutdown
+			// ends them through their requests' context.
+			ctx, cancel := context.WithCancel(context.Background())
+			srv.BaseContext = func(net.Listener) context.Context { return ctx }
+			srv.RegisterOnShutdown(cancel)
+			done = cancel
+		}
+		servers = append(servers, server{name: s.name, l: l, srv: srv, done: done})
 	}
 	return servers, nil
 }
@@ -82,6 +93,8 @@ func (m *Manager) probeHandler() http.Handler {
 	mux.Handle("/readyz/", m.readyz)
 	return mux
 }
+
+func (m *Manager) liveViewHandler() http.Handler { return m.liveView }
 
 func pprofHandler() http.Handler {
 	mux := http.NewServeMux()

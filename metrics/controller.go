@@ -73,6 +73,10 @@ func (c *Controller) Register(name string, read func(*controller.Stats)) error {
 // the registration) leaves none behind and its name can be used again.
 func (c *Controller) Unregister(name string) { c.controllers.remove(name) }
 
+// Each reads a snapshot of every registered controller's statistics, as a
+// scrape does, and calls fn with each (in no order): for live views.
+func (c *Controller) Each(fn func(name string, s *controller.Stats)) { c.controllers.each(fn) }
+
 // Describe implements prometheus.Collector.
 func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.total, c.errors, c.terminal, c.panics, c.timeouts, c.reconcileTime, c.workers, c.active,

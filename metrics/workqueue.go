@@ -69,6 +69,10 @@ func (w *Workqueue) Register(name string, read func(*workqueue.Stats)) error {
 // again.
 func (w *Workqueue) Unregister(name string) { w.queues.remove(name) }
 
+// Each reads a snapshot of every registered queue's statistics, as a
+// scrape does, and calls fn with each (in no order): for live views.
+func (w *Workqueue) Each(fn func(name string, s *workqueue.Stats)) { w.queues.each(fn) }
+
 // Describe implements prometheus.Collector.
 func (w *Workqueue) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{w.depth, w.adds, w.queueDuration, w.workDuration, w.unfinished, w.longest, w.retries} {

@@ -34,6 +34,10 @@ type Scope struct {
 	// do not wait for the cache to catch up with the client's writes
 	// (controller.Options.DisableReadYourOwnWrites).
 	NoReadWait bool
+	// Traced: the reconcile is a span (controller.Options.TracerProvider),
+	// and the client hands each write the span of its API call
+	// (Write.Span).
+	Traced bool
 }
 
 // Value returns the scope itself for its key, and asks the parent

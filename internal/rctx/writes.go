@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Write is one successful write a reconcile made through a client: what
@@ -35,6 +37,9 @@ type Write struct {
 	// resourceVersions that do not compare); nil for a kind the client
 	// does not cache.
 	CaughtUp func() bool
+	// Span is the span of the API call that made the write, when the
+	// reconcile is traced (Scope.Traced); invalid otherwise.
+	Span trace.SpanContext
 }
 
 // Writes collects the writes made with a reconcile's context. The client

@@ -18,8 +18,11 @@
 //     Kubernetes' protobuf encoding, read without a scheme.
 //   - [Retry] and [RetryWait]: client-go's retry of an answer 429 or 5xx
 //     that carries a Retry-After, up to [MaxRetries] times.
+//   - [Tracing]: OpenTelemetry spans of API calls, "<VERB> <resource>"
+//     ([ParseCall] reads the call from the request), through a wrapping
+//     round tripper; [WithSpanSink] hands a caller its call's span.
 //
 // It imports only the standard library, k8s.io/apimachinery, client-go's
-// rest and flowcontrol packages and google.golang.org/protobuf's wire
-// format; it knows nothing of kloop's stages.
+// rest and flowcontrol packages, google.golang.org/protobuf's wire format
+// and OpenTelemetry's trace API; it knows nothing of kloop's stages.
 package rest
