@@ -46,7 +46,10 @@
 //	examples/workqueue   a runnable tour of the work queue
 //	examples/kubebuilder kubebuilder's cmd/main.go ported to kloop
 //	docs/                from-controller-runtime.md: controller-runtime's names mapped to kloop's
-//	hack/realk8s.sh      builds kube-apiserver and etcd from the Go module proxy for the tests' real target
+//	hack/realk8s.sh      builds kube-apiserver, kube-controller-manager and etcd from the Go module proxy
+//	                     for the tests' real target
+//	hack/crsuites.sh     runs controller-runtime's own envtest suites on both servers (a measurement)
+//	hack/fuzz.sh         every fuzz target for a bounded time (CI)
 //
 // Separate module:
 //
