@@ -135,8 +135,11 @@
 // shared (a manager's controllers share one). A reconcile triggered by the
 // event of one of those writes (its object at that resourceVersion) links
 // to the write's span (attribute kloop.link "write→event"), in any
-// controller that shares the WriteSpans. Without a TracerProvider the
-// reconcile path makes no OpenTelemetry call.
+// controller that shares the WriteSpans; the links are taken when the
+// reconcile begins and again when it ends, so that a write's event that
+// overtook its answer is linked too, unless the reconcile it triggered
+// began and ended before the writer's client read the answer. Without a
+// TracerProvider the reconcile path makes no OpenTelemetry call.
 //
 // Options.Observer is told of each reconcile (Observation: its triggers,
 // start, duration, Outcome, error and writes), of each key skipped or let
