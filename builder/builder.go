@@ -224,9 +224,10 @@ func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
 }
 
 // WithOptions sets the controller's options. Left unset, Logger, Metrics,
-// QueueMetrics, TracerProvider and Observer are the manager's. When a
-// watch has a scope (WithScope), the builder wraps BaseContext to add the
-// client.ReadScopes of the controller after the one given here.
+// QueueMetrics, TracerProvider, TracedWrites and Observer are the
+// manager's. When a watch has a scope (WithScope), the builder wraps
+// BaseContext to add the client.ReadScopes of the controller after the one
+// given here.
 func (b *Builder) WithOptions(opts controller.Options) *Builder {
 	b.opts = opts
 	return b
@@ -309,6 +310,9 @@ func (b *Builder) Build(r reconcile.Reconciler) (*controller.Controller, error) 
 	}
 	if opts.TracerProvider == nil {
 		opts.TracerProvider = b.mgr.TracerProvider()
+	}
+	if opts.TracedWrites == nil {
+		opts.TracedWrites = b.mgr.TracedWrites()
 	}
 	if opts.Observer == nil {
 		opts.Observer = b.mgr.Observer()

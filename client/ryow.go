@@ -408,6 +408,9 @@ func (c *Client) recordWrite(ctx context.Context, gvk schema.GroupVersionKind, m
 	}
 	if span := irest.SpanSinkFrom(ctx); span != nil {
 		w.Span = *span
+		if sc.OnTracedWrite != nil && span.IsValid() && !w.Deleted && w.ResourceVersion != "" {
+			sc.OnTracedWrite(w.Namespace, w.Name, w.ResourceVersion, w.Span)
+		}
 	}
 	if sc.Writes.KeepManagedFields && obj != nil {
 		w.ManagedFields = slices.Clone(obj.GetManagedFields())

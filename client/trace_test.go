@@ -9,6 +9,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"kloop.dev/kloop/apiserver/apiservertest"
 	"kloop.dev/kloop/internal/rctx"
@@ -28,7 +29,11 @@ func TestTracerProvider(t *testing.T) {
 		}
 		ctx, parent := tp.Tracer("test").Start(context.Background(), "reconcile")
 		writes := &rctx.Writes{}
-		sc := &rctx.Scope{Context: ctx, Writes: writes, Traced: true}
+		var recorded []string
+		sc := &rctx.Scope{Context: ctx, Writes: writes, Traced: true,
+			OnTracedWrite: func(ns, name, rv string, span trace.SpanContext) {
+				recorded = append(recorded, ns+"/"+name+"@"+rv+" "+span.SpanID().String())
+			}}
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace, Name: "traced"}}
 		if err := c.Create(sc, cm); err != nil {
 			t.Fatal(err)
@@ -52,6 +57,10 @@ func TestTracerProvider(t *testing.T) {
 		ws := writes.Take(nil)
 		if len(ws) != 1 || ws[0].Span.SpanID() != create.SpanContext.SpanID() || ws[0].ResourceVersion != cm.ResourceVersion {
 			t.Errorf("the write %+v does not carry the creation's span %s", ws, create.SpanContext.SpanID())
+		}
+		want := env.Namespace + "/traced@" + cm.ResourceVersion + " " + create.SpanContext.SpanID().String()
+		if len(recorded) != 1 || recorded[0] != want {
+			t.Errorf("OnTracedWrite got %q, want %q", recorded, want)
 		}
 	})
 }

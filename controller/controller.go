@@ -148,6 +148,11 @@ type Options struct {
 	// kloop sets no global. Default nil: no tracing, and no OpenTelemetry
 	// call on the reconcile path.
 	TracerProvider trace.TracerProvider
+	// TracedWrites remembers the spans of the traced reconciles' writes, to
+	// link the reconciles that their events trigger to them. Share one
+	// between controllers to link across them (the builder sets the
+	// manager's). Default: the controller's own, of DefaultTracedWrites.
+	TracedWrites *WriteSpans
 
 	// Observer, when set, is told of each reconcile (its triggers, result,
 	// duration and writes), of the keys skipped while the cache is behind
@@ -297,7 +302,7 @@ func New(name string, r reconcile.Reconciler, opts Options) (*Controller, error)
 		c.recordWrites = true
 	}
 	if opts.TracerProvider != nil {
-		c.tracing = newTracing(opts.TracerProvider, name)
+		c.tracing = newTracing(opts.TracerProvider, name, opts.TracedWrites)
 		c.recordWrites = true
 	}
 	if opts.Observer != nil {
@@ -571,9 +576,11 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 		sc = newReconcileScope(ctx, c.log, req, id)
 	}
 	var span trace.Span
+	var links []trace.Link
 	if c.tracing != nil {
-		sc.Context, span = c.tracing.start(sc.Context, req, id, trigs)
+		sc.Context, span, links = c.tracing.start(sc.Context, req, id, trigs)
 		sc.Traced = true
+		sc.OnTracedWrite = c.tracing.record
 	}
 	sc.Triggers = trigs
 	sc.Writes = writes
@@ -637,7 +644,7 @@ func (c *Controller) reconcileHandler(ctx context.Context, req reconcile.Request
 	if span != nil || c.obs != nil {
 		out := outcome(res, err)
 		if span != nil {
-			c.tracing.end(span, out, res, err, ws)
+			c.tracing.end(span, links, trigs, out, res, err, ws)
 		}
 		if c.obs != nil {
 			o := &Observation{Type: Reconciled, Request: req, ReconcileID: sc.IDString(), Triggers: trigs,

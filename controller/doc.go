@@ -129,10 +129,16 @@
 // transport (kloop.dev/kloop/manager's and client's TracerProvider) are its
 // children, and the client hands back each write's span: the reconcile's
 // span gets an event "write" per write, with the resourceVersion it
-// produced, and the controller remembers the last DefaultTracedWrites of
-// them by object and resourceVersion. A later reconcile triggered by the
+// produced, and each write's span is remembered (as soon as the client has
+// the answer) by object and resourceVersion in Options.TracedWrites, a
+// WriteSpans of the last DefaultTracedWrites writes, the controller's own or
+// shared (a manager's controllers share one). A reconcile triggered by the
 // event of one of those writes (its object at that resourceVersion) links
-// to the write's span (attribute kloop.link "write→event"). Without a
+// to the write's span (attribute kloop.link "write→event"), in any
+// controller that shares the WriteSpans; the links are taken when the
+// reconcile begins and again when it ends, so that a write's event that
+// overtook its answer is linked too, unless the reconcile it triggered
+// began and ended before the writer's client read the answer. Without a
 // TracerProvider the reconcile path makes no OpenTelemetry call.
 //
 // Options.Observer is told of each reconcile (Observation: its triggers,

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,8 +34,8 @@ const (
 )
 
 // DefaultTracedWrites is the number of writes whose spans a traced
-// controller remembers, to link the reconciles their events trigger to
-// them.
+// controller remembers (WriteSpans), to link the reconciles their events
+// trigger to them.
 const DefaultTracedWrites = 4096
 
 // tracing makes the spans of a controller's reconciles.
@@ -42,24 +43,38 @@ type tracing struct {
 	tracer     trace.Tracer
 	controller string
 	name       string // "Reconcile <controller>"
-	writes     writeSpans
+	writes     *WriteSpans
+	// record remembers a write's span (rctx.Scope.OnTracedWrite), made
+	// once.
+	record func(namespace, name, resourceVersion string, span trace.SpanContext)
 }
 
-func newTracing(tp trace.TracerProvider, controller string) *tracing {
-	return &tracing{
+func newTracing(tp trace.TracerProvider, controller string, writes *WriteSpans) *tracing {
+	if writes == nil {
+		writes = NewWriteSpans(DefaultTracedWrites)
+	}
+	t := &tracing{
 		tracer:     tp.Tracer(TracerName),
 		controller: controller,
 		name:       "Reconcile " + controller,
-		writes:     writeSpans{max: DefaultTracedWrites, m: map[writeKey]trace.SpanContext{}},
+		writes:     writes,
 	}
+	t.record = func(namespace, name, rv string, span trace.SpanContext) {
+		writes.add(writeKey{namespace, name, rv}, span)
+	}
+	return t
 }
 
 // writeKey is an object at a resourceVersion.
 type writeKey struct{ namespace, name, rv string }
 
-// writeSpans remembers the spans of the controller's last writes by the
-// object and resourceVersion each produced, first in first out.
-type writeSpans struct {
+// WriteSpans remembers the spans of traced controllers' last writes by the
+// object and resourceVersion each produced, first in first out, so that a
+// reconcile triggered by a write's event links to the write's span
+// (Options.TracedWrites). Controllers may share one: a reconcile of one then
+// links to the writes of the others (a manager's controllers share the
+// manager's). It is safe for concurrent use.
+type WriteSpans struct {
 	max int
 	mu  sync.Mutex // guards m, ring and next
 	m   map[writeKey]trace.SpanContext
@@ -68,7 +83,16 @@ type writeSpans struct {
 	next int
 }
 
-func (w *writeSpans) add(k writeKey, sc trace.SpanContext) {
+// NewWriteSpans returns a WriteSpans that keeps the last max writes' spans
+// (DefaultTracedWrites when max ≤ 0).
+func NewWriteSpans(max int) *WriteSpans {
+	if max <= 0 {
+		max = DefaultTracedWrites
+	}
+	return &WriteSpans{max: max, m: map[writeKey]trace.SpanContext{}}
+}
+
+func (w *WriteSpans) add(k writeKey, sc trace.SpanContext) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.m[k]; ok {
@@ -85,7 +109,7 @@ func (w *writeSpans) add(k writeKey, sc trace.SpanContext) {
 	w.m[k] = sc
 }
 
-func (w *writeSpans) links(trigs *trigger.Record, dst []trace.Link) []trace.Link {
+func (w *WriteSpans) links(trigs *trigger.Record, dst []trace.Link) []trace.Link {
 	if trigs == nil || trigs.Len() == 0 {
 		return dst
 	}
@@ -111,8 +135,9 @@ func (w *writeSpans) links(trigs *trigger.Record, dst []trace.Link) []trace.Link
 }
 
 // start begins the span of a reconcile of req: its attributes, and links
-// to the spans of the controller's writes whose events triggered it.
-func (t *tracing) start(ctx context.Context, req reconcile.Request, id [16]byte, trigs *trigger.Record) (context.Context, trace.Span) {
+// to the spans of the writes whose events triggered it (links, which end
+// takes).
+func (t *tracing) start(ctx context.Context, req reconcile.Request, id [16]byte, trigs *trigger.Record) (_ context.Context, _ trace.Span, links []trace.Link) {
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrController, t.controller),
 		attribute.String(AttrNamespace, req.Namespace),
@@ -124,10 +149,12 @@ func (t *tracing) start(ctx context.Context, req reconcile.Request, id [16]byte,
 			attribute.Int(AttrTriggersTotal, trigs.Total()),
 			attribute.String(AttrTriggers, triggersText(trigs)))
 	}
-	return t.tracer.Start(ctx, t.name,
+	links = t.writes.links(trigs, nil)
+	ctx, span := t.tracer.Start(ctx, t.name,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrs...),
-		trace.WithLinks(t.writes.links(trigs, nil)...))
+		trace.WithLinks(links...))
+	return ctx, span, links
 }
 
 // triggersText renders a record as reconcile.Triggers' String does: the
@@ -154,9 +181,16 @@ func triggersText(trigs *trigger.Record) string {
 }
 
 // end finishes a reconcile's span: its result, error and writes (an event
-// each, with the resourceVersion it produced), and remembers the writes'
-// spans.
-func (t *tracing) end(span trace.Span, out Outcome, res reconcile.Result, err error, ws []rctx.Write) {
+// each, with the resourceVersion it produced), and the links to writes
+// whose spans were not known yet when it started (links: those it has; a
+// write's event may reach the cache before its writer's client has its
+// answer).
+func (t *tracing) end(span trace.Span, links []trace.Link, trigs *trigger.Record, out Outcome, res reconcile.Result, err error, ws []rctx.Write) {
+	for _, l := range t.writes.links(trigs, nil) {
+		if !slices.ContainsFunc(links, func(o trace.Link) bool { return o.SpanContext.Equal(l.SpanContext) }) {
+			span.AddLink(l)
+		}
+	}
 	span.SetAttributes(attribute.String(AttrResult, string(out)))
 	if out == OutcomeRequeueAfter {
 		span.SetAttributes(attribute.String(AttrRequeueAfter, res.RequeueAfter.String()))
@@ -177,9 +211,6 @@ func (t *tracing) end(span trace.Span, out Outcome, res reconcile.Result, err er
 			attribute.String("k8s.object.resource_version", w.ResourceVersion),
 			attribute.Bool("kloop.write.deleted", w.Deleted),
 			attribute.String("kloop.write.span_id", spanID(w.Span))))
-		if w.Span.IsValid() && w.ResourceVersion != "" && !w.Deleted {
-			t.writes.add(writeKey{w.Namespace, w.Name, w.ResourceVersion}, w.Span)
-		}
 	}
 	span.End()
 }

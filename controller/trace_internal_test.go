@@ -16,7 +16,7 @@ import (
 // the events of their object at their resourceVersion, and only the last
 // max of them are kept.
 func TestWriteSpansBounded(t *testing.T) {
-	w := writeSpans{max: 3, m: map[writeKey]trace.SpanContext{}}
+	w := NewWriteSpans(3)
 	span := func(i int) trace.SpanContext {
 		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{byte(i + 1)}, TraceFlags: trace.FlagsSampled})
 	}

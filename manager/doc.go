@@ -141,9 +141,10 @@
 // to every controller (controller.Options.TracerProvider), whose
 // reconciles are spans "Reconcile <controller>" with their triggers and
 // result; the API calls a reconcile makes with its context are its
-// children, and a reconcile triggered by the event of a write the
-// controller made links to that write's span: one change can be followed
-// from the watch event to the write and on to the next reconcile.
+// children, and a reconcile triggered by the event of a write one of the
+// manager's controllers made links to that write's span (they share
+// TracedWrites): one change can be followed from the watch event to the
+// write and on to the reconciles it triggers.
 //
 //	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter))
 //	defer tp.Shutdown(context.Background())

@@ -57,6 +57,9 @@ type Manager struct {
 	ctrlM   *metrics.Controller
 	elector *leaderelection.Elector // nil without leader election
 	webhook webhookServing
+	// tracedWrites is shared by the traced controllers (nil without a
+	// TracerProvider).
+	tracedWrites *controller.WriteSpans
 	// timeline and liveView are the live view's (nil without
 	// LiveViewBindAddress).
 	timeline *liveview.Timeline
@@ -182,6 +185,9 @@ func New(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err := m.newWebhookServer(&registered); err != nil {
 		return failed(err)
 	}
+	if opts.TracerProvider != nil {
+		m.tracedWrites = controller.NewWriteSpans(0)
+	}
 	if !disabled(opts.LiveViewBindAddress) {
 		if m.timeline, err = liveview.NewTimeline(liveview.TimelineOptions{}); err != nil {
 			return failed(fmt.Errorf("manager: live view: %w", err))
@@ -241,6 +247,12 @@ func (m *Manager) Config() *rest.Config { return rest.CopyConfig(m.cfg) }
 // TracerProvider returns Options.TracerProvider (nil: no tracing), for
 // controller.Options.TracerProvider (the builder sets it).
 func (m *Manager) TracerProvider() trace.TracerProvider { return m.opts.TracerProvider }
+
+// TracedWrites returns the spans of the writes of the manager's traced
+// controllers, shared by them (controller.Options.TracedWrites; the builder
+// sets it), so that a reconcile of one links to the writes of another;
+// nil without a TracerProvider.
+func (m *Manager) TracedWrites() *controller.WriteSpans { return m.tracedWrites }
 
 // Observer returns what records the controllers' timelines for the live
 // view, for controller.Options.Observer (the builder sets it); nil without

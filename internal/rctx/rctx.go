@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"kloop.dev/kloop/reconcile/trigger"
 )
 
@@ -38,6 +40,12 @@ type Scope struct {
 	// and the client hands each write the span of its API call
 	// (Write.Span).
 	Traced bool
+	// OnTracedWrite, when set (a traced reconcile), is called by the client
+	// as soon as a write's answer is in, with the object, the
+	// resourceVersion it produced and the write's span: so that the
+	// reconciles its event triggers, in any controller sharing the
+	// controller's controller.WriteSpans, link to it.
+	OnTracedWrite func(namespace, name, resourceVersion string, span trace.SpanContext)
 }
 
 // Value returns the scope itself for its key, and asks the parent
