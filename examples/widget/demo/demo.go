@@ -66,6 +66,11 @@ type Options struct {
 	// Refresh is how often the progress is drawn. Default 200 ms on a
 	// terminal, 1 s otherwise.
 	Refresh time.Duration
+	// LiveView is the address the manager's live view of the pipeline
+	// (manager.Options.LiveViewBindAddress) listens on; its URL is
+	// printed. Default "127.0.0.1:0" (a free loopback port); "0" turns it
+	// off.
+	LiveView string
 	// Logger receives the manager's logs (reconcile errors, injected cloud
 	// failures among them). Default: discarded, the progress is the
 	// output.
@@ -93,6 +98,9 @@ func (o *Options) defaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LiveView == "" {
+		o.LiveView = "127.0.0.1:0"
 	}
 }
 
@@ -190,6 +198,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		Cache:      informer.FactoryOptions{Scheme: scheme, DefaultNamespaces: []string{ns}},
 		Logger:     opts.Logger,
 		Registerer: reg,
+		// "0" is off, as for the manager's other servers.
+		LiveViewBindAddress: opts.LiveView,
 	})
 	if err != nil {
 		return err
@@ -217,6 +227,9 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		return err
 	}
 	p.line("manager started: Widget controller (%d workers), WidgetSet controller", opts.Workers)
+	if a := mgr.LiveViewAddr(); a != nil {
+		p.line("live view of the pipeline at http://%s/", a)
+	}
 
 	// 4. The progress, drawn until the end.
 	st := &stats{reg: reg, cloud: cl, view: view}

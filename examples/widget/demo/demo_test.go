@@ -30,6 +30,7 @@ func TestDemoConverges(t *testing.T) {
 		"resized 10 Widgets to large, deleted 5",
 		"300 widgets Running, 300 instances in the cloud, 0 leaked, 0 duplicated",
 		"watch events", "queue depth", "reconciles in flight", "requeue-after", "throttled",
+		"live view of the pipeline at http://127.0.0.1:",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -43,7 +44,7 @@ func TestDemoConverges(t *testing.T) {
 // On a terminal the progress is redrawn in place, with a cell per Widget.
 func TestDemoTerminal(t *testing.T) {
 	var out testutil.SyncBuffer
-	err := demo.Run(context.Background(), demo.Options{Widgets: 20, Terminal: true, Refresh: 20 * time.Millisecond}, &out)
+	err := demo.Run(context.Background(), demo.Options{Widgets: 20, Terminal: true, Refresh: 20 * time.Millisecond, LiveView: "0"}, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -52,6 +53,9 @@ func TestDemoTerminal(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%q", want, got)
 		}
+	}
+	if strings.Contains(got, "live view") {
+		t.Errorf("a live view with LiveView \"0\":\n%q", got)
 	}
 }
 

@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&opts.Serve, "serve", false, "keep the API server, the cloud and the manager running after the summary, for kubectl")
 	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "run against this cluster, in a namespace of its own, instead of the embedded API server")
 	fs.DurationVar(&opts.Timeout, "timeout", 0, "give up if the Widgets have not converged by then (default 3m)")
+	fs.StringVar(&opts.LiveView, "live-view", "127.0.0.1:0", `address of the live view of the pipeline, a web page whose URL is printed ("0": off)`)
 	plain := fs.Bool("plain", false, "print the progress as plain lines even on a terminal")
 	logFile := fs.String("log", "", "write the manager's logs (reconcile errors, injected cloud failures) to this file")
 	if err := fs.Parse(args); err != nil {
