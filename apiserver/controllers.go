@@ -263,6 +263,19 @@ func namespaceRequests(_ context.Context, o handler.Object) []reconcile.Request 
 }
 
 // nameRequests maps a namespace to its request.
+// namespaceSource is a source of the namespaces' events that enqueues, for
+// each namespace created or updated, the request named after it.
+func namespaceSource(namespaces *informer.Informer[*corev1.Namespace]) (*informer.Source[*corev1.Namespace], error) {
+	return informer.NewSource(namespaces, handler.Funcs{
+		CreateFunc: func(ctx context.Context, e handler.CreateEvent, q handler.Enqueuer) {
+			enqueueAll(q, nameRequests(ctx, e.Object))
+		},
+		UpdateFunc: func(ctx context.Context, e handler.UpdateEvent, q handler.Enqueuer) {
+			enqueueAll(q, nameRequests(ctx, e.ObjectNew))
+		},
+	}, informer.SourceOptions{Name: "namespaces"})
+}
+
 func nameRequests(_ context.Context, o handler.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
 }
@@ -299,14 +312,7 @@ func (s *Server) serviceAccountController(ctx context.Context, f *informer.Facto
 	if err != nil {
 		return nil, err
 	}
-	nsSrc, err := informer.NewSource(namespaces, handler.Funcs{
-		CreateFunc: func(ctx context.Context, e handler.CreateEvent, q handler.Enqueuer) {
-			enqueueAll(q, nameRequests(ctx, e.Object))
-		},
-		UpdateFunc: func(ctx context.Context, e handler.UpdateEvent, q handler.Enqueuer) {
-			enqueueAll(q, nameRequests(ctx, e.ObjectNew))
-		},
-	}, informer.SourceOptions{Name: "namespaces"})
+	nsSrc, err := namespaceSource(namespaces)
 	if err != nil {
 		return nil, err
 	}
@@ -373,14 +379,7 @@ func (s *Server) rootCAPublisher(ctx context.Context, f *informer.Factory, clien
 	if err != nil {
 		return nil, err
 	}
-	nsSrc, err := informer.NewSource(namespaces, handler.Funcs{
-		CreateFunc: func(ctx context.Context, e handler.CreateEvent, q handler.Enqueuer) {
-			enqueueAll(q, nameRequests(ctx, e.Object))
-		},
-		UpdateFunc: func(ctx context.Context, e handler.UpdateEvent, q handler.Enqueuer) {
-			enqueueAll(q, nameRequests(ctx, e.ObjectNew))
-		},
-	}, informer.SourceOptions{Name: "namespaces"})
+	nsSrc, err := namespaceSource(namespaces)
 	if err != nil {
 		return nil, err
 	}

@@ -326,22 +326,7 @@ func (s *Server) gcFinalizers(k *kind, fs []string, opts metav1.DeleteOptions) (
 			}
 		}
 	}
-	var out []string
-	for _, f := range fs {
-		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
-			out = append(out, f)
-		}
-	}
-	if orphan {
-		out = append(out, metav1.FinalizerOrphanDependents)
-	}
-	if foreground {
-		out = append(out, metav1.FinalizerDeleteDependents)
-	}
-	if sameSet(fs, out) {
-		return fs, false
-	}
-	return out, true
+	return withGCFinalizers(fs, orphan, foreground)
 }
 
 // namespaceGCFinalizers is gcFinalizers for a namespace's first deletion,
@@ -360,22 +345,7 @@ func (s *Server) namespaceGCFinalizers(fs []string, opts metav1.DeleteOptions) (
 	} else if p := opts.PropagationPolicy; p != nil {
 		orphan, foreground = *p == metav1.DeletePropagationOrphan, *p == metav1.DeletePropagationForeground
 	}
-	var out []string
-	for _, f := range fs {
-		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
-			out = append(out, f)
-		}
-	}
-	if orphan {
-		out = append(out, metav1.FinalizerOrphanDependents)
-	}
-	if foreground {
-		out = append(out, metav1.FinalizerDeleteDependents)
-	}
-	if sameSet(fs, out) {
-		return fs, false
-	}
-	return out, true
+	return withGCFinalizers(fs, orphan, foreground)
 }
 
 // sameSet reports whether a and b hold the same strings.
@@ -479,4 +449,26 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 	buf.WriteString("]}")
 	writeJSON(w, http.StatusOK, buf.Bytes())
 	return nil
+}
+
+// withGCFinalizers returns fs with the orphan finalizer if orphan and the
+// foregroundDeletion one if foreground (and neither otherwise), and
+// whether that changed the set.
+func withGCFinalizers(fs []string, orphan, foreground bool) ([]string, bool) {
+	var out []string
+	for _, f := range fs {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	if sameSet(fs, out) {
+		return fs, false
+	}
+	return out, true
 }
