@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,14 +86,37 @@ func TestTracing(t *testing.T) {
 		}
 		// Another controller of the manager reads the Secrets from the
 		// API server: its reconcile of the child links to the first
-		// one's write. (A reconcile that begins and ends before the
+		// one's write. A reconcile that begins and ends before the
 		// writer's client has read the write's answer, which its event
-		// may overtake, is not linked: this one takes a round trip.)
+		// may overtake, is not linked (controller/doc.go); this one
+		// lasts until the writing reconcile has ended — its span is
+		// exported — so that the link is taken at its end, whatever the
+		// machine's load.
+		writerDone := func() bool {
+			spans := exp.GetSpans()
+			for _, c := range spans {
+				if c.Name != "CREATE secrets" {
+					continue
+				}
+				for _, p := range spans {
+					if p.Name == "Reconcile traced" && p.SpanContext.SpanID() == c.Parent.SpanID() {
+						return true
+					}
+				}
+			}
+			return false
+		}
 		err = builder.ControllerManagedBy(mgr).Named("secret-reader").
 			For(&corev1.Secret{}, builder.WithScope(informer.Scope{Namespace: env.Namespace})).
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				var s corev1.Secret
-				return reconcile.Result{}, client.IgnoreNotFound(cl.Uncached().Get(ctx, req.NamespacedName, &s))
+				if err := client.IgnoreNotFound(cl.Uncached().Get(ctx, req.NamespacedName, &s)); err != nil {
+					return reconcile.Result{}, err
+				}
+				for deadline := time.Now().Add(10 * time.Second); !writerDone() && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
+				return reconcile.Result{}, nil
 			}))
 		if err != nil {
 			t.Fatal(err)
