@@ -34,6 +34,7 @@ import (
 	"kloop.dev/kloop/apiserver/storage"
 	"kloop.dev/kloop/informer"
 	"kloop.dev/kloop/internal/testcrd"
+	"kloop.dev/kloop/internal/testutil"
 	"kloop.dev/kloop/reflector"
 )
 
@@ -317,6 +318,13 @@ func TestDataDirInformerResumes(t *testing.T) {
 		writes = append(writes, typ+" "+name+" "+rv)
 		mu.Unlock()
 	}
+	// The server's root-CA publisher writes default's kube-root-ca.crt
+	// soon after the start: once it is there, the ConfigMaps' writes are
+	// the test's own.
+	testutil.Eventually(t, "default's kube-root-ca.crt", func() error {
+		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
+	})
 	for i := range 10 {
 		write(cs, i)
 	}

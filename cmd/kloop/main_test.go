@@ -316,6 +316,13 @@ func TestAPIServerDataDir(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
+	// The server's root-CA publisher writes default's kube-root-ca.crt
+	// soon after the start: once it is there, the ConfigMaps' writes are
+	// the test's own.
+	testutil.Eventually(t, "default's kube-root-ca.crt", func() error {
+		_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
+	})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"k": "v"}}
 	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
