@@ -148,6 +148,9 @@ type Cloud struct {
 
 	mu        sync.Mutex // guards the fields below
 	instances map[string]*cloudclient.Instance
+	// byTag indexes instances by tag: tagKey(k, v) -> ID -> instance; it
+	// holds every instance of instances under each of its tags.
+	byTag     map[string]map[string]*cloudclient.Instance
 	tokens    map[string]token // by client token
 	nextID    uint64
 	rng       *rand.Rand
@@ -183,6 +186,7 @@ func New(opts Options) (*Cloud, error) {
 		opts:      opts,
 		ready:     make(chan struct{}),
 		instances: map[string]*cloudclient.Instance{},
+		byTag:     map[string]map[string]*cloudclient.Instance{},
 		tokens:    map[string]token{},
 		version:   1,
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
@@ -327,6 +331,51 @@ func (c *Cloud) visible(in *cloudclient.Instance, now time.Time) bool {
 	return now.Sub(in.CreatedAt) >= c.opts.VisibilityDelay
 }
 
+// tagKey is the byTag key of tag k=v.
+func tagKey(k, v string) string { return k + "\x00" + v }
+
+// index adds in to byTag under its tags. c.mu is held.
+func (c *Cloud) index(in *cloudclient.Instance) {
+	for k, v := range in.Tags {
+		key := tagKey(k, v)
+		set := c.byTag[key]
+		if set == nil {
+			set = map[string]*cloudclient.Instance{}
+			c.byTag[key] = set
+		}
+		set[in.ID] = in
+	}
+}
+
+// unindex removes in from byTag under its tags. c.mu is held.
+func (c *Cloud) unindex(in *cloudclient.Instance) {
+	for k, v := range in.Tags {
+		key := tagKey(k, v)
+		delete(c.byTag[key], in.ID)
+		if len(c.byTag[key]) == 0 {
+			delete(c.byTag, key)
+		}
+	}
+}
+
+// candidates are the instances a describe filtered by want may match: the
+// smallest of its tags' index sets, or every instance when want is empty.
+// c.mu is held.
+func (c *Cloud) candidates(want map[string]string) map[string]*cloudclient.Instance {
+	if len(want) == 0 {
+		return c.instances
+	}
+	var best map[string]*cloudclient.Instance
+	first := true
+	for k, v := range want {
+		set := c.byTag[tagKey(k, v)]
+		if first || len(set) < len(best) {
+			best, first = set, false
+		}
+	}
+	return best
+}
+
 func clone(in *cloudclient.Instance) cloudclient.Instance {
 	out := *in
 	out.Tags = maps.Clone(in.Tags)
@@ -443,6 +492,7 @@ func (c *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	}
 	c.advance(in2, now)
 	c.instances[in2.ID] = in2
+	c.index(in2)
 	if in.ClientToken != "" {
 		c.tokens[in.ClientToken] = token{ID: in2.ID, Region: in.Region, Size: in.Size}
 	}
@@ -485,7 +535,7 @@ func (c *Cloud) list(w http.ResponseWriter, r *http.Request) {
 	}
 	now := c.opts.Clock.Now()
 	out := cloudclient.InstanceList{Items: []cloudclient.Instance{}}
-	for _, in := range c.instances {
+	for _, in := range c.candidates(want) {
 		if !c.visible(in, now) {
 			continue
 		}
@@ -541,7 +591,9 @@ func (c *Cloud) modify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.Tags != nil && !maps.Equal(in.Tags, inst.Tags) {
+		c.unindex(inst)
 		inst.Tags = maps.Clone(in.Tags)
+		c.index(inst)
 		c.version++
 	}
 	if in.Size != "" && in.Size != inst.Size {
@@ -622,6 +674,7 @@ func (c *Cloud) load() error {
 			return fmt.Errorf("cloud: state file %s: instance %d has no ID", c.opts.StateFile, i)
 		}
 		c.instances[in.ID] = &in
+		c.index(&in)
 	}
 	for name, tok := range s.Tokens {
 		if _, ok := c.instances[tok.ID]; !ok {

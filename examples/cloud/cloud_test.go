@@ -110,16 +110,22 @@ func TestDescribeByTag(t *testing.T) {
 	if err := cc.Delete(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
+	moved := mk("d", map[string]string{"owner": "ns/d", "team": "x"})
+	if _, err := cc.Modify(ctx, moved, cloudclient.ModifyInput{Tags: map[string]string{"owner": "ns/d", "team": "z"}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		tags map[string]string
 		want []string
 	}{
 		{map[string]string{"team": "x"}, []string{a, b}},
+		{map[string]string{"team": "z"}, []string{moved}}, // found by its new tags only
+		{map[string]string{"owner": "ns/d", "team": "x"}, nil},
 		{map[string]string{"owner": "ns/b"}, []string{b}},
 		{map[string]string{"owner": "ns/a", "team": "x"}, []string{a}},
 		{map[string]string{"owner": "ns/a", "team": "y"}, nil},
 		{map[string]string{"owner": "ns/c"}, nil}, // terminated: left out
-		{nil, []string{a, b}},
+		{nil, []string{a, b, moved}},
 	} {
 		got, err := cc.ListByTags(ctx, tc.tags)
 		if err != nil {
@@ -420,6 +426,10 @@ func TestStateFileRoundTrip(t *testing.T) {
 	cc2, err := cloudclient.New(c2.URL(), cloudclient.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The tag index came back: a is found by its tag.
+	if got, err := cc2.ListByTags(ctx, map[string]string{"k": "v"}); err != nil || len(got) != 1 || got[0].ID != a.ID {
+		t.Errorf("describe by tag after a restart: %+v, %v; want %s", got, err, a.ID)
 	}
 	// The tokens and the ID counter came back too.
 	if again, err := cc2.Create(ctx, small("a", map[string]string{"k": "v"})); err != nil || again.ID != a.ID {
