@@ -150,13 +150,13 @@ type Cloud struct {
 	instances map[string]*cloudclient.Instance
 	// byTag indexes instances by tag: tagKey(k, v) -> ID -> instance; it
 	// holds every instance of instances under each of its tags.
-	byTag     map[string]map[string]*cloudclient.Instance
-	tokens    map[string]token // by client token
-	nextID    uint64
-	rng       *rand.Rand
-	limiter   *rate.Limiter
-	stats     Stats
-	version   uint64 // bumped by every change of instances, tokens, nextID
+	byTag   map[string]map[string]*cloudclient.Instance
+	tokens  map[string]token // by client token
+	nextID  uint64
+	rng     *rand.Rand
+	limiter *rate.Limiter
+	stats   Stats
+	version uint64 // bumped by every change of instances, tokens, nextID
 
 	saveMu sync.Mutex // serialises writes of the state file; guards saved
 	saved  uint64     // the version last written
