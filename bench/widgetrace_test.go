@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -398,6 +399,14 @@ func crTags(w *examplev1.Widget) map[string]string {
 	return tags
 }
 
+// inPart runs f with the profiler label part=name, which the goroutines f
+// starts keep: a run's CPU profile ($KLOOP_BENCH_RACE_CPUPROFILE) splits
+// by part with `go tool pprof -tags` (server, cloud, operator, harness;
+// the garbage collector's own work has no label).
+func inPart(name string, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("part", name), func(context.Context) { f() })
+}
+
 // processCPU is the user and system time this process has used.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
@@ -453,7 +462,9 @@ func runRace(tb testing.TB, n int, c raceContender) raceResult {
 		// A server of the run's own, closed when the run ends (not when
 		// the benchmark does, as a test's cleanup would): the next run's
 		// heap and CPU are its own.
-		srv, err := apiservertest.New(apiservertest.Options{CRDPaths: crds})
+		var srv *apiservertest.Server
+		var err error
+		inPart("server", func() { srv, err = apiservertest.New(apiservertest.Options{CRDPaths: crds}) })
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -474,7 +485,7 @@ func runRace(tb testing.TB, n int, c raceContender) raceResult {
 		tb.Fatal(err)
 	}
 	cloudDone := make(chan error, 1)
-	go func() { cloudDone <- cl.Start(ctx) }()
+	inPart("cloud", func() { go func() { cloudDone <- cl.Start(ctx) }() })
 	defer func() { cancel(); <-cloudDone }()
 	cc, err := cloudclient.New(cl.URL(), cloudclient.Options{})
 	if err != nil {
@@ -490,9 +501,13 @@ func runRace(tb testing.TB, n int, c raceContender) raceResult {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	runtime.GC()
 	stopHeap := heapPeak()
-	reconciles, stop := c(tb, cfg, ns, cc)
+	var reconciles func() int64
+	var stop func()
+	inPart("operator", func() { reconciles, stop = c(tb, cfg, ns, cc) })
 	defer stop()
 
+	defer pprof.SetGoroutineLabels(ctx)
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("part", "harness"))) // the finish line, the writers
 	watching, err := watchRunning(ctx, rest.CopyConfig(baseCfg), ns)
 	if err != nil {
 		tb.Fatal(err)
@@ -740,11 +755,21 @@ func TestWidgetRaceRun(t *testing.T) {
 // raceInProcess runs contender name at n Widgets in a new process (this
 // test binary, running TestWidgetRaceRun) and returns its result; logf
 // gets the child's other lines when $KLOOP_BENCH_RACE_TIMELINE is set.
+// With $KLOOP_BENCH_RACE_CPUPROFILE set to a directory, the child writes
+// its CPU profile there (NAME-N-*.prof).
 func raceInProcess(ctx context.Context, name string, n int, logf func(string, ...any)) (raceResult, error) {
 	args := []string{"-test.run=^TestWidgetRaceRun$", "-test.count=1"}
 	timeline := os.Getenv("KLOOP_BENCH_RACE_TIMELINE") != ""
 	if timeline {
 		args = append(args, "-test.v")
+	}
+	if dir := os.Getenv("KLOOP_BENCH_RACE_CPUPROFILE"); dir != "" {
+		f, err := os.CreateTemp(dir, fmt.Sprintf("%s-%d-*.prof", name, n))
+		if err != nil {
+			return raceResult{}, err
+		}
+		f.Close()
+		args = append(args, "-test.cpuprofile="+f.Name())
 	}
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d", envRaceRun, name, n))
@@ -822,6 +847,10 @@ func BenchmarkWidgetConvergence(b *testing.B) {
 			b.ReportMetric(median(k, reqs), "kloop-requests")
 			b.ReportMetric(median(cr, reqs), "cr-requests")
 			ratio := func(f func(raceResult) float64) float64 { return median(k, f) / median(cr, f) }
+			// The ratios on the benchmark's line too: go test truncates a
+			// benchmark's log.
+			b.ReportMetric(ratio(secs), "time-ratio")
+			b.ReportMetric(ratio(cpu), "cpu-ratio")
 			b.Logf("ratio widgets=%d %s, medians of %d runs each: time kloop/controller-runtime=%.2f cpu=%.2f requests=%.2f (without Events %.2f) reconciles=%.2f peak-heap=%.2f",
 				n, raceTarget(), len(k), ratio(secs), ratio(cpu), ratio(reqs), ratio(writes), ratio(recs), ratio(heap))
 		})

@@ -149,24 +149,16 @@ func (d *recordReader) fail(what string) {
 	}
 }
 
-func (d *recordReader) uint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("number")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *recordReader) uint() uint64 { return readVarint(d, binary.Uvarint) }
 
-func (d *recordReader) int() int64 {
+func (d *recordReader) int() int64 { return readVarint(d, binary.Varint) }
+
+// readVarint reads one number with read (binary.Uvarint or Varint).
+func readVarint[T uint64 | int64](d *recordReader, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.b)
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail("number")
 		return 0

@@ -414,6 +414,20 @@ func (c *Cloud) admit(w http.ResponseWriter, op string, write bool) (fault, bool
 	return noFault, true
 }
 
+// admitWrite admits a write as admit does, then answers 400 if errs (its
+// request's validation) holds any. c.mu is held.
+func (c *Cloud) admitWrite(w http.ResponseWriter, op string, errs []error) (fault, bool) {
+	f, ok := c.admit(w, op, true)
+	if !ok {
+		return f, false
+	}
+	if err := errors.Join(errs...); err != nil {
+		writeError(w, http.StatusBadRequest, cloudclient.CodeInvalidParameter, err.Error())
+		return f, false
+	}
+	return f, true
+}
+
 var (
 	regionRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
 )
@@ -459,12 +473,8 @@ func (c *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, ok := c.admit(w, "create", true)
+	f, ok := c.admitWrite(w, "create", errs)
 	if !ok {
-		return
-	}
-	if err := errors.Join(errs...); err != nil {
-		writeError(w, http.StatusBadRequest, cloudclient.CodeInvalidParameter, err.Error())
 		return
 	}
 	now := c.opts.Clock.Now()
@@ -571,12 +581,8 @@ func (c *Cloud) modify(w http.ResponseWriter, r *http.Request) {
 	errs = append(errs, validTags(in.Tags))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	f, ok := c.admit(w, "modify", true)
+	f, ok := c.admitWrite(w, "modify", errs)
 	if !ok {
-		return
-	}
-	if err := errors.Join(errs...); err != nil {
-		writeError(w, http.StatusBadRequest, cloudclient.CodeInvalidParameter, err.Error())
 		return
 	}
 	inst, ok := c.instances[id]
