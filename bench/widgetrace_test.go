@@ -580,21 +580,33 @@ func cloudRunning(cl *cloud.Cloud) int {
 // Widget again and again (which, at 10,000, would cost the server more
 // than either contender).
 type runningWatch struct {
-	mu      sync.Mutex      // guards running
+	mu      sync.Mutex      // guards running and n
 	running map[string]bool // name -> Running for its generation
+	n       int             // how many of running are true
 	err     chan error      // the watch's end, other than by ctx
 }
 
 func (w *runningWatch) count() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := 0
-	for _, r := range w.running {
-		if r {
-			n++
-		}
+	return w.n
+}
+
+// set records name's state (deleted: gone).
+func (w *runningWatch) set(name string, running, deleted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running[name] {
+		w.n--
 	}
-	return n
+	if deleted {
+		delete(w.running, name)
+		return
+	}
+	w.running[name] = running
+	if running {
+		w.n++
+	}
 }
 
 // raceWatchEvent is what the finish line reads of a watch event: a
@@ -672,13 +684,8 @@ func watchRunning(ctx context.Context, cfg *rest.Config, ns string) (*runningWat
 				continue
 			}
 			rv = m.ResourceVersion
-			rw.mu.Lock()
-			if ev.Type == watch.Deleted {
-				delete(rw.running, m.Name)
-			} else {
-				rw.running[m.Name] = ev.Object.Status.State == examplev1.StateRunning && ev.Object.Status.ObservedGeneration == m.Generation
-			}
-			rw.mu.Unlock()
+			rw.set(m.Name, ev.Object.Status.State == examplev1.StateRunning && ev.Object.Status.ObservedGeneration == m.Generation,
+				ev.Type == watch.Deleted)
 		}
 	}()
 	return rw, nil
