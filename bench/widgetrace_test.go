@@ -87,9 +87,9 @@ func median(rs []raceResult, f func(raceResult) float64) float64 {
 }
 
 // eventCreates is the verbCounter key of Event creates, counted apart
-// from the other creates: both runtimes' recorders drop Events when their
-// buffer of 1,000 is full, so how many get written varies from run to
-// run.
+// from the other creates: both runtimes' recorders write Events one at a
+// time from a buffer (and drop them when it is full), so how many are
+// written by the time a run converges varies from run to run.
 const eventCreates = "create events"
 
 // raceResult is one contender's run, as its process reports it.

@@ -29,7 +29,9 @@ type RecorderOptions struct {
 	Host string
 	// Buffer is the number of events that may wait to be written; an event
 	// recorded while it is full is dropped (and logged), so recording never
-	// blocks a reconcile. Default 1000, as client-go's broadcaster.
+	// blocks a reconcile. Default 2000, as much as client-go's broadcaster
+	// holds for its one sink: 1,000 events in its incoming queue and 1,000
+	// in the sink watcher's.
 	Buffer int
 	// Burst and Refill are the spam filter, per involved object and
 	// source: Burst events at once, then one per Refill. Events beyond are
@@ -42,7 +44,7 @@ type RecorderOptions struct {
 
 func (o *RecorderOptions) setDefaults() {
 	if o.Buffer == 0 {
-		o.Buffer = 1000
+		o.Buffer = 2000
 	}
 	if o.Burst == 0 {
 		o.Burst = 25
