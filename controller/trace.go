@@ -96,7 +96,8 @@ func (w *WriteSpans) add(k writeKey, sc trace.SpanContext) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, ok := w.m[k]; ok {
-		w.m[k] = sc
+		// A no-op write answers the resourceVersion it found: only the
+		// first write can have made that version, so it keeps its span.
 		return
 	}
 	if len(w.ring) < w.max {

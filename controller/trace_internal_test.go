@@ -42,6 +42,12 @@ func TestWriteSpansBounded(t *testing.T) {
 	if links := w.links(nil, nil); len(links) != 0 {
 		t.Errorf("links without triggers: %v", links)
 	}
+	// A no-op write answers the version it found: the span of the write
+	// that made that version stays.
+	w.add(writeKey{"ns", "a", "4"}, span(9))
+	if got := w.m[writeKey{"ns", "a", "4"}]; !got.Equal(span(4)) {
+		t.Errorf("after a no-op write at rv 4 the table holds span %v, want the first write's %v", got.SpanID(), span(4).SpanID())
+	}
 }
 
 // TestTriggersText: a span's triggers read as reconcile.Triggers' String.

@@ -241,7 +241,9 @@ func (m *Manager) Factory() *informer.Factory { return m.factory }
 func (m *Manager) Scheme() *runtime.Scheme { return m.factory.Scheme() }
 
 // Config returns a copy of the manager's rest.Config, whose transport counts
-// its requests in rest_client_requests_total.
+// its requests in rest_client_requests_total and, with
+// Options.TracerProvider, traces them (a client built on it with a
+// TracerProvider of its own would trace each request twice).
 func (m *Manager) Config() *rest.Config { return rest.CopyConfig(m.cfg) }
 
 // TracerProvider returns Options.TracerProvider (nil: no tracing), for
@@ -413,7 +415,7 @@ func (m *Manager) fail(err error) {
 // Start runs the manager until ctx is cancelled or a runnable fails (or,
 // with leader election, this replica loses its Lease):
 //
-//  1. it binds the metrics, probe and pprof servers (an error returns at once);
+//  1. it binds the metrics, probe, pprof and live view servers (an error returns at once);
 //  2. it starts the shared informers and the runnables that need no
 //     leadership, on every replica;
 //  3. it starts the leader-only runnables (controllers, and runnables that do

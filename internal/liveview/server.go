@@ -105,11 +105,11 @@ func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	t := time.NewTicker(s.opts.Interval)
@@ -122,10 +122,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			s.opts.Logger.Error("liveview: encoding a frame", "err", err)
 			return
 		}
+		// A viewer that stops reading must not hold the stream (and the
+		// manager's shutdown) on a blocked write.
+		_ = rc.SetWriteDeadline(time.Now().Add(max(5*time.Second, 2*s.opts.Interval)))
 		if _, err := fmt.Fprintf(w, "event: stats\ndata: %s\n\n", b); err != nil {
 			return // the viewer left
 		}
-		fl.Flush()
+		if rc.Flush() != nil {
+			return
+		}
 		select {
 		case <-r.Context().Done():
 			return

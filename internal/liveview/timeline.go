@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"kloop.dev/kloop/controller"
 )
@@ -123,6 +124,23 @@ type Timeline struct {
 
 var _ controller.Observer = (*Timeline)(nil)
 
+// maxText is how much of an error or a message an entry keeps: the
+// timeline bounds its memory by entries, and a denial or a fighting-writers
+// report can be long.
+const maxText = 512
+
+// clip cuts s to maxText bytes (on a rune boundary), marking the cut.
+func clip(s string) string {
+	if len(s) <= maxText {
+		return s
+	}
+	cut := maxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 // NewTimeline returns an empty Timeline.
 func NewTimeline(opts TimelineOptions) (*Timeline, error) {
 	opts.setDefaults()
@@ -134,7 +152,7 @@ func NewTimeline(opts TimelineOptions) (*Timeline, error) {
 
 // Observe records o in the timeline of its object (controller.Observer).
 func (t *Timeline) Observe(ctrl string, o *controller.Observation) {
-	e := Entry{Time: o.Start, Type: o.Type.String(), ReconcileID: o.ReconcileID, Message: o.Message}
+	e := Entry{Time: o.Start, Type: o.Type.String(), ReconcileID: o.ReconcileID, Message: clip(o.Message)}
 	if tr := o.Triggers; tr != nil {
 		e.TriggersTotal = tr.Total()
 		e.Triggers = make([]Trigger, 0, tr.Len())
@@ -151,7 +169,7 @@ func (t *Timeline) Observe(ctrl string, o *controller.Observation) {
 		e.DurationMS = float64(o.Duration) / float64(time.Millisecond)
 		e.Result = string(o.Outcome)
 		if o.Err != nil {
-			e.Error = o.Err.Error()
+			e.Error = clip(o.Err.Error())
 		}
 		if o.RequeueAfter > 0 {
 			e.RequeueAfter = o.RequeueAfter.String()

@@ -3,8 +3,10 @@ package liveview
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +82,30 @@ func TestTimelineEntries(t *testing.T) {
 	if len(got) != 1 || got[0].TriggersTotal != 1 || got[0].Triggers[0].ResourceVersion != "7" || got[0].Triggers[0].Type != "Create" ||
 		len(got[0].Writes) != 1 || got[0].DurationMS != 1.5 || got[0].ReconcileID != "id-9" {
 		t.Errorf("entry %+v", got)
+	}
+}
+
+// Long errors and messages are cut: the timeline's memory is bounded by
+// its entries only if each entry is.
+func TestTimelineClipsText(t *testing.T) {
+	tl, err := NewTimeline(TimelineOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 2*maxText) // two bytes a rune
+	tl.Observe("c", reconciled("a", 1, nil, errors.New(long)))
+	tl.Observe("c", &controller.Observation{Type: controller.HotLoopReported, Request: req("a"), Start: t0.Add(time.Second), Message: long})
+	got, _ := tl.Entries(ObjectKey{"c", "ns", "a"})
+	if len(got) != 2 {
+		t.Fatalf("%d entries", len(got))
+	}
+	for _, s := range []string{got[0].Error, got[1].Message} {
+		if len(s) > maxText+len("…") || !strings.HasSuffix(s, "…") || !utf8.ValidString(s) {
+			t.Errorf("kept %d bytes (valid UTF-8 %v): %.40q…", len(s), utf8.ValidString(s), s)
+		}
+	}
+	if short := clip("boom"); short != "boom" {
+		t.Errorf("clip(boom) = %q", short)
 	}
 }
 

@@ -32,7 +32,7 @@ const (
 )
 
 // Call is what a request's path and method say of a Kubernetes API call:
-// its verb (get, list, watch, create, update, patch, apply, delete,
+// its verb (get, list, watch, create, update, patch, delete,
 // deletecollection; "" for a path outside the resource APIs, such as
 // discovery's) and its resource.
 type Call struct {
@@ -57,7 +57,9 @@ func ParseCall(method, path string, query func(string) string) Call {
 	default:
 		return c
 	}
-	if rest[0] == "namespaces" && len(rest) >= 3 {
+	if rest[0] == "namespaces" && len(rest) >= 3 && rest[2] != "status" && rest[2] != "finalize" {
+		// (…/namespaces/x/status and /finalize are a namespace's
+		// subresources, as kube-apiserver reads them.)
 		c.Namespace, rest = rest[1], rest[2:]
 	}
 	if rest[0] == "" {

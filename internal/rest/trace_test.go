@@ -28,6 +28,8 @@ func TestParseCall(t *testing.T) {
 		{"PUT", "/prefix/apis/example.com/v1/namespaces/a/widgets/w/status", "", Call{Verb: "update", Group: "example.com", Version: "v1", Resource: "widgets", Subresource: "status", Namespace: "a", Name: "w"}, "UPDATE widgets/status"},
 		{"POST", "/api/v1/namespaces", "", Call{Verb: "create", Version: "v1", Resource: "namespaces"}, "CREATE namespaces"},
 		{"DELETE", "/api/v1/namespaces/x", "", Call{Verb: "delete", Version: "v1", Resource: "namespaces", Name: "x"}, "DELETE namespaces"},
+		{"GET", "/api/v1/namespaces/x/status", "", Call{Verb: "get", Version: "v1", Resource: "namespaces", Name: "x", Subresource: "status"}, "GET namespaces/status"},
+		{"PUT", "/api/v1/namespaces/x/finalize", "", Call{Verb: "update", Version: "v1", Resource: "namespaces", Name: "x", Subresource: "finalize"}, "UPDATE namespaces/finalize"},
 		{"DELETE", "/api/v1/namespaces/x/configmaps", "", Call{Verb: "deletecollection", Version: "v1", Resource: "configmaps", Namespace: "x"}, "DELETECOLLECTION configmaps"},
 		{"PATCH", "/apis/apps/v1/namespaces/x/deployments/d", "", Call{Verb: "patch", Group: "apps", Version: "v1", Resource: "deployments", Namespace: "x", Name: "d"}, "PATCH deployments"},
 		{"GET", "/apis", "", Call{}, "GET /apis"},

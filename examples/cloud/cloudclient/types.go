@@ -108,6 +108,14 @@ func IsInvalid(err error) bool {
 	return hasStatus(err, http.StatusBadRequest) || hasStatus(err, http.StatusConflict)
 }
 
+// IsParameterMismatch reports whether err is the cloud's 409
+// IdempotentParameterMismatch: the create's client token made an instance
+// already, with other parameters.
+func IsParameterMismatch(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == http.StatusConflict && e.Code == CodeParameterMismatch
+}
+
 func hasStatus(err error, code int) bool {
 	var e *Error
 	return errors.As(err, &e) && e.StatusCode == code

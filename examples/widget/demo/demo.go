@@ -258,7 +258,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	p.line("%s", st.render(false))
 	p.line("converged in %.1fs: %s", time.Since(p.start).Seconds(), sum)
-	if sum.leaked != 0 || sum.duplicated != 0 || sum.running != opts.Widgets || sum.instances != opts.Widgets {
+	if sum.leaked != 0 || sum.duplicated != 0 || sum.wrongSize != 0 || sum.running != opts.Widgets || sum.instances != opts.Widgets {
 		return fmt.Errorf("demo: the end state is wrong: %s", sum)
 	}
 

@@ -7,4 +7,5 @@ package controller
 // +kubebuilder:rbac:groups=example.kloop.dev,resources=widgets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=example.kloop.dev,resources=widgetsets,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=example.kloop.dev,resources=widgetsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=example.kloop.dev,resources=widgetsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

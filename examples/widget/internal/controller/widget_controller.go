@@ -50,12 +50,12 @@ type WidgetOptions struct {
 	// Poll is how often a Widget whose instance runs is checked against
 	// the cloud. Default 30 s.
 	Poll time.Duration
-	// ConsistencyWindow is how long after a Widget's creation an instance
-	// of its may still be invisible to the cloud's describes: a Widget
-	// deleted within it, whose instance the operator has not recorded and
-	// cannot find, is looked for again until the window has passed before
-	// its finalizer goes. Default 10 s (set it at least to the cloud's
-	// visibility delay).
+	// ConsistencyWindow is how long after its create an instance may
+	// still be invisible to the cloud's describes: a deleted Widget whose
+	// instance the operator has not recorded and cannot find is looked
+	// for again until the window has passed since its deletion (or its
+	// creation, if later) before its finalizer goes. Default 10 s (set it
+	// at least to the cloud's visibility delay).
 	ConsistencyWindow time.Duration
 	// MaxConcurrentReconciles is the number of workers. Default 4.
 	MaxConcurrentReconciles int
@@ -167,9 +167,15 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		in, err := r.cloud.Create(ctx, cloudclient.CreateInput{
 			ClientToken: ClientToken(&w), Region: w.Spec.Region, Size: size(&w.Spec), Tags: desiredTags(&w),
 		})
+		if cloudclient.IsParameterMismatch(err) {
+			// The token made w's instance already, with the size w had
+			// then (the region cannot change): describes do not show it
+			// yet. Once they do, lookup finds it and Modify resizes it.
+			return reconcile.Result{RequeueAfter: r.opts.PendingPoll}, nil
+		}
 		if cloudclient.IsInvalid(err) {
 			r.rec.Eventf(&w, corev1.EventTypeWarning, "CloudRejected", "%v", err)
-			if _, serr := r.setStatus(ctx, &w, examplev1.StateFailed, "", "", metav1.ConditionFalse, "CloudRejected", err.Error()); serr != nil {
+			if _, serr := r.setStatus(ctx, &w, examplev1.StateFailed, w.Status.InstanceID, w.Status.Endpoint, metav1.ConditionFalse, "CloudRejected", err.Error()); serr != nil {
 				return reconcile.Result{}, serr
 			}
 			return reconcile.Result{}, reconcile.Terminal(err)
@@ -192,6 +198,13 @@ func (r *WidgetReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	if want := desiredTags(&w); inst.Size != size(&w.Spec) || !maps.Equal(inst.Tags, want) {
 		in, err := r.cloud.Modify(ctx, inst.ID, cloudclient.ModifyInput{Size: size(&w.Spec), Tags: want})
+		if cloudclient.IsInvalid(err) {
+			r.rec.Eventf(&w, corev1.EventTypeWarning, "CloudRejected", "%v", err)
+			if _, serr := r.setStatus(ctx, &w, examplev1.StateFailed, inst.ID, inst.Endpoint, metav1.ConditionFalse, "CloudRejected", err.Error()); serr != nil {
+				return reconcile.Result{}, serr
+			}
+			return reconcile.Result{}, reconcile.Terminal(err) // the same spec is refused the same way: wait for an edit
+		}
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("modifying instance %s: %w", inst.ID, err)
 		}
@@ -269,8 +282,17 @@ func (r *WidgetReconciler) finalize(ctx context.Context, w *examplev1.Widget) (r
 		}
 	}
 	if len(ids) == 0 {
-		// An instance created a moment ago may not show yet.
-		if left := r.opts.ConsistencyWindow - time.Since(w.CreationTimestamp.Time); left > 0 {
+		// An instance created a moment ago may not show yet. Every create
+		// for w came before this reconcile (a key is reconciled by one
+		// worker at a time), so at the latest around w's deletion: wait
+		// out the window from there, whenever w itself was created.
+		// Both timestamps are cut to the second: the moment was up to a
+		// second later.
+		since := w.CreationTimestamp.Time
+		if w.DeletionTimestamp != nil && w.DeletionTimestamp.After(since) {
+			since = w.DeletionTimestamp.Time
+		}
+		if left := r.opts.ConsistencyWindow - time.Since(since.Add(time.Second)); left > 0 {
 			return reconcile.Result{RequeueAfter: left}, nil
 		}
 	}
@@ -307,12 +329,29 @@ func (r *WidgetReconciler) setStatus(ctx context.Context, w *examplev1.Widget, s
 	})
 }
 
-// validate checks what the CRD's schema cannot.
+// The cloud's limits on tags (examples/cloud): the operator adds its own
+// two to a spec's.
+const (
+	maxSpecTags = 50 - 2
+	maxTagKey   = 128
+	maxTagValue = 256
+)
+
+// validate checks what the CRD's schema cannot: the operator's tag keys,
+// the cloud's tag limits, the size.
 func validate(s *examplev1.WidgetSpec) error {
 	var errs []error
+	if len(s.Tags) > maxSpecTags {
+		errs = append(errs, fmt.Errorf("spec.tags: %d tags, at most %d", len(s.Tags), maxSpecTags))
+	}
 	for _, k := range slices.Sorted(maps.Keys(s.Tags)) {
-		if strings.HasPrefix(k, TagPrefix) {
+		switch v := s.Tags[k]; {
+		case strings.HasPrefix(k, TagPrefix):
 			errs = append(errs, fmt.Errorf("spec.tags[%q]: keys under %s are the operator's", k, TagPrefix))
+		case k == "" || len(k) > maxTagKey || strings.Contains(k, "="):
+			errs = append(errs, fmt.Errorf("spec.tags[%q]: keys are 1 to %d bytes without '='", k, maxTagKey))
+		case len(v) > maxTagValue:
+			errs = append(errs, fmt.Errorf("spec.tags[%q]: values are at most %d bytes", k, maxTagValue))
 		}
 	}
 	if s.Size != "" && !slices.Contains(cloudclient.Sizes, s.Size) {
@@ -335,6 +374,12 @@ func desiredTags(w *examplev1.Widget) map[string]string {
 		tags = map[string]string{}
 	}
 	tags[TagUID] = string(w.UID)
-	tags[TagName] = w.Namespace + "/" + w.Name
+	// For people only; cut to the cloud's limit (a namespace and a name
+	// may together be longer).
+	name := w.Namespace + "/" + w.Name
+	if len(name) > maxTagValue {
+		name = name[:maxTagValue]
+	}
+	tags[TagName] = name
 	return tags
 }

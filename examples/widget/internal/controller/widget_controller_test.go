@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -264,22 +265,7 @@ func TestWidgetInvalidSpec(t *testing.T) {
 func TestWidgetCrashBetweenCreateAndStatus(t *testing.T) {
 	apiservertest.ForEachTarget(t, crdOptions, func(t *testing.T, env *apiservertest.Env) {
 		h := newHarness(t, env, cloud.Options{VisibilityDelay: 2 * time.Second})
-		var first *running
-		crashed := make(chan struct{})
-		var once atomic.Bool
-		crash := func(next http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				resp, err := next.RoundTrip(r)
-				if err == nil && r.Method == http.MethodPost && resp.StatusCode < 300 && once.CompareAndSwap(false, true) {
-					resp.Body.Close()
-					first.cancel() // the process dies with the answer in flight
-					close(crashed)
-					return nil, errors.New("crashed")
-				}
-				return resp, err
-			})
-		}
-		first = h.startManager(managerOptions{wrap: crash})
+		first, crashed := h.startCrashingManager()
 		w := h.createWidget("w1", spec)
 		<-crashed
 		if err := first.stop(); err != nil && !errors.Is(err, context.Canceled) {
@@ -304,6 +290,110 @@ func TestWidgetCrashBetweenCreateAndStatus(t *testing.T) {
 		}
 		if after := h.liveInstances(w.UID); len(after) != 1 {
 			t.Errorf("%d instances after the restart: %+v", len(after), after)
+		}
+		if s := h.cloud.Stats(); s.Created != 1 {
+			t.Errorf("%d instances created", s.Created)
+		}
+	})
+}
+
+// startCrashingManager starts a manager whose process "dies" right after
+// the cloud answered its first create: the manager is cancelled with the
+// answer in flight, which it never reads; crashed is closed then.
+func (h *harness) startCrashingManager() (first *running, crashed chan struct{}) {
+	crashed = make(chan struct{})
+	var once atomic.Bool
+	started := make(chan struct{}) // first is set
+	crash := func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := next.RoundTrip(req)
+			if err == nil && req.Method == http.MethodPost && resp.StatusCode < 300 && once.CompareAndSwap(false, true) {
+				resp.Body.Close()
+				<-started
+				first.cancel() // the process dies with the answer in flight
+				close(crashed)
+				return nil, errors.New("crashed")
+			}
+			return resp, err
+		})
+	}
+	first = h.startManager(managerOptions{wrap: crash})
+	close(started)
+	return first, crashed
+}
+
+// A size edited while the new instance is still invisible to describes:
+// the create's client token is refused for its other size (409), which
+// means the instance exists: the operator waits for it to show and
+// resizes it, and the Widget never fails.
+func TestWidgetResizeInsideVisibilityWindow(t *testing.T) {
+	apiservertest.ForEachTarget(t, crdOptions, func(t *testing.T, env *apiservertest.Env) {
+		h := newHarness(t, env, cloud.Options{VisibilityDelay: 2 * time.Second, ProvisionDelay: 100 * time.Millisecond})
+		h.startManager(managerOptions{widget: controller.WidgetOptions{PendingPoll: 50 * time.Millisecond}})
+		h.createWidget("w1", spec)
+		testutil.Eventually(t, "the instance created", func() bool { return h.cloud.Stats().Created == 1 })
+		testutil.Eventually(t, "the size edited", func() error {
+			w, err := h.getWidget("w1")
+			if err != nil {
+				return err
+			}
+			w.Spec.Size = "large"
+			return h.c.Update(context.Background(), w) // a conflict with the operator's writes is tried again
+		})
+		w := h.waitWidget("w1", "Running large", func(w *examplev1.Widget) error {
+			if w.Status.State == examplev1.StateFailed {
+				t.Fatalf("the Widget failed: %+v", w.Status)
+			}
+			if err := isRunning(w); err != nil {
+				return err
+			}
+			if insts := h.liveInstances(w.UID); len(insts) != 1 || insts[0].Size != "large" || insts[0].ID != w.Status.InstanceID {
+				return fmt.Errorf("instances %+v", insts)
+			}
+			return nil
+		})
+		if s := h.cloud.Stats(); s.Created != 1 {
+			t.Errorf("%d instances created", s.Created)
+		}
+		if n := h.eventCount(w.Name, "CloudRejected"); n != 0 {
+			t.Errorf("%d CloudRejected Events", n)
+		}
+	})
+}
+
+// A Widget created long ago whose instance is created only now (its
+// operator was down), and whose create's answer is lost with the process;
+// the Widget is deleted at once, while describes do not show the
+// instance yet. The finalizer waits out the visibility window from the
+// deletion, not from the Widget's creation, and the instance goes.
+func TestWidgetDeletedBeforeItsNewInstanceShows(t *testing.T) {
+	apiservertest.ForEachTarget(t, crdOptions, func(t *testing.T, env *apiservertest.Env) {
+		h := newHarness(t, env, cloud.Options{VisibilityDelay: 2 * time.Second})
+		w := h.createWidget("w1", spec)
+		time.Sleep(2500 * time.Millisecond) // the window, counted from the creation, is over
+		first, crashed := h.startCrashingManager()
+		<-crashed
+		if err := first.stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		got, err := h.getWidget("w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.c.Delete(context.Background(), got); err != nil {
+			t.Fatal(err)
+		}
+		h.startManager(managerOptions{widget: controller.WidgetOptions{ConsistencyWindow: 2 * time.Second}})
+		testutil.Eventually(t, "the Widget gone", func() error {
+			if _, err := h.getWidget("w1"); err == nil {
+				return errors.New("still there")
+			} else if !apierrors.IsNotFound(err) {
+				return err
+			}
+			return nil
+		})
+		if insts := h.liveInstances(w.UID); len(insts) != 0 {
+			t.Errorf("leaked: %+v", insts)
 		}
 		if s := h.cloud.Stats(); s.Created != 1 {
 			t.Errorf("%d instances created", s.Created)

@@ -207,7 +207,7 @@ func (r *WidgetSetReconciler) conform(ctx context.Context, set *examplev1.Widget
 		want.Spec.Size = tmpl.Spec.Size
 	}
 	for k, v := range tmpl.Metadata.Labels {
-		if want.Labels[k] != v {
+		if k != SetLabel && want.Labels[k] != v { // the set's own label is the set's name, whatever the template says
 			want.Labels[k] = v
 		}
 	}
