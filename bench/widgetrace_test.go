@@ -279,6 +279,9 @@ func (r *crWidgetReconciler) Reconcile(ctx context.Context, req crreconcile.Requ
 	if inst == nil {
 		in, err := r.cloud.Create(ctx, cloudclient.CreateInput{ClientToken: "widget-" + string(w.UID),
 			Region: w.Spec.Region, Size: crSize(&w.Spec), Tags: crTags(&w)})
+		if cloudclient.IsParameterMismatch(err) {
+			return crreconcile.Result{RequeueAfter: racePendingPoll}, nil // made already, not shown yet
+		}
 		if err != nil {
 			return crreconcile.Result{}, fmt.Errorf("creating the instance: %w", err)
 		}
@@ -351,7 +354,11 @@ func (r *crWidgetReconciler) finalize(ctx context.Context, w *examplev1.Widget) 
 		}
 	}
 	if len(ids) == 0 {
-		if left := 10*time.Second - time.Since(w.CreationTimestamp.Time); left > 0 {
+		since := w.CreationTimestamp.Time
+		if w.DeletionTimestamp != nil && w.DeletionTimestamp.After(since) {
+			since = w.DeletionTimestamp.Time
+		}
+		if left := 10*time.Second - time.Since(since.Add(time.Second)); left > 0 {
 			return crreconcile.Result{RequeueAfter: left}, nil
 		}
 	}
