@@ -265,16 +265,9 @@ func TestWidgetInvalidSpec(t *testing.T) {
 func TestWidgetCrashBetweenCreateAndStatus(t *testing.T) {
 	apiservertest.ForEachTarget(t, crdOptions, func(t *testing.T, env *apiservertest.Env) {
 		h := newHarness(t, env, cloud.Options{VisibilityDelay: 2 * time.Second})
-		first, crashed := h.startCrashingManager()
+		crash := h.startCrashingManager()
 		w := h.createWidget("w1", spec)
-		<-crashed
-		if err := first.stop(); err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
-		got, err := h.getWidget("w1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := crash.wait("w1")
 		if got.Status.InstanceID != "" {
 			t.Fatalf("the status recorded %s before the crash", got.Status.InstanceID)
 		}
@@ -297,29 +290,50 @@ func TestWidgetCrashBetweenCreateAndStatus(t *testing.T) {
 	})
 }
 
-// startCrashingManager starts a manager whose process "dies" right after
-// the cloud answered its first create: the manager is cancelled with the
-// answer in flight, which it never reads; crashed is closed then.
-func (h *harness) startCrashingManager() (first *running, crashed chan struct{}) {
-	crashed = make(chan struct{})
+// crashing is a manager whose process "dies" right after the cloud
+// answered its first create: it is cancelled with the answer in flight,
+// which it never reads.
+type crashing struct {
+	h       *harness
+	first   *running
+	crashed chan struct{} // closed at the crash
+}
+
+func (h *harness) startCrashingManager() *crashing {
+	c := &crashing{h: h, crashed: make(chan struct{})}
 	var once atomic.Bool
-	started := make(chan struct{}) // first is set
+	started := make(chan struct{}) // c.first is set
 	crash := func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := next.RoundTrip(req)
 			if err == nil && req.Method == http.MethodPost && resp.StatusCode < 300 && once.CompareAndSwap(false, true) {
 				resp.Body.Close()
 				<-started
-				first.cancel() // the process dies with the answer in flight
-				close(crashed)
+				c.first.cancel() // the process dies with the answer in flight
+				close(c.crashed)
 				return nil, errors.New("crashed")
 			}
 			return resp, err
 		})
 	}
-	first = h.startManager(managerOptions{wrap: crash})
+	c.first = h.startManager(managerOptions{wrap: crash})
 	close(started)
-	return first, crashed
+	return c
+}
+
+// wait waits for the crash and the manager's end, and returns the Widget
+// name as the crash left it.
+func (c *crashing) wait(name string) *examplev1.Widget {
+	c.h.t.Helper()
+	<-c.crashed
+	if err := c.first.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		c.h.t.Fatal(err)
+	}
+	w, err := c.h.getWidget(name)
+	if err != nil {
+		c.h.t.Fatal(err)
+	}
+	return w
 }
 
 // A size edited while the new instance is still invisible to describes:
@@ -371,15 +385,7 @@ func TestWidgetDeletedBeforeItsNewInstanceShows(t *testing.T) {
 		h := newHarness(t, env, cloud.Options{VisibilityDelay: 2 * time.Second})
 		w := h.createWidget("w1", spec)
 		time.Sleep(2500 * time.Millisecond) // the window, counted from the creation, is over
-		first, crashed := h.startCrashingManager()
-		<-crashed
-		if err := first.stop(); err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
-		got, err := h.getWidget("w1")
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := h.startCrashingManager().wait("w1")
 		if err := h.c.Delete(context.Background(), got); err != nil {
 			t.Fatal(err)
 		}
