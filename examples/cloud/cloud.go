@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -144,7 +145,8 @@ type Cloud struct {
 	opts    Options
 	handler http.Handler
 	ready   chan struct{}
-	url     string // set before ready is closed
+	url     string      // set before ready is closed ("" if Start could not listen)
+	started atomic.Bool // Start ran
 
 	mu        sync.Mutex // guards the fields below
 	instances map[string]*cloudclient.Instance
@@ -213,10 +215,11 @@ func New(opts Options) (*Cloud, error) {
 // ServeHTTP serves the cloud's API.
 func (c *Cloud) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.ServeHTTP(w, r) }
 
-// Ready is closed once Start listens.
+// Ready is closed once Start listens, or failed to (URL is then "").
 func (c *Cloud) Ready() <-chan struct{} { return c.ready }
 
-// URL is where Start serves (http://host:port), once Ready is closed.
+// URL is where Start serves (http://host:port), once Ready is closed; ""
+// if Start could not listen (its error says why).
 func (c *Cloud) URL() string {
 	<-c.ready
 	return c.url
@@ -225,8 +228,12 @@ func (c *Cloud) URL() string {
 // Start serves the cloud on Options.Addr until ctx is done, writing the
 // state file (if any) as it changes and when it returns.
 func (c *Cloud) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("cloud: Start runs once")
+	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", c.opts.Addr)
 	if err != nil {
+		close(c.ready) // whoever waits on Ready or URL is not left waiting
 		return fmt.Errorf("cloud: %w", err)
 	}
 	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second}
@@ -404,10 +411,10 @@ func (c *Cloud) admit(w http.ResponseWriter, op string, write bool) (fault, bool
 		return noFault, false
 	}
 	if c.opts.FailureRate > 0 && c.rng.Float64() < c.opts.FailureRate {
-		c.stats.Failed++
 		if write && c.rng.IntN(2) == 0 {
-			return failAfter, true
+			return failAfter, true // counted in Failed by answer, if it gets that far
 		}
+		c.stats.Failed++
 		writeError(w, http.StatusInternalServerError, cloudclient.CodeInternal, "an internal error occurred (injected)")
 		return failBefore, false
 	}
@@ -486,7 +493,7 @@ func (c *Cloud) create(w http.ResponseWriter, r *http.Request) {
 		}
 		old := c.instances[tok.ID]
 		c.advance(old, now)
-		answer(w, http.StatusOK, f, clone(old))
+		c.answer(w, http.StatusOK, f, clone(old))
 		return
 	}
 	c.nextID++
@@ -508,7 +515,7 @@ func (c *Cloud) create(w http.ResponseWriter, r *http.Request) {
 	}
 	c.stats.Created++
 	c.version++
-	answer(w, http.StatusCreated, f, clone(in2))
+	c.answer(w, http.StatusCreated, f, clone(in2))
 }
 
 func (c *Cloud) get(w http.ResponseWriter, r *http.Request) {
@@ -525,7 +532,7 @@ func (c *Cloud) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.advance(in, now)
-	answer(w, http.StatusOK, noFault, clone(in))
+	c.answer(w, http.StatusOK, noFault, clone(in))
 }
 
 func (c *Cloud) list(w http.ResponseWriter, r *http.Request) {
@@ -565,7 +572,7 @@ func (c *Cloud) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(out.Items, func(a, b cloudclient.Instance) int { return strings.Compare(a.ID, b.ID) })
-	answer(w, http.StatusOK, noFault, out)
+	c.answer(w, http.StatusOK, noFault, out)
 }
 
 func (c *Cloud) modify(w http.ResponseWriter, r *http.Request) {
@@ -608,7 +615,7 @@ func (c *Cloud) modify(w http.ResponseWriter, r *http.Request) {
 		c.advance(inst, now)
 		c.version++
 	}
-	answer(w, http.StatusOK, f, clone(inst))
+	c.answer(w, http.StatusOK, f, clone(inst))
 }
 
 func (c *Cloud) delete(w http.ResponseWriter, r *http.Request) {
@@ -631,7 +638,7 @@ func (c *Cloud) delete(w http.ResponseWriter, r *http.Request) {
 		c.advance(inst, now)
 		c.version++
 	}
-	answer(w, http.StatusOK, f, clone(inst))
+	c.answer(w, http.StatusOK, f, clone(inst))
 }
 
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
@@ -644,9 +651,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// answer writes v, or a 500 when the request was to fail after its change.
-func answer(w http.ResponseWriter, code int, f fault, v any) {
+// answer writes v, or a 500 when the request was to fail after its change
+// (counted in Failed). c.mu is held.
+func (c *Cloud) answer(w http.ResponseWriter, code int, f fault, v any) {
 	if f == failAfter {
+		c.stats.Failed++
 		writeError(w, http.StatusInternalServerError, cloudclient.CodeInternal, "an internal error occurred (injected)")
 		return
 	}

@@ -388,6 +388,36 @@ func start(t *testing.T, c *cloud.Cloud) (stop func()) {
 	return stop
 }
 
+// A Start that cannot listen says why, and does not leave Ready's waiters
+// waiting; a second Start of the same cloud is refused.
+func TestStartListenFailure(t *testing.T) {
+	a, err := cloud.New(cloud.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, a)
+	defer stop()
+	taken := strings.TrimPrefix(a.URL(), "http://")
+	b, err := cloud.New(cloud.Options{Addr: taken, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "cloud:") {
+		t.Errorf("Start on a taken address: %v", err)
+	}
+	select {
+	case <-b.Ready():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ready still open after Start failed")
+	}
+	if u := b.URL(); u != "" {
+		t.Errorf("URL after a failed Start: %q", u)
+	}
+	if err := a.Start(context.Background()); err == nil {
+		t.Error("a second Start of a running cloud was not refused")
+	}
+}
+
 func TestStateFileRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "cloud.json")

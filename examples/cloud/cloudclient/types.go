@@ -56,8 +56,9 @@ type CreateInput struct {
 	Tags        map[string]string `json:"tags,omitempty"`
 }
 
-// ModifyInput is the body of a modify. Empty fields are left as they are;
-// Tags, when not nil, replace the instance's tags.
+// ModifyInput is the body of a modify. Empty fields are left as they are:
+// Tags, when not empty, replace the instance's tags (an empty map is not
+// sent, so a modify cannot remove every tag).
 type ModifyInput struct {
 	Size string            `json:"size,omitempty"`
 	Tags map[string]string `json:"tags,omitempty"`

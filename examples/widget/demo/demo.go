@@ -242,6 +242,22 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 	runCtx, cancelRun := context.WithTimeout(ctx, opts.Timeout)
 	defer cancelRun()
 	s := &session{c: admin, ns: ns, p: p, view: view, cloud: cl}
+	cleanedUp := false
+	if opts.Kubeconfig != "" {
+		// However it ends, the cluster keeps no Widget whose finalizer
+		// only this process could clear.
+		defer func() {
+			if cleanedUp {
+				return
+			}
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			p.line("removing the Widgets' finalizers and namespace %s", ns)
+			if err := s.abandon(actx); err != nil {
+				p.line("cleaning up namespace %s: %v (delete it by hand)", ns, err)
+			}
+		}()
+	}
 	if err := s.run(runCtx, opts.Widgets); err != nil {
 		stopProgress()
 		progress.Wait()
@@ -276,6 +292,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 		if err := s.cleanup(runCtx); err != nil {
 			return fmt.Errorf("demo: cleaning up: %w", err)
 		}
+		cleanedUp = true
 	}
 	return nil
 }

@@ -8,6 +8,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"errors"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"kloop.dev/kloop/apiserver/apiservertest"
+	"kloop.dev/kloop/client"
+	examplev1 "kloop.dev/kloop/examples/widget/api/v1"
 	"kloop.dev/kloop/examples/widget/demo"
 	"kloop.dev/kloop/internal/testutil"
 )
@@ -82,4 +89,49 @@ func TestDemoOptions(t *testing.T) {
 			t.Errorf("Run(%+v) = %v, want %q", tc.opts, err, tc.want)
 		}
 	}
+}
+
+// A run against a cluster (a kubeconfig) that times out leaves no Widget
+// whose finalizer only the gone process could clear, and deletes its
+// namespace.
+func TestDemoTimeoutOnAClusterCleansUp(t *testing.T) {
+	srv := apiservertest.NewServer(t, apiservertest.Options{})
+	var out testutil.SyncBuffer
+	err := demo.Run(context.Background(), demo.Options{Widgets: 10, Timeout: 300 * time.Millisecond, Kubeconfig: srv.Kubeconfig(), LiveView: "0"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("error %v, want a timeout\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "removing the Widgets' finalizers") {
+		t.Errorf("output lacks the clean-up:\n%s", out.String())
+	}
+	c, err := client.New(srv.Config(), client.Options{Scheme: demoScheme(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws examplev1.WidgetList
+	if err := c.List(context.Background(), &ws); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws.Items {
+		if len(w.Finalizers) != 0 {
+			t.Errorf("widget %s/%s keeps finalizers %v", w.Namespace, w.Name, w.Finalizers)
+		}
+	}
+	var nss corev1.NamespaceList
+	if err := c.List(context.Background(), &nss); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "kloop-demo-") && ns.DeletionTimestamp == nil {
+			t.Errorf("namespace %s left", ns.Name)
+		}
+	}
+}
+
+func demoScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(s), examplev1.AddToScheme(s)); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

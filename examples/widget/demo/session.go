@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"kloop.dev/kloop/client"
+	"kloop.dev/kloop/controller/controllerutil"
 	"kloop.dev/kloop/examples/cloud"
 	examplev1 "kloop.dev/kloop/examples/widget/api/v1"
 	"kloop.dev/kloop/examples/widget/internal/controller"
@@ -244,4 +245,29 @@ func parallel(n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// abandon is the way out of a demo on a real cluster that did not end
+// well (a timeout, an error, an interrupt): the operator and the cloud,
+// which live in this process, are going, and with them every instance,
+// so it removes the Widgets' finalizers, which nothing could clear after,
+// and deletes the namespace.
+func (s *session) abandon(ctx context.Context) error {
+	var l examplev1.WidgetList
+	if err := s.c.List(ctx, &l, client.InNamespace(s.ns)); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range l.Items {
+		w := &l.Items[i]
+		if !controllerutil.ContainsFinalizer(w, controller.Finalizer) {
+			continue
+		}
+		controllerutil.RemoveFinalizer(w, controller.Finalizer)
+		if err := s.c.Update(ctx, w); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("widget %s: %w", w.Name, err))
+		}
+	}
+	err := s.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})
+	return errors.Join(append(errs, client.IgnoreNotFound(err))...)
 }
