@@ -146,15 +146,16 @@ func (t *tracing) start(ctx context.Context, req reconcile.Request, id [16]byte,
 		attribute.String(AttrReconcileID, rctx.FormatUUID(id)),
 	}
 	if trigs != nil {
-		attrs = append(attrs,
-			attribute.Int(AttrTriggersTotal, trigs.Total()),
-			attribute.String(AttrTriggers, triggersText(trigs)))
+		attrs = append(attrs, attribute.Int(AttrTriggersTotal, trigs.Total()))
 	}
-	links = t.writes.links(trigs, nil)
+	links = t.writes.links(trigs, nil) // before Start: a sampler may read them
 	ctx, span := t.tracer.Start(ctx, t.name,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrs...),
 		trace.WithLinks(links...))
+	if trigs != nil && span.IsRecording() { // the text only for a span that is kept
+		span.SetAttributes(attribute.String(AttrTriggers, triggersText(trigs)))
+	}
 	return ctx, span, links
 }
 
@@ -187,6 +188,10 @@ func triggersText(trigs *trigger.Record) string {
 // write's event may reach the cache before its writer's client has its
 // answer).
 func (t *tracing) end(span trace.Span, links []trace.Link, trigs *trigger.Record, out Outcome, res reconcile.Result, err error, ws []rctx.Write) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
 	for _, l := range t.writes.links(trigs, nil) {
 		if !slices.ContainsFunc(links, func(o trace.Link) bool { return o.SpanContext.Equal(l.SpanContext) }) {
 			span.AddLink(l)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"kloop.dev/kloop/internal/rctx"
@@ -64,5 +66,40 @@ func TestTriggersText(t *testing.T) {
 	ts, _ := reconcile.TriggersFrom(&rctx.Scope{Context: context.Background(), Triggers: &rec})
 	if ts.String() != want {
 		t.Errorf("reconcile.Triggers renders %q", ts.String())
+	}
+}
+
+// A reconcile the sampler drops: its span records nothing and costs no
+// triggers text; one it keeps has the attributes and the result.
+func TestTracingSampling(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sampler sdktrace.Sampler
+		want    int
+	}{{"dropped", sdktrace.NeverSample(), 0}, {"kept", sdktrace.AlwaysSample(), 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(tc.sampler))
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			tr := newTracing(tp, "c", nil)
+			var rec trigger.Record
+			rec.Add(trigger.Cause{Type: trigger.Update, Source: "ConfigMap", Object: cmAt("a", "1")})
+			_, span, links := tr.start(context.Background(), reconcile.Request{}, [16]byte{1}, &rec)
+			tr.end(span, links, &rec, OutcomeSuccess, reconcile.Result{}, nil, nil)
+			spans := exp.GetSpans()
+			if len(spans) != tc.want {
+				t.Fatalf("%d spans exported, want %d", len(spans), tc.want)
+			}
+			if tc.want == 0 {
+				return
+			}
+			attrs := map[string]string{}
+			for _, a := range spans[0].Attributes {
+				attrs[string(a.Key)] = a.Value.Emit()
+			}
+			if attrs[AttrTriggers] == "" || attrs[AttrResult] != string(OutcomeSuccess) {
+				t.Errorf("attributes %v", attrs)
+			}
+		})
 	}
 }

@@ -458,8 +458,8 @@ func validTags(tags map[string]string) error {
 		return fmt.Errorf("%d tags: at most %d", len(tags), maxTags)
 	}
 	for k, v := range tags {
-		if k == "" || len(k) > maxTagKey || len(v) > maxTagValue {
-			return fmt.Errorf("tag %q=%q: keys are 1 to %d bytes, values at most %d", k, v, maxTagKey, maxTagValue)
+		if k == "" || len(k) > maxTagKey || len(v) > maxTagValue || strings.Contains(k, "=") {
+			return fmt.Errorf("tag %q=%q: keys are 1 to %d bytes without '=' (describes filter by KEY=VALUE), values at most %d", k, v, maxTagKey, maxTagValue)
 		}
 	}
 	return nil
@@ -696,6 +696,12 @@ func (c *Cloud) load() error {
 			return fmt.Errorf("cloud: state file %s: client token %q names unknown instance %q", c.opts.StateFile, name, tok.ID)
 		}
 		c.tokens[name] = tok
+	}
+	for id := range c.instances {
+		var n uint64
+		if _, err := fmt.Sscanf(id, "i-%x", &n); err == nil && n > s.NextID {
+			return fmt.Errorf("cloud: state file %s: nextID %d is behind instance %s (a create would reuse an ID)", c.opts.StateFile, s.NextID, id)
+		}
 	}
 	c.nextID = s.NextID
 	return nil

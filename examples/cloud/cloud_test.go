@@ -308,6 +308,7 @@ func TestInvalidRequests(t *testing.T) {
 		{"bad size", "POST", "/v1/instances", `{"region":"local-1","size":"huge"}`, 400},
 		{"bad region", "POST", "/v1/instances", `{"region":"Local 1","size":"small"}`, 400},
 		{"empty tag key", "POST", "/v1/instances", `{"region":"local-1","size":"small","tags":{"":"x"}}`, 400},
+		{"'=' in a tag key", "POST", "/v1/instances", `{"region":"local-1","size":"small","tags":{"a=b":"x"}}`, 400},
 		{"unknown field", "POST", "/v1/instances", `{"region":"local-1","size":"small","color":"red"}`, 400},
 		{"not JSON", "POST", "/v1/instances", `{`, 400},
 		{"bad tag filter", "GET", "/v1/instances?tag=novalue", "", 400},
@@ -351,6 +352,13 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if _, err := cloud.New(cloud.Options{StateFile: bad}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Errorf("New with a corrupt state file: %v", err)
+	}
+	behind := filepath.Join(dir, "behind.json")
+	if err := os.WriteFile(behind, []byte(`{"nextID":1,"instances":[{"id":"i-00000000000a","region":"local-1","size":"small","state":"running"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cloud.New(cloud.Options{StateFile: behind}); err == nil || !strings.Contains(err.Error(), "nextID 1 is behind") {
+		t.Errorf("New with a state file whose nextID is behind its instances: %v", err)
 	}
 }
 

@@ -71,7 +71,13 @@ func (o *Options) validate() error {
 type Server struct {
 	opts Options
 	mux  *http.ServeMux
+	// streams holds a token per open /events stream: at most MaxStreams
+	// sample the pipeline at once, the next are answered 503.
+	streams chan struct{}
 }
+
+// MaxStreams is how many /events streams a Server serves at once.
+const MaxStreams = 16
 
 // New returns a Server.
 func New(opts Options) (*Server, error) {
@@ -79,7 +85,7 @@ func New(opts Options) (*Server, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux()}
+	s := &Server{opts: opts, mux: http.NewServeMux(), streams: make(chan struct{}, MaxStreams)}
 	s.mux.Handle("GET /", http.FileServerFS(mustSub(static, "static")))
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /stats", s.stats)
@@ -107,6 +113,13 @@ func (s *Server) stats(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		http.Error(w, fmt.Sprintf("%d live view streams are open already", MaxStreams), http.StatusServiceUnavailable)
 		return
 	}
 	rc := http.NewResponseController(w)

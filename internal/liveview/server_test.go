@@ -14,6 +14,7 @@ import (
 
 	"kloop.dev/kloop/controller"
 	"kloop.dev/kloop/informer"
+	"kloop.dev/kloop/internal/testutil"
 )
 
 func newTestServer(t *testing.T) (*httptest.Server, *atomic.Uint64) {
@@ -107,6 +108,44 @@ func TestServerEvents(t *testing.T) {
 	}
 	if e0, e2 := frames[0].Informers[0].Events, frames[2].Informers[0].Events; e2 <= e0 || frames[2].Informers[0].EventsPerSec <= 0 {
 		t.Errorf("the figures do not move: events %d then %d, %v/s", e0, e2, frames[2].Informers[0].EventsPerSec)
+	}
+}
+
+// Past MaxStreams open streams, the next is answered 503 (each stream
+// samples the whole pipeline); one that ends frees its place.
+func TestServerStreamsBounded(t *testing.T) {
+	srv, _ := newTestServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	open := func() *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/events", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var streams []*http.Response
+	for range MaxStreams {
+		resp := open()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %s", len(streams), resp.Status)
+		}
+		streams = append(streams, resp)
+	}
+	over := open()
+	over.Body.Close()
+	if over.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("stream %d: %s, want 503", MaxStreams+1, over.Status)
+	}
+	streams[0].Body.Close()
+	testutil.Eventually(t, "a place freed", func() bool {
+		resp := open()
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	for _, r := range streams[1:] {
+		r.Body.Close()
 	}
 }
 
