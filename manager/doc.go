@@ -118,8 +118,11 @@
 // reports, flagged. The timeline is recorded by the controllers the
 // builder makes (the manager's Observer, controller.Options.Observer): the
 // last 32 entries of each of the last 1,000 objects. It shows object
-// names: bind it to localhost, or keep it behind what protects your
-// other debugging endpoints.
+// names and has no authentication: bind it to localhost, or keep it
+// behind what protects your other debugging endpoints (on localhost, a
+// web page in your browser that rebinds its own host name to 127.0.0.1
+// can still read it; it checks no Host header). It serves at most 16
+// event streams at once.
 //
 //	mgr, err := manager.New(cfg, manager.Options{LiveViewBindAddress: "127.0.0.1:8082"})
 //	// after Start: open http://127.0.0.1:8082/ (mgr.LiveViewAddr())
