@@ -250,8 +250,12 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 			if cleanedUp {
 				return
 			}
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
+			// The operator first: running, it would put the finalizers
+			// back on Widgets that are not being deleted.
+			cancel()
+			bg.Wait()
+			actx, cancelAbandon := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancelAbandon()
 			p.line("removing the Widgets' finalizers and namespace %s", ns)
 			if err := s.abandon(actx); err != nil {
 				p.line("cleaning up namespace %s: %v (delete it by hand)", ns, err)
