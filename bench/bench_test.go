@@ -1,13 +1,22 @@
 package bench
 
 import (
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// client-go's event broadcaster logs through klog, to stderr, the
+	// Events it could not write once a manager stopped. klog's logger is
+	// process-wide: set before any test starts a server that logs
+	// through it (setting it later races with those servers).
+	klog.SetLogger(logr.Discard())
+	goleak.VerifyTestMain(m)
+}
 
 // The harness is only worth its ratios if every contender does the same work:
 // each hands out every distinct key, dedups repeated adds and honours delays.

@@ -31,7 +31,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -211,9 +210,6 @@ func kloopRace(tb testing.TB, cfg *rest.Config, ns string, cc *cloudclient.Clien
 
 func controllerRuntimeRace(tb testing.TB, cfg *rest.Config, ns string, cc *cloudclient.Client) (func() int64, func()) {
 	silenceControllerRuntime.Do(func() { crlog.SetLogger(logr.Discard()) })
-	// client-go's event broadcaster logs through klog, to stderr, the
-	// Events it could not write once the manager stopped.
-	silenceKlog.Do(func() { klog.SetLogger(logr.Discard()) })
 	mgr, err := ctrl.NewManager(cfg, crmanager.Options{
 		Scheme:                 raceScheme(tb),
 		Logger:                 logr.Discard(),
@@ -235,7 +231,6 @@ func controllerRuntimeRace(tb testing.TB, cfg *rest.Config, ns string, cc *cloud
 	return r.reconciles.Load, runManager(tb, "controller-runtime", mgr.Start)
 }
 
-var silenceKlog sync.Once
 
 // crWidgetReconciler is examples/widget's WidgetReconciler written for
 // controller-runtime: the same steps, calls and writes, with its client,
