@@ -231,7 +231,6 @@ func controllerRuntimeRace(tb testing.TB, cfg *rest.Config, ns string, cc *cloud
 	return r.reconciles.Load, runManager(tb, "controller-runtime", mgr.Start)
 }
 
-
 // crWidgetReconciler is examples/widget's WidgetReconciler written for
 // controller-runtime: the same steps, calls and writes, with its client,
 // its controllerutil and its event recorder.
