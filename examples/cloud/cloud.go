@@ -440,10 +440,7 @@ var (
 )
 
 const (
-	maxTags     = 50
-	maxTagKey   = 128
-	maxTagValue = 256
-	maxBody     = 1 << 20
+	maxBody = 1 << 20
 )
 
 func validSize(s string) error {
@@ -454,12 +451,12 @@ func validSize(s string) error {
 }
 
 func validTags(tags map[string]string) error {
-	if len(tags) > maxTags {
-		return fmt.Errorf("%d tags: at most %d", len(tags), maxTags)
+	if len(tags) > cloudclient.MaxTags {
+		return fmt.Errorf("%d tags: at most %d", len(tags), cloudclient.MaxTags)
 	}
 	for k, v := range tags {
-		if k == "" || len(k) > maxTagKey || len(v) > maxTagValue || strings.Contains(k, "=") {
-			return fmt.Errorf("tag %q=%q: keys are 1 to %d bytes without '=' (describes filter by KEY=VALUE), values at most %d", k, v, maxTagKey, maxTagValue)
+		if k == "" || len(k) > cloudclient.MaxTagKey || len(v) > cloudclient.MaxTagValue || strings.Contains(k, "=") {
+			return fmt.Errorf("tag %q=%q: keys are 1 to %d bytes without '=' (describes filter by KEY=VALUE), values at most %d", k, v, cloudclient.MaxTagKey, cloudclient.MaxTagValue)
 		}
 	}
 	return nil

@@ -56,6 +56,15 @@ type CreateInput struct {
 	Tags        map[string]string `json:"tags,omitempty"`
 }
 
+// The cloud's limits on an instance's tags: at most MaxTags, keys of 1 to
+// MaxTagKey bytes without '=' (describes filter by KEY=VALUE), values of
+// at most MaxTagValue bytes.
+const (
+	MaxTags     = 50
+	MaxTagKey   = 128
+	MaxTagValue = 256
+)
+
 // ModifyInput is the body of a modify. Empty fields are left as they are:
 // Tags, when not empty, replace the instance's tags (an empty map is not
 // sent, so a modify cannot remove every tag).

@@ -329,13 +329,9 @@ func (r *WidgetReconciler) setStatus(ctx context.Context, w *examplev1.Widget, s
 	})
 }
 
-// The cloud's limits on tags (examples/cloud): the operator adds its own
-// two to a spec's.
-const (
-	maxSpecTags = 50 - 2
-	maxTagKey   = 128
-	maxTagValue = 256
-)
+// maxSpecTags is how many tags a spec may have: the operator adds its own
+// two to them.
+const maxSpecTags = cloudclient.MaxTags - 2
 
 // validate checks what the CRD's schema cannot: the operator's tag keys,
 // the cloud's tag limits, the size.
@@ -348,10 +344,10 @@ func validate(s *examplev1.WidgetSpec) error {
 		switch v := s.Tags[k]; {
 		case strings.HasPrefix(k, TagPrefix):
 			errs = append(errs, fmt.Errorf("spec.tags[%q]: keys under %s are the operator's", k, TagPrefix))
-		case k == "" || len(k) > maxTagKey || strings.Contains(k, "="):
-			errs = append(errs, fmt.Errorf("spec.tags[%q]: keys are 1 to %d bytes without '='", k, maxTagKey))
-		case len(v) > maxTagValue:
-			errs = append(errs, fmt.Errorf("spec.tags[%q]: values are at most %d bytes", k, maxTagValue))
+		case k == "" || len(k) > cloudclient.MaxTagKey || strings.Contains(k, "="):
+			errs = append(errs, fmt.Errorf("spec.tags[%q]: keys are 1 to %d bytes without '='", k, cloudclient.MaxTagKey))
+		case len(v) > cloudclient.MaxTagValue:
+			errs = append(errs, fmt.Errorf("spec.tags[%q]: values are at most %d bytes", k, cloudclient.MaxTagValue))
 		}
 	}
 	if s.Size != "" && !slices.Contains(cloudclient.Sizes, s.Size) {
@@ -377,8 +373,8 @@ func desiredTags(w *examplev1.Widget) map[string]string {
 	// For people only; cut to the cloud's limit (a namespace and a name
 	// may together be longer).
 	name := w.Namespace + "/" + w.Name
-	if len(name) > maxTagValue {
-		name = name[:maxTagValue]
+	if len(name) > cloudclient.MaxTagValue {
+		name = name[:cloudclient.MaxTagValue]
 	}
 	tags[TagName] = name
 	return tags
